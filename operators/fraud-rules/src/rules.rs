@@ -1,0 +1,182 @@
+//! The scoring logic, free of any Wasm or Arrow types so that the very same
+//! code runs inside the sandbox and natively (the benchmark's baseline).
+
+use serde::Deserialize;
+use std::collections::HashSet;
+
+/// Read access to a batch of payments, by row. Implemented over the SDK's
+/// column readers in the guest and over Arrow arrays natively.
+pub trait Payments {
+    /// Rows in the batch.
+    fn len(&self) -> usize;
+    /// Whether the batch has no rows.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Payment amount, or `None` if null.
+    fn amount(&self, row: usize) -> Option<f64>;
+    /// ISO currency code.
+    fn currency(&self, row: usize) -> Option<&str>;
+    /// Country the payment was made in.
+    fn country(&self, row: usize) -> Option<&str>;
+    /// Home country of the card.
+    fn card_country(&self, row: usize) -> Option<&str>;
+    /// Merchant identifier.
+    fn merchant_id(&self, row: usize) -> Option<&str>;
+}
+
+/// One configurable rule. Each fired rule adds its weight to the score.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(tag = "rule", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Rule {
+    /// Fires when the amount is strictly above `threshold`.
+    AmountAbove { threshold: f64, weight: f64 },
+    /// Fires when the payment country differs from the card's home country.
+    CountryMismatch { weight: f64 },
+    /// Fires when the merchant is on the list.
+    MerchantIn { merchants: Vec<String>, weight: f64 },
+    /// Fires when the currency is not on the list.
+    CurrencyNotIn {
+        currencies: Vec<String>,
+        weight: f64,
+    },
+}
+
+impl Rule {
+    fn name(&self) -> &'static str {
+        match self {
+            Rule::AmountAbove { .. } => "amount_above",
+            Rule::CountryMismatch { .. } => "country_mismatch",
+            Rule::MerchantIn { .. } => "merchant_in",
+            Rule::CurrencyNotIn { .. } => "currency_not_in",
+        }
+    }
+
+    fn weight(&self) -> f64 {
+        match self {
+            Rule::AmountAbove { weight, .. }
+            | Rule::CountryMismatch { weight }
+            | Rule::MerchantIn { weight, .. }
+            | Rule::CurrencyNotIn { weight, .. } => *weight,
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    alert_threshold: f64,
+    rules: Vec<Rule>,
+}
+
+/// A rule compiled for fast evaluation.
+#[derive(Debug, Clone)]
+enum Compiled {
+    AmountAbove(f64),
+    CountryMismatch,
+    MerchantIn(HashSet<String>),
+    CurrencyNotIn(HashSet<String>),
+}
+
+/// A payment whose score reached the alert threshold.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Hit {
+    /// Row in the input batch.
+    pub row: usize,
+    /// Sum of the weights of the fired rules.
+    pub score: f64,
+    /// Bit `i` set when rule `i` fired.
+    pub fired: u64,
+}
+
+/// The configured rules and the alert threshold.
+#[derive(Debug, Clone)]
+pub struct RuleSet {
+    alert_threshold: f64,
+    rules: Vec<(Compiled, f64, &'static str)>,
+}
+
+impl RuleSet {
+    /// Parses the operator's JSON configuration.
+    pub fn from_json(config: &str) -> Result<Self, String> {
+        let raw: RawConfig =
+            serde_json::from_str(config).map_err(|e| format!("fraud-rules config: {e}"))?;
+        if raw.rules.is_empty() {
+            return Err("fraud-rules config: `rules` is empty".into());
+        }
+        if raw.rules.len() > 64 {
+            return Err("fraud-rules config: at most 64 rules".into());
+        }
+        if !raw.alert_threshold.is_finite() {
+            return Err("fraud-rules config: `alert_threshold` must be a finite number".into());
+        }
+        let rules = raw
+            .rules
+            .into_iter()
+            .map(|rule| {
+                let (name, weight) = (rule.name(), rule.weight());
+                let compiled = match rule {
+                    Rule::AmountAbove { threshold, .. } => Compiled::AmountAbove(threshold),
+                    Rule::CountryMismatch { .. } => Compiled::CountryMismatch,
+                    Rule::MerchantIn { merchants, .. } => {
+                        Compiled::MerchantIn(merchants.into_iter().collect())
+                    }
+                    Rule::CurrencyNotIn { currencies, .. } => {
+                        Compiled::CurrencyNotIn(currencies.into_iter().collect())
+                    }
+                };
+                (compiled, weight, name)
+            })
+            .collect();
+        Ok(RuleSet {
+            alert_threshold: raw.alert_threshold,
+            rules,
+        })
+    }
+
+    /// Scores every row and appends the ones at or above the threshold.
+    pub fn score_all<P: Payments>(&self, payments: &P, hits: &mut Vec<Hit>) {
+        for row in 0..payments.len() {
+            let mut score = 0.0;
+            let mut fired = 0u64;
+            for (i, (rule, weight, _)) in self.rules.iter().enumerate() {
+                let fires = match rule {
+                    Compiled::AmountAbove(t) => payments.amount(row).is_some_and(|a| a > *t),
+                    Compiled::CountryMismatch => {
+                        match (payments.country(row), payments.card_country(row)) {
+                            (Some(a), Some(b)) => a != b,
+                            _ => false,
+                        }
+                    }
+                    Compiled::MerchantIn(set) => {
+                        payments.merchant_id(row).is_some_and(|m| set.contains(m))
+                    }
+                    Compiled::CurrencyNotIn(set) => {
+                        payments.currency(row).is_some_and(|c| !set.contains(c))
+                    }
+                };
+                if fires {
+                    score += weight;
+                    fired |= 1 << i;
+                }
+            }
+            if fired != 0 && score >= self.alert_threshold {
+                hits.push(Hit { row, score, fired });
+            }
+        }
+    }
+
+    /// The names of the rules in `fired`, comma-separated, in config order.
+    pub fn reasons(&self, fired: u64) -> String {
+        let mut out = String::new();
+        for (i, (_, _, name)) in self.rules.iter().enumerate() {
+            if fired & (1 << i) != 0 {
+                if !out.is_empty() {
+                    out.push(',');
+                }
+                out.push_str(name);
+            }
+        }
+        out
+    }
+}

@@ -1,0 +1,383 @@
+//! The pipeline file (`PIPELINE.toml`): what to read, which operator to run
+//! with which limits, where to write, how often to trigger. Parsing is strict
+//! (unknown keys are errors) and every error names the key at fault.
+
+use crate::operator::{Grants, Limits};
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// A whole pipeline definition.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PipelineConfig {
+    /// Pipeline name; recorded in the checkpoint, shown in logs and errors.
+    pub name: String,
+    /// Checkpoint directory (offset WAL, commit WAL, state, metadata).
+    pub checkpoint: PathBuf,
+    /// When epochs run.
+    #[serde(default)]
+    pub trigger: TriggerConfig,
+    /// Where rows come from.
+    pub source: SourceConfig,
+    /// The Wasm operator.
+    pub operator: OperatorConfig,
+    /// Where output rows go.
+    pub sink: SinkConfig,
+    /// Largest micro-batch handed to one `process` call, in rows.
+    #[serde(default = "default_batch_rows")]
+    pub batch_rows: usize,
+}
+
+fn default_batch_rows() -> usize {
+    10_000
+}
+
+/// How epochs are triggered (Spark's `Trigger`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "mode", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum TriggerConfig {
+    /// An epoch every `interval` while new data exists; runs until stopped.
+    ProcessingTime {
+        #[serde(with = "humantime_serde_compat")]
+        interval: Duration,
+    },
+    /// One epoch over everything available now (ignoring per-trigger limits), then stop.
+    Once,
+    /// Epochs until everything available at start is processed, honouring per-trigger limits, then stop.
+    AvailableNow,
+}
+
+impl Default for TriggerConfig {
+    fn default() -> Self {
+        TriggerConfig::ProcessingTime {
+            interval: Duration::from_secs(1),
+        }
+    }
+}
+
+mod humantime_serde_compat {
+    use serde::{Deserialize, Deserializer, Serializer};
+    use std::time::Duration;
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&humantime::format_duration(*d).to_string())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let text = String::deserialize(d)?;
+        humantime::parse_duration(&text).map_err(|e| {
+            serde::de::Error::custom(format!(
+                "`{text}` is not a duration ({e}); write e.g. \"500ms\" or \"2s\""
+            ))
+        })
+    }
+}
+
+/// Type of a declared source column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ColumnType {
+    Int64,
+    Float64,
+    Boolean,
+    Utf8,
+}
+
+/// One declared column of the source schema.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ColumnConfig {
+    pub name: String,
+    #[serde(rename = "type")]
+    pub data_type: ColumnType,
+    #[serde(default)]
+    pub nullable: bool,
+}
+
+/// What to do with a line that does not parse or does not fit the schema.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MalformedPolicy {
+    /// Stop the epoch with an error naming file and line.
+    #[default]
+    Fail,
+    /// Write the line, with file, line number and reason, to the dead-letter directory.
+    DeadLetter,
+}
+
+/// Where rows come from.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum SourceConfig {
+    /// A directory of JSON-lines files.
+    Files {
+        path: PathBuf,
+        schema: Vec<ColumnConfig>,
+        #[serde(default = "default_max_files")]
+        max_files_per_trigger: usize,
+        #[serde(default)]
+        on_malformed: MalformedPolicy,
+        /// Directory for dead letters; default `<checkpoint>/dead-letter`.
+        #[serde(default)]
+        dead_letter: Option<PathBuf>,
+    },
+}
+
+fn default_max_files() -> usize {
+    100
+}
+
+/// The operator and its sandbox.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OperatorConfig {
+    /// The component file (`.wasm`).
+    pub path: PathBuf,
+    /// JSON-compatible configuration passed to the operator's `init`.
+    #[serde(default = "empty_table")]
+    pub config: toml::Value,
+    /// CPU deadline per call, e.g. "2s".
+    #[serde(default = "default_deadline", with = "humantime_serde_compat")]
+    pub deadline: Duration,
+    /// Memory cap per instance, e.g. "256MiB".
+    #[serde(default = "default_memory")]
+    pub memory: String,
+    /// Extra capabilities.
+    #[serde(default)]
+    pub grants: Grants,
+}
+
+fn empty_table() -> toml::Value {
+    toml::Value::Table(Default::default())
+}
+
+fn default_deadline() -> Duration {
+    Limits::default().deadline
+}
+
+fn default_memory() -> String {
+    "512MiB".into()
+}
+
+/// Where output rows go.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
+pub enum SinkConfig {
+    /// One JSON-lines file per epoch in `path`, written atomically.
+    Files { path: PathBuf },
+    /// Rows printed to stdout (at-least-once: a replayed epoch prints again).
+    Console,
+}
+
+/// Parses sizes like `512MiB`, `1GiB`, `65536`.
+pub fn parse_size(text: &str) -> Result<usize> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: usize = num
+        .parse()
+        .with_context(|| format!("`{text}` is not a size; write e.g. \"256MiB\""))?;
+    let mult: usize = match unit.trim() {
+        "" | "B" => 1,
+        "KiB" | "K" | "KB" => 1 << 10,
+        "MiB" | "M" | "MB" => 1 << 20,
+        "GiB" | "G" | "GB" => 1 << 30,
+        other => bail!("`{text}`: unknown size unit `{other}` (use B, KiB, MiB or GiB)"),
+    };
+    n.checked_mul(mult)
+        .with_context(|| format!("`{text}` is too large"))
+}
+
+impl PipelineConfig {
+    /// Reads and validates a pipeline file; relative paths are taken from the
+    /// file's directory.
+    pub fn load(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading pipeline config {}", path.display()))?;
+        let base = path.parent().unwrap_or(Path::new("."));
+        Self::parse(&text, base).with_context(|| format!("in pipeline config {}", path.display()))
+    }
+
+    /// Parses and validates config text; relative paths are joined to `base`.
+    pub fn parse(text: &str, base: &Path) -> Result<Self> {
+        let mut cfg: PipelineConfig = toml::from_str(text).map_err(|e| anyhow::anyhow!("{e}"))?;
+        cfg.validate()?;
+        cfg.resolve_paths(base);
+        Ok(cfg)
+    }
+
+    fn resolve_paths(&mut self, base: &Path) {
+        let fix = |p: &mut PathBuf| {
+            if p.is_relative() {
+                *p = base.join(&*p);
+            }
+        };
+        fix(&mut self.checkpoint);
+        fix(&mut self.operator.path);
+        match &mut self.source {
+            SourceConfig::Files {
+                path, dead_letter, ..
+            } => {
+                fix(path);
+                if let Some(d) = dead_letter {
+                    fix(d);
+                }
+            }
+        }
+        if let SinkConfig::Files { path } = &mut self.sink {
+            fix(path);
+        }
+    }
+
+    fn validate(&self) -> Result<()> {
+        if self.name.trim().is_empty() {
+            bail!("`name` must not be empty");
+        }
+        if self.batch_rows == 0 {
+            bail!("`batch_rows` must be at least 1");
+        }
+        if let TriggerConfig::ProcessingTime { interval } = self.trigger {
+            if interval.is_zero() {
+                bail!("`trigger.interval` must be longer than zero");
+            }
+        }
+        match &self.source {
+            SourceConfig::Files {
+                schema,
+                max_files_per_trigger,
+                ..
+            } => {
+                if *max_files_per_trigger == 0 {
+                    bail!("`source.max_files_per_trigger` must be at least 1");
+                }
+                if schema.is_empty() {
+                    bail!("`source.schema` must declare at least one column");
+                }
+                for (i, c) in schema.iter().enumerate() {
+                    if c.name.is_empty() {
+                        bail!("`source.schema[{i}].name` must not be empty");
+                    }
+                    if schema[..i].iter().any(|o| o.name == c.name) {
+                        bail!("`source.schema` declares column `{}` twice", c.name);
+                    }
+                }
+            }
+        }
+        if self.operator.deadline.is_zero() {
+            bail!("`operator.deadline` must be longer than zero");
+        }
+        let memory = parse_size(&self.operator.memory).context("`operator.memory`")?;
+        if memory < (1 << 20) {
+            bail!("`operator.memory` must be at least 1MiB");
+        }
+        self.operator_config_json().context("`operator.config`")?;
+        Ok(())
+    }
+
+    /// The operator's limits.
+    pub fn limits(&self) -> Result<Limits> {
+        Ok(Limits {
+            deadline: self.operator.deadline,
+            memory_bytes: parse_size(&self.operator.memory).context("`operator.memory`")?,
+        })
+    }
+
+    /// The operator config as the JSON text `init` receives.
+    pub fn operator_config_json(&self) -> Result<String> {
+        Ok(serde_json::to_string(&self.operator.config)?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+name = "fraud"
+checkpoint = "ckpt"
+[trigger]
+mode = "available-now"
+[source]
+kind = "files"
+path = "in"
+schema = [ { name = "txn_id", type = "utf8" }, { name = "amount", type = "float64" } ]
+[operator]
+path = "op.wasm"
+config = { alert_threshold = 0.5 }
+[sink]
+kind = "files"
+path = "out"
+"#;
+
+    fn err_of(text: &str) -> String {
+        format!(
+            "{:#}",
+            PipelineConfig::parse(text, Path::new("/base")).unwrap_err()
+        )
+    }
+
+    #[test]
+    fn parses_and_resolves_relative_paths() {
+        let cfg = PipelineConfig::parse(GOOD, Path::new("/base")).unwrap();
+        assert_eq!(cfg.checkpoint, PathBuf::from("/base/ckpt"));
+        assert_eq!(cfg.operator.path, PathBuf::from("/base/op.wasm"));
+        assert_eq!(
+            cfg.operator_config_json().unwrap(),
+            r#"{"alert_threshold":0.5}"#
+        );
+        assert_eq!(cfg.trigger, TriggerConfig::AvailableNow);
+        assert_eq!(cfg.batch_rows, 10_000);
+    }
+
+    #[test]
+    fn missing_key_is_named() {
+        let text = GOOD.replace("checkpoint = \"ckpt\"\n", "");
+        assert!(
+            err_of(&text).contains("missing field `checkpoint`"),
+            "{}",
+            err_of(&text)
+        );
+    }
+
+    #[test]
+    fn unknown_key_is_named() {
+        let text = GOOD.replace("path = \"in\"", "path = \"in\"\nmax_file_per_trigger = 3");
+        assert!(
+            err_of(&text).contains("max_file_per_trigger"),
+            "{}",
+            err_of(&text)
+        );
+    }
+
+    #[test]
+    fn invalid_values_are_named() {
+        let text = GOOD.replace("type = \"float64\"", "type = \"float\"");
+        assert!(err_of(&text).contains("float"), "{}", err_of(&text));
+        let text = GOOD.replace(
+            "path = \"op.wasm\"",
+            "path = \"op.wasm\"\nmemory = \"lots\"",
+        );
+        assert!(
+            err_of(&text).contains("operator.memory"),
+            "{}",
+            err_of(&text)
+        );
+        let text = GOOD.replace(
+            "mode = \"available-now\"",
+            "mode = \"processing-time\"\ninterval = \"soon\"",
+        );
+        assert!(err_of(&text).contains("soon"), "{}", err_of(&text));
+        let text = GOOD.replace("kind = \"files\"\npath = \"out\"", "kind = \"kafka\"");
+        assert!(err_of(&text).contains("kafka"), "{}", err_of(&text));
+    }
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("512MiB").unwrap(), 512 << 20);
+        assert_eq!(parse_size("1GiB").unwrap(), 1 << 30);
+        assert_eq!(parse_size("4096").unwrap(), 4096);
+        assert!(parse_size("12 parsecs").is_err());
+    }
+}

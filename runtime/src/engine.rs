@@ -1,0 +1,380 @@
+//! The epoch loop (Spark's MicroBatchExecution). Data flows one way:
+//!
+//! ```text
+//! source.plan ─▶ offsets/N (durable) ─▶ source.read ─▶ operator ─▶ sink ─▶ commits/N
+//! ```
+//!
+//! Nothing is read before its range is in the offset WAL, and nothing is
+//! committed before the sink has it. On start, an epoch that was planned but
+//! not committed is run again with the recorded range, operator digest and
+//! operator config, so its output is the same as the first attempt's.
+
+use crate::checkpoint::Checkpoint;
+use crate::config::TriggerConfig;
+use crate::fsutil;
+use crate::operator::{Limits, LoadedOperator, OperatorFailure, WasmHost};
+use crate::progress::{EpochProgress, Phases};
+use crate::sink::Sink;
+use crate::source::{DeadLetter, PlanLimit, Source};
+use crate::wal::{CommitEntry, OffsetEntry, OperatorRef, ENTRY_FORMAT};
+use anyhow::{bail, Context, Result};
+use arrow_array::RecordBatch;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// An operator call failed during an epoch. Carries what an on-call engineer
+/// needs: which pipeline, which epoch, which operator version, and why.
+#[derive(Debug, thiserror::Error)]
+#[error("pipeline `{pipeline}` epoch {epoch}: operator {digest} {cause}")]
+pub struct EpochFailed {
+    pub pipeline: String,
+    pub epoch: u64,
+    pub digest: String,
+    #[source]
+    pub cause: OperatorFailure,
+}
+
+/// The operator version new epochs are planned with.
+#[derive(Debug, Clone)]
+pub struct ActiveOperator {
+    pub digest: String,
+    pub config_digest: String,
+    pub limits: Limits,
+}
+
+/// Totals of one `run`.
+#[derive(Debug, Clone, Default)]
+pub struct RunSummary {
+    pub epochs: u64,
+    pub replayed: u64,
+    pub rows_in: u64,
+    pub rows_out: u64,
+    pub dead_letters: u64,
+    pub elapsed: Duration,
+}
+
+/// A pipeline bound to its checkpoint, source, operator and sink.
+pub struct Pipeline {
+    pub(crate) name: String,
+    pub(crate) checkpoint: Checkpoint,
+    pub(crate) source: Box<dyn Source>,
+    pub(crate) sink: Box<dyn Sink>,
+    pub(crate) trigger: TriggerConfig,
+    pub(crate) active: ActiveOperator,
+    pub(crate) grants: crate::operator::Grants,
+    pub(crate) dead_letter_dir: PathBuf,
+    pub(crate) config_hash: String,
+    /// Loaded operator versions by digest (the active one and any a replay needs).
+    pub(crate) loaded: HashMap<String, Arc<LoadedOperator>>,
+    pub(crate) configs: HashMap<String, String>,
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+impl Pipeline {
+    /// The pipeline's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The checkpoint directory.
+    pub fn checkpoint(&self) -> &Checkpoint {
+        &self.checkpoint
+    }
+
+    /// Runs epochs according to the trigger until the trigger is done or
+    /// `stop` is set (checked between epochs). `on_epoch` sees each epoch's
+    /// progress as it finishes.
+    pub fn run(
+        &mut self,
+        host: &WasmHost,
+        stop: &AtomicBool,
+        on_epoch: &mut dyn FnMut(&EpochProgress),
+    ) -> Result<RunSummary> {
+        let started = Instant::now();
+        let mut summary = RunSummary::default();
+        let mut tally = |p: &EpochProgress, summary: &mut RunSummary| {
+            summary.epochs += 1;
+            summary.replayed += u64::from(p.replay);
+            summary.rows_in += p.rows_in;
+            summary.rows_out += p.rows_out;
+            summary.dead_letters += p.dead_letters;
+            on_epoch(p);
+        };
+        let mut next = match self.recover(host)? {
+            (next, Some(progress)) => {
+                tally(&progress, &mut summary);
+                next
+            }
+            (next, None) => next,
+        };
+        loop {
+            if stop.load(Ordering::Relaxed) {
+                tracing::info!(pipeline = %self.name, "stop requested; last epoch committed");
+                break;
+            }
+            let trigger_start = Instant::now();
+            let limit = match self.trigger {
+                TriggerConfig::Once => PlanLimit::Unbounded,
+                _ => PlanLimit::PerTrigger,
+            };
+            let plan_started = Instant::now();
+            let planned = self.source.plan(limit)?;
+            let plan_time = plan_started.elapsed();
+            match planned {
+                Some(range) => {
+                    let progress = self.plan_and_run(host, next, range, plan_time)?;
+                    tally(&progress, &mut summary);
+                    next += 1;
+                }
+                None if matches!(
+                    self.trigger,
+                    TriggerConfig::Once | TriggerConfig::AvailableNow
+                ) =>
+                {
+                    break
+                }
+                None => {}
+            }
+            match self.trigger {
+                TriggerConfig::Once => break,
+                TriggerConfig::AvailableNow => {}
+                TriggerConfig::ProcessingTime { interval } => {
+                    sleep_until(trigger_start + interval, stop);
+                }
+            }
+        }
+        summary.elapsed = started.elapsed();
+        Ok(summary)
+    }
+
+    /// Rebuilds the source's view of what was planned and re-runs the one
+    /// planned-but-uncommitted epoch, if any. Returns the next epoch number.
+    fn recover(&mut self, host: &WasmHost) -> Result<(u64, Option<EpochProgress>)> {
+        let planned = self.checkpoint.offsets.epochs()?;
+        for &epoch in &planned {
+            let entry = self.offset_entry(epoch)?;
+            self.source
+                .restore(&entry.source)
+                .with_context(|| format!("restoring source progress from offsets/{epoch}"))?;
+        }
+        let Some(&last_planned) = planned.last() else {
+            return Ok((0, None));
+        };
+        let last_committed = self.checkpoint.commits.latest()?.map(|(e, _)| e);
+        if last_committed.is_some_and(|c| c >= last_planned) {
+            return Ok((last_planned + 1, None));
+        }
+        let expected = last_committed.map_or(0, |c| c + 1);
+        if last_planned != expected {
+            bail!(
+                "checkpoint {} is inconsistent: epochs up to {last_planned} are planned but only \
+                 up to {last_committed:?} committed; only the newest epoch may be uncommitted",
+                self.checkpoint.root().display()
+            );
+        }
+        let entry = self.offset_entry(last_planned)?;
+        tracing::info!(
+            pipeline = %self.name,
+            epoch = last_planned,
+            operator = %entry.operator.digest,
+            "re-running epoch planned by an earlier run but never committed"
+        );
+        let progress = self.execute(host, &entry, true, Phases::default())?;
+        Ok((last_planned + 1, Some(progress)))
+    }
+
+    fn offset_entry(&self, epoch: u64) -> Result<OffsetEntry> {
+        self.checkpoint
+            .offsets
+            .get(epoch)?
+            .with_context(|| format!("offsets/{epoch} disappeared"))
+    }
+
+    fn plan_and_run(
+        &mut self,
+        host: &WasmHost,
+        epoch: u64,
+        range: serde_json::Value,
+        plan: Duration,
+    ) -> Result<EpochProgress> {
+        let entry = OffsetEntry {
+            format: ENTRY_FORMAT,
+            epoch,
+            epoch_time_ms: now_ms(),
+            source: range,
+            operator: OperatorRef {
+                digest: self.active.digest.clone(),
+                config_digest: self.active.config_digest.clone(),
+            },
+            config_hash: self.config_hash.clone(),
+        };
+        let wal_started = Instant::now();
+        self.checkpoint
+            .offsets
+            .write(epoch, &entry)
+            .with_context(|| format!("writing offsets/{epoch}"))?;
+        let phases = Phases {
+            plan,
+            wal: wal_started.elapsed(),
+            ..Phases::default()
+        };
+        self.execute(host, &entry, false, phases)
+    }
+
+    fn operator_for(&mut self, host: &WasmHost, digest: &str) -> Result<Arc<LoadedOperator>> {
+        if let Some(op) = self.loaded.get(digest) {
+            return Ok(op.clone());
+        }
+        let wasm = self.checkpoint.get_blob(digest)?;
+        let op = Arc::new(
+            host.load(&wasm, self.grants)
+                .with_context(|| format!("loading operator {digest} from the checkpoint"))?,
+        );
+        self.loaded.insert(digest.to_string(), op.clone());
+        Ok(op)
+    }
+
+    fn config_for(&mut self, digest: &str) -> Result<String> {
+        if let Some(c) = self.configs.get(digest) {
+            return Ok(c.clone());
+        }
+        let text = String::from_utf8(self.checkpoint.get_blob(digest)?)
+            .with_context(|| format!("operator config {digest} is not UTF-8"))?;
+        self.configs.insert(digest.to_string(), text.clone());
+        Ok(text)
+    }
+
+    /// Runs one planned epoch: read → operator → sink → commit.
+    fn execute(
+        &mut self,
+        host: &WasmHost,
+        entry: &OffsetEntry,
+        replay: bool,
+        mut phases: Phases,
+    ) -> Result<EpochProgress> {
+        let started = Instant::now() - phases.plan - phases.wal;
+        let epoch = entry.epoch;
+        let operator = self.operator_for(host, &entry.operator.digest)?;
+        let config = self.config_for(&entry.operator.config_digest)?;
+
+        let t = Instant::now();
+        let input = self
+            .source
+            .read(&entry.source)
+            .with_context(|| format!("pipeline `{}` epoch {epoch}: reading input", self.name))?;
+        phases.read = t.elapsed();
+        let rows_in = input.rows();
+
+        let t = Instant::now();
+        let fail = |cause| EpochFailed {
+            pipeline: self.name.clone(),
+            epoch,
+            digest: entry.operator.digest.clone(),
+            cause,
+        };
+        let mut outputs: Vec<RecordBatch> = Vec::new();
+        if rows_in > 0 {
+            let mut instance = operator
+                .instantiate(&self.name, epoch, self.active.limits, &config)
+                .map_err(fail)?;
+            for batch in input.batches.iter() {
+                let out = instance
+                    .process(&self.name, epoch, entry.epoch_time_ms, batch.clone())
+                    .map_err(fail)?;
+                if out.num_rows() > 0 {
+                    outputs.push(out);
+                }
+            }
+        }
+        phases.operator = t.elapsed();
+
+        let t = Instant::now();
+        self.write_dead_letters(epoch, &input.dead_letters)?;
+        self.sink.write_epoch(epoch, &outputs).with_context(|| {
+            format!(
+                "pipeline `{}` epoch {epoch}: writing to the sink",
+                self.name
+            )
+        })?;
+        phases.sink = t.elapsed();
+
+        let rows_out = outputs.iter().map(|b| b.num_rows() as u64).sum();
+        let t = Instant::now();
+        let commit = CommitEntry {
+            format: ENTRY_FORMAT,
+            epoch,
+            committed_at_ms: now_ms(),
+            rows_in,
+            rows_out,
+        };
+        self.checkpoint
+            .commits
+            .write(epoch, &commit)
+            .or_else(|e| {
+                // A replay may find its commit written by the run that crashed
+                // right after committing: same epoch, other timestamp.
+                match self.checkpoint.commits.get(epoch)? {
+                    Some(c) if c.rows_in == rows_in && c.rows_out == rows_out => Ok(()),
+                    _ => Err(e),
+                }
+            })
+            .with_context(|| format!("writing commits/{epoch}"))?;
+        phases.commit = t.elapsed();
+
+        Ok(EpochProgress {
+            pipeline: self.name.clone(),
+            epoch,
+            replay,
+            rows_in,
+            rows_out,
+            dead_letters: input.dead_letters.len() as u64,
+            micro_batches: input.batches.len(),
+            operator_digest: entry.operator.digest.clone(),
+            range: self.source.describe(&entry.source),
+            phases,
+            total: started.elapsed(),
+        })
+    }
+
+    fn write_dead_letters(&self, epoch: u64, letters: &[DeadLetter]) -> Result<()> {
+        if letters.is_empty() {
+            return Ok(());
+        }
+        fsutil::create_dir_durable(&self.dead_letter_dir)?;
+        let mut bytes = Vec::new();
+        for letter in letters {
+            serde_json::to_writer(&mut bytes, letter)?;
+            bytes.push(b'\n');
+        }
+        let path = self
+            .dead_letter_dir
+            .join(format!("epoch-{epoch:010}.jsonl"));
+        tracing::warn!(
+            pipeline = %self.name,
+            epoch,
+            count = letters.len(),
+            path = %path.display(),
+            "malformed records set aside"
+        );
+        fsutil::write_atomic(&path, &bytes)
+    }
+}
+
+fn sleep_until(deadline: Instant, stop: &AtomicBool) {
+    while !stop.load(Ordering::Relaxed) {
+        let now = Instant::now();
+        if now >= deadline {
+            return;
+        }
+        std::thread::sleep((deadline - now).min(Duration::from_millis(50)));
+    }
+}

@@ -1,0 +1,51 @@
+//! Durable file writes. Every file the checkpoint or a sink commits goes
+//! through here: write a temp file, fsync it, rename it into place, fsync the
+//! directory. A crash leaves either the old state or the new, never a torn file.
+
+use anyhow::{Context, Result};
+use std::fs::{self, File};
+use std::io::Write;
+use std::path::Path;
+
+/// Writes `bytes` to `path` atomically and durably.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = path
+        .parent()
+        .with_context(|| format!("{} has no parent directory", path.display()))?;
+    let name = path
+        .file_name()
+        .with_context(|| format!("{} has no file name", path.display()))?;
+    let tmp = dir.join(format!(
+        ".{}.tmp-{}",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
+    let result = (|| {
+        let mut f = File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        fs::rename(&tmp, path)?;
+        sync_dir(dir)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result.with_context(|| format!("writing {}", path.display()))
+}
+
+/// Makes a rename or create inside `dir` durable.
+pub fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+/// Creates `dir` (and parents) and makes its entry durable in its parent.
+pub fn create_dir_durable(dir: &Path) -> Result<()> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    if let Some(parent) = dir.parent() {
+        sync_dir(parent).with_context(|| format!("syncing {}", parent.display()))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,28 @@
+//! Weir: a streaming runtime that runs user-supplied operators as sandboxed
+//! WebAssembly components over bounded, columnar micro-batches.
+//!
+//! The host owns everything that must be correct; operators only compute.
+//! Modules follow the data: [`source`] → [`engine`] (planning into the
+//! [`wal`]) → [`operator`] (the Wasm host) → [`sink`] → commit in the [`wal`].
+//! [`checkpoint`] is the directory both logs live in, [`pipeline`] builds a
+//! pipeline from its [`config`], [`demo`] is `weir demo`, [`cli`] the binary.
+
+pub mod checkpoint;
+pub mod cli;
+pub mod config;
+pub mod demo;
+pub mod engine;
+pub mod fsutil;
+pub mod operator;
+pub mod pipeline;
+pub mod progress;
+pub mod sink;
+pub mod source;
+pub mod wal;
+
+/// The bundled `fraud-rules` operator, built from `operators/fraud-rules`.
+pub const FRAUD_RULES_WASM: &[u8] =
+    include_bytes!(concat!(env!("WEIR_GUEST_DIR"), "/fraud_rules.wasm"));
+
+/// Directory holding the bundled guest components (for tests and benches).
+pub const GUEST_DIR: &str = env!("WEIR_GUEST_DIR");

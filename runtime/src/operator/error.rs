@@ -1,0 +1,38 @@
+//! Why a guest call failed, typed so the engine can tell a bad configuration
+//! (refuse to start) from a failed epoch (report, keep the host up).
+
+use std::time::Duration;
+use thiserror::Error;
+
+/// A failure of one operator call. The engine adds pipeline, epoch and
+/// operator digest when it reports it.
+#[derive(Debug, Error)]
+pub enum OperatorFailure {
+    /// The call ran past its CPU deadline and was interrupted.
+    #[error("exceeded its deadline of {0:?} and was stopped")]
+    Deadline(Duration),
+    /// The guest tried to grow its memory past the cap.
+    #[error("tried to grow its memory to {requested} bytes, over the limit of {limit} bytes")]
+    MemoryLimit { requested: usize, limit: usize },
+    /// The guest trapped (panic, `unreachable`, out-of-bounds access, ...).
+    #[error("trapped: {message}{}", stderr_suffix(.stderr))]
+    Trap { message: String, stderr: String },
+    /// `init` refused the configuration.
+    #[error("rejected its configuration: {0}")]
+    InvalidConfig(String),
+    /// `process` returned an error for this batch.
+    #[error("failed: {0}")]
+    Failed(String),
+    /// The guest returned output that breaks the contract.
+    #[error("returned invalid output: {0}")]
+    InvalidOutput(String),
+}
+
+fn stderr_suffix(stderr: &str) -> String {
+    let trimmed = stderr.trim();
+    if trimmed.is_empty() {
+        String::new()
+    } else {
+        format!(" (guest stderr: {trimmed})")
+    }
+}

@@ -1,0 +1,371 @@
+//! The operator host: loads user components into wasmtime and runs them under
+//! a CPU deadline and a memory cap, with no ambient authority.
+//!
+//! Ownership follows wasmtime's embedding model: one [`WasmHost`] per process
+//! owns the `Engine` (shared compiled code, the epoch ticker); each loaded
+//! operator keeps an `InstancePre` (linking done once); and every epoch gets a
+//! fresh `Store` and instance ([`OperatorInstance`]). A fresh instance per
+//! epoch is what makes replay deterministic: no memory survives from one
+//! epoch to the next, and a guest that trapped can never poison the next one.
+
+mod bindings;
+mod cache;
+mod columns;
+mod error;
+mod sandbox;
+mod store;
+
+pub use cache::default_cache_root;
+pub use columns::wit_type;
+pub use error::OperatorFailure;
+pub use sandbox::Grants;
+
+use anyhow::{Context, Result};
+use arrow_array::RecordBatch;
+use bindings::{EpochContext, InputBatch, OperatorError, OperatorPre};
+use cache::ComponentCache;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+use store::{HostState, Limiter, Tags};
+use wasmtime::component::Component;
+use wasmtime::{Engine, Store, Trap};
+use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
+use wasmtime_wasi::WasiCtxBuilder;
+
+/// `.context()` for wasmtime's own error type, which is not a `std::error::Error`.
+pub(crate) trait WasmResultExt<T> {
+    fn wasm_context(self, what: &'static str) -> Result<T>;
+}
+
+impl<T> WasmResultExt<T> for std::result::Result<T, wasmtime::Error> {
+    fn wasm_context(self, what: &'static str) -> Result<T> {
+        self.map_err(anyhow::Error::from).context(what)
+    }
+}
+
+/// Granularity of the CPU deadline: the engine's epoch advances this often.
+const TICK: Duration = Duration::from_millis(5);
+/// Guest stdout/stderr kept per call, for error reports.
+const CAPTURED_OUTPUT: usize = 16 * 1024;
+/// Seed behind `wasi:random/insecure-seed`: fixed so that hash maps iterate
+/// in the same order on every replay.
+const FIXED_HASH_SEED: u128 = 0x5745_4952_5745_4952_5745_4952_5745_4952;
+
+/// Resource limits for each operator call, configurable per pipeline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Limits {
+    /// CPU time one call (`init` or `process`) may take before it is stopped.
+    pub deadline: Duration,
+    /// Largest linear memory an instance may grow to, in bytes.
+    pub memory_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            deadline: Duration::from_secs(10),
+            memory_bytes: 512 << 20,
+        }
+    }
+}
+
+/// The process-wide wasmtime engine, its compile cache and epoch ticker.
+pub struct WasmHost {
+    engine: Engine,
+    cache: Option<ComponentCache>,
+    stop: Arc<AtomicBool>,
+    ticker: Option<JoinHandle<()>>,
+}
+
+impl WasmHost {
+    /// Creates the engine. `cache_root` stores compiled components; `None`
+    /// compiles every time.
+    pub fn new(cache_root: Option<PathBuf>) -> Result<Self> {
+        let mut config = wasmtime::Config::new();
+        config.wasm_component_model(true);
+        config.epoch_interruption(true);
+        config.cranelift_opt_level(wasmtime::OptLevel::Speed);
+        let engine = Engine::new(&config).wasm_context("creating the wasmtime engine")?;
+        let cache = cache_root.map(|root| ComponentCache::new(&engine, &root));
+        let stop = Arc::new(AtomicBool::new(false));
+        let ticker = {
+            let (engine, stop) = (engine.clone(), stop.clone());
+            std::thread::Builder::new()
+                .name("weir-epoch-ticker".into())
+                .spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        std::thread::sleep(TICK);
+                        engine.increment_epoch();
+                    }
+                })
+                .context("starting the deadline ticker")?
+        };
+        Ok(WasmHost {
+            engine,
+            cache,
+            stop,
+            ticker: Some(ticker),
+        })
+    }
+
+    /// Compiles (or loads from cache) a component, checks that it implements
+    /// the `weir:operator` world and imports nothing beyond `grants`.
+    pub fn load(&self, wasm: &[u8], grants: Grants) -> Result<LoadedOperator> {
+        let digest = digest_of(wasm);
+        let started = Instant::now();
+        let hex = digest.trim_start_matches("sha256:");
+        let (component, cached) = match &self.cache {
+            Some(cache) => cache.load_or_compile(&self.engine, hex, wasm)?,
+            None => (
+                Component::new(&self.engine, wasm).wasm_context("compiling the operator")?,
+                false,
+            ),
+        };
+        let imports = import_names(&self.engine, &component);
+        sandbox::check_imports(imports.iter().map(String::as_str), &grants)?;
+        let linker = sandbox::linker(&self.engine, &grants)?;
+        let pre = linker
+            .instantiate_pre(&component)
+            .wasm_context("linking the operator")?;
+        let pre = OperatorPre::new(pre).wasm_context(
+            "the component does not implement the `weir:operator/operator@0.1.0` world \
+             (it must export `init` and `process` with the signatures in wit/operator.wit)",
+        )?;
+        tracing::debug!(%digest, cached, elapsed = ?started.elapsed(), "operator loaded");
+        Ok(LoadedOperator {
+            digest,
+            pre,
+            engine: self.engine.clone(),
+            grants,
+            imports,
+            size: wasm.len(),
+        })
+    }
+
+    /// Describes a component without running it: what it imports and exports
+    /// and whether it fits the world. Used by `weir operator check`.
+    pub fn inspect(&self, wasm: &[u8], grants: Grants) -> Result<ComponentReport> {
+        let component = Component::new(&self.engine, wasm).wasm_context("not a valid component")?;
+        let ty = component.component_type();
+        let imports = import_names(&self.engine, &component);
+        let exports = ty
+            .exports(&self.engine)
+            .map(|(n, _)| n.to_string())
+            .collect();
+        let verdict = self
+            .load(wasm, grants)
+            .map(|_| ())
+            .map_err(|e| format!("{e:#}"));
+        Ok(ComponentReport {
+            digest: digest_of(wasm),
+            size: wasm.len(),
+            imports,
+            exports,
+            verdict,
+        })
+    }
+}
+
+impl Drop for WasmHost {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.ticker.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Names of the instances and functions a component imports. Type imports
+/// (the world's `use` of resource and record types) grant nothing and are
+/// left out.
+fn import_names(engine: &Engine, component: &Component) -> Vec<String> {
+    use wasmtime::component::types::ComponentItem;
+    component
+        .component_type()
+        .imports(engine)
+        .filter(|(_, item)| !matches!(item.ty, ComponentItem::Type(_) | ComponentItem::Resource(_)))
+        .map(|(n, _)| n.to_string())
+        .collect()
+}
+
+/// `sha256:<hex>` of a component's bytes: its identity in the WAL.
+pub fn digest_of(wasm: &[u8]) -> String {
+    format!("sha256:{}", hex::encode(Sha256::digest(wasm)))
+}
+
+/// What `weir operator check` prints.
+#[derive(Debug, Clone, Serialize)]
+pub struct ComponentReport {
+    pub digest: String,
+    pub size: usize,
+    pub imports: Vec<String>,
+    pub exports: Vec<String>,
+    /// `Ok` if the host would run it; else why not.
+    pub verdict: std::result::Result<(), String>,
+}
+
+/// A compiled, linked operator version, ready to be instantiated per epoch.
+pub struct LoadedOperator {
+    digest: String,
+    pre: OperatorPre<HostState>,
+    engine: Engine,
+    grants: Grants,
+    imports: Vec<String>,
+    size: usize,
+}
+
+impl LoadedOperator {
+    /// The content digest recorded in `offsets/<epoch>`.
+    pub fn digest(&self) -> &str {
+        &self.digest
+    }
+
+    /// The component's imports (for reports).
+    pub fn imports(&self) -> &[String] {
+        &self.imports
+    }
+
+    /// Size of the component in bytes.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// A fresh instance with `config` passed to `init`.
+    pub fn instantiate(
+        &self,
+        pipeline: &str,
+        epoch: u64,
+        limits: Limits,
+        config: &str,
+    ) -> Result<OperatorInstance, OperatorFailure> {
+        let stdout = MemoryOutputPipe::new(CAPTURED_OUTPUT);
+        let stderr = MemoryOutputPipe::new(CAPTURED_OUTPUT);
+        let mut wasi = WasiCtxBuilder::new();
+        wasi.stdout(stdout.clone())
+            .stderr(stderr.clone())
+            .insecure_random_seed(FIXED_HASH_SEED);
+        if !self.grants.random {
+            // Not linked anyway; make the context deterministic as well.
+            wasi.insecure_random(wasmtime_wasi::Deterministic::new(vec![0x5a]));
+        }
+        let state = HostState {
+            table: wasmtime::component::ResourceTable::new(),
+            wasi: wasi.build(),
+            limiter: Limiter::new(limits.memory_bytes),
+            tags: Tags {
+                pipeline: pipeline.to_string(),
+                epoch,
+                digest: self.digest.clone(),
+            },
+        };
+        let mut store = Store::new(&self.engine, state);
+        store.limiter(|s| &mut s.limiter);
+        store.epoch_deadline_trap();
+        let mut instance = OperatorInstance {
+            store,
+            bindings: None,
+            limits,
+            stderr,
+        };
+        instance.arm();
+        let bindings = self
+            .pre
+            .instantiate(&mut instance.store)
+            .map_err(|e| instance.classify(e))?;
+        instance.arm();
+        let init = bindings
+            .call_init(&mut instance.store, config)
+            .map_err(|e| instance.classify(e))?;
+        match init {
+            Ok(()) => {}
+            Err(OperatorError::InvalidConfig(m)) => return Err(OperatorFailure::InvalidConfig(m)),
+            Err(OperatorError::Failed(m)) => return Err(OperatorFailure::InvalidConfig(m)),
+        }
+        instance.bindings = Some(bindings);
+        Ok(instance)
+    }
+}
+
+/// One live instance: a `Store` plus the instance's exports.
+pub struct OperatorInstance {
+    store: Store<HostState>,
+    bindings: Option<bindings::Operator>,
+    limits: Limits,
+    stderr: MemoryOutputPipe,
+}
+
+impl OperatorInstance {
+    /// Starts the deadline for the next call.
+    fn arm(&mut self) {
+        let ticks = self
+            .limits
+            .deadline
+            .as_nanos()
+            .div_ceil(TICK.as_nanos())
+            .max(1) as u64;
+        self.store.set_epoch_deadline(ticks);
+    }
+
+    fn classify(&mut self, err: wasmtime::Error) -> OperatorFailure {
+        if let Some(requested) = self.store.data().limiter.denied_request() {
+            return OperatorFailure::MemoryLimit {
+                requested,
+                limit: self.limits.memory_bytes,
+            };
+        }
+        if matches!(err.downcast_ref::<Trap>(), Some(Trap::Interrupt)) {
+            return OperatorFailure::Deadline(self.limits.deadline);
+        }
+        let stderr = String::from_utf8_lossy(&self.stderr.contents()).into_owned();
+        OperatorFailure::Trap {
+            message: format!("{err:#}").replace('\n', " "),
+            stderr,
+        }
+    }
+
+    /// Runs `process` over one batch and validates what comes back.
+    pub fn process(
+        &mut self,
+        pipeline: &str,
+        epoch: u64,
+        epoch_time_ms: i64,
+        batch: RecordBatch,
+    ) -> Result<RecordBatch, OperatorFailure> {
+        let bindings = self
+            .bindings
+            .take()
+            .ok_or_else(|| OperatorFailure::Failed("instance was not initialised".into()))?;
+        self.store.data_mut().tags.epoch = epoch;
+        let handle = self
+            .store
+            .data_mut()
+            .table
+            .push(InputBatch { batch })
+            .map_err(|e| OperatorFailure::Failed(format!("resource table: {e}")))?;
+        let ctx = EpochContext {
+            pipeline: pipeline.to_string(),
+            epoch,
+            epoch_time_ms,
+        };
+        self.arm();
+        let borrowed = wasmtime::component::Resource::<InputBatch>::new_borrow(handle.rep());
+        let result = bindings.call_process(&mut self.store, &ctx, borrowed);
+        let _ = self.store.data_mut().table.delete(handle);
+        let output = match result {
+            Err(e) => return Err(self.classify(e)),
+            Ok(Err(OperatorError::Failed(m))) => return Err(OperatorFailure::Failed(m)),
+            Ok(Err(OperatorError::InvalidConfig(m))) => {
+                return Err(OperatorFailure::InvalidConfig(m))
+            }
+            Ok(Ok(output)) => output,
+        };
+        self.bindings = Some(bindings);
+        columns::output_to_batch(output)
+            .map_err(|e| OperatorFailure::InvalidOutput(format!("{e:#}")))
+    }
+}

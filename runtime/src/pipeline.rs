@@ -1,0 +1,141 @@
+//! Turns a validated [`PipelineConfig`] into a running [`Pipeline`]: opens
+//! (or creates) the checkpoint, builds source and sink, stores the operator
+//! and its config in the checkpoint's blobs, and checks at start — not at the
+//! first epoch — that the operator loads and accepts its configuration.
+
+use crate::checkpoint::{Checkpoint, Metadata, FORMAT_VERSION};
+use crate::config::{ColumnType, PipelineConfig, SinkConfig, SourceConfig};
+use crate::engine::{ActiveOperator, Pipeline};
+use crate::operator::{OperatorFailure, WasmHost};
+use crate::sink::{console::ConsoleSink, files::FileSink, Sink};
+use crate::source::{files::FileSource, Source};
+use anyhow::{Context, Result};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+
+/// Options that are not part of the pipeline file.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct OpenOptions {
+    /// Do not warn about a checkpoint on tmpfs or under /tmp (the demo's own).
+    pub ephemeral_checkpoint_ok: bool,
+}
+
+/// The Arrow schema for declared columns.
+pub fn arrow_schema(columns: &[crate::config::ColumnConfig]) -> SchemaRef {
+    let fields: Vec<Field> = columns
+        .iter()
+        .map(|c| {
+            let t = match c.data_type {
+                ColumnType::Int64 => DataType::Int64,
+                ColumnType::Float64 => DataType::Float64,
+                ColumnType::Boolean => DataType::Boolean,
+                ColumnType::Utf8 => DataType::Utf8,
+            };
+            Field::new(&c.name, t, c.nullable)
+        })
+        .collect();
+    Arc::new(Schema::new(fields))
+}
+
+fn config_hash(cfg: &PipelineConfig) -> Result<String> {
+    let canonical = serde_json::to_vec(cfg)?;
+    Ok(format!("sha256:{}", hex::encode(Sha256::digest(canonical))))
+}
+
+/// Opens the pipeline described by `cfg`.
+pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<Pipeline> {
+    let source: Box<dyn Source> = match &cfg.source {
+        SourceConfig::Files {
+            path,
+            schema,
+            max_files_per_trigger,
+            on_malformed,
+            ..
+        } => Box::new(FileSource::new(
+            path.clone(),
+            arrow_schema(schema),
+            *max_files_per_trigger,
+            cfg.batch_rows,
+            *on_malformed,
+        )?),
+    };
+    let sink: Box<dyn Sink> = match &cfg.sink {
+        SinkConfig::Files { path } => Box::new(FileSink::new(path.clone())?),
+        SinkConfig::Console => Box::new(ConsoleSink),
+    };
+    let expected = Metadata {
+        format_version: FORMAT_VERSION,
+        query_id: uuid::Uuid::new_v4().to_string(),
+        created_ms: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as i64)
+            .unwrap_or(0),
+        pipeline: cfg.name.clone(),
+        source: source.identity(),
+        sink: sink.identity(),
+    };
+    let checkpoint = Checkpoint::open(&cfg.checkpoint, expected, opts.ephemeral_checkpoint_ok)?;
+
+    let wasm = read_operator(&cfg.operator.path)?;
+    let operator = host
+        .load(&wasm, cfg.operator.grants)
+        .with_context(|| format!("loading operator {}", cfg.operator.path.display()))?;
+    let config_json = cfg.operator_config_json()?;
+    let limits = cfg.limits()?;
+    // Fail fast on a configuration the operator rejects.
+    match operator.instantiate(&cfg.name, 0, limits, &config_json) {
+        Ok(_) => {}
+        Err(e @ OperatorFailure::InvalidConfig(_)) => {
+            return Err(anyhow::Error::new(e)).with_context(|| {
+                format!(
+                    "operator {} ({})",
+                    cfg.operator.path.display(),
+                    operator.digest()
+                )
+            })
+        }
+        Err(e) => {
+            return Err(anyhow::Error::new(e)).with_context(|| {
+                format!("operator {} failed in `init`", cfg.operator.path.display())
+            })
+        }
+    }
+    let digest = checkpoint.put_blob(&wasm)?;
+    let config_digest = checkpoint.put_blob(config_json.as_bytes())?;
+    let dead_letter_dir = match &cfg.source {
+        SourceConfig::Files { dead_letter, .. } => dead_letter
+            .clone()
+            .unwrap_or_else(|| checkpoint.root().join("dead-letter")),
+    };
+    tracing::info!(
+        pipeline = %cfg.name,
+        checkpoint = %checkpoint.root().display(),
+        query_id = %checkpoint.metadata.query_id,
+        operator = %digest,
+        "pipeline opened"
+    );
+    Ok(Pipeline {
+        name: cfg.name.clone(),
+        checkpoint,
+        source,
+        sink,
+        trigger: cfg.trigger,
+        active: ActiveOperator {
+            digest: digest.clone(),
+            config_digest: config_digest.clone(),
+            limits,
+        },
+        grants: cfg.operator.grants,
+        dead_letter_dir,
+        config_hash: config_hash(cfg)?,
+        loaded: HashMap::from([(digest, Arc::new(operator))]),
+        configs: HashMap::from([(config_digest, config_json)]),
+    })
+}
+
+fn read_operator(path: &Path) -> Result<Vec<u8>> {
+    std::fs::read(path).with_context(|| format!("reading operator component {}", path.display()))
+}

@@ -1,0 +1,81 @@
+//! What one epoch did, in the spirit of Spark's `StreamingQueryProgress`:
+//! rows in and out, rates, and the time spent in each phase of the epoch
+//! protocol, so a slow phase is visible at a glance.
+
+use serde::Serialize;
+use std::fmt;
+use std::time::Duration;
+
+/// Time spent in each phase of one epoch.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct Phases {
+    /// Asking the source for its next range.
+    pub plan: Duration,
+    /// Writing `offsets/<N>`.
+    pub wal: Duration,
+    /// Reading and parsing the planned range.
+    pub read: Duration,
+    /// Instantiating the operator and running `process` on every micro-batch.
+    pub operator: Duration,
+    /// Writing output (and dead letters).
+    pub sink: Duration,
+    /// Writing `commits/<N>`.
+    pub commit: Duration,
+}
+
+/// The report of one finished epoch.
+#[derive(Debug, Clone, Serialize)]
+pub struct EpochProgress {
+    pub pipeline: String,
+    pub epoch: u64,
+    /// Whether this run re-executed an epoch planned by an earlier run.
+    pub replay: bool,
+    pub rows_in: u64,
+    pub rows_out: u64,
+    pub dead_letters: u64,
+    pub micro_batches: usize,
+    pub operator_digest: String,
+    /// Human summary of the source range.
+    pub range: String,
+    pub phases: Phases,
+    pub total: Duration,
+}
+
+impl EpochProgress {
+    /// Input rows per second of wall time for the whole epoch.
+    pub fn rows_per_sec(&self) -> f64 {
+        let secs = self.total.as_secs_f64();
+        if secs > 0.0 {
+            self.rows_in as f64 / secs
+        } else {
+            0.0
+        }
+    }
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.1}ms", d.as_secs_f64() * 1e3)
+}
+
+impl fmt::Display for EpochProgress {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let p = &self.phases;
+        write!(
+            f,
+            "epoch {:>4}{} in {:>7} out {:>5} dead {:>3} {:>9.0} rows/s  plan {} wal {} read {} op {} sink {} commit {}  [{}]",
+            self.epoch,
+            if self.replay { " (replay)" } else { "" },
+            self.rows_in,
+            self.rows_out,
+            self.dead_letters,
+            self.rows_per_sec(),
+            ms(p.plan),
+            ms(p.wal),
+            ms(p.read),
+            ms(p.operator),
+            ms(p.sink),
+            ms(p.commit),
+            self.range,
+        )
+    }
+}

@@ -1,0 +1,238 @@
+//! A directory of JSON-lines files. Each epoch takes the next files in
+//! arrival order (modification time, then name), at most
+//! `max_files_per_trigger` of them, and records name and size in the offset
+//! WAL; a replay reads the same files up to the same sizes. Files whose name
+//! starts with `.` or `_` are ignored, so writers can create a file under a
+//! hidden name and rename it into place when it is complete.
+
+use super::{DeadLetter, PlanLimit, Source, SourceBatch};
+use crate::config::MalformedPolicy;
+use anyhow::{bail, Context, Result};
+use arrow_array::RecordBatch;
+use arrow_json::ReaderBuilder;
+use arrow_schema::SchemaRef;
+use serde::{Deserialize, Serialize};
+use std::collections::HashSet;
+use std::io::Read;
+use std::path::PathBuf;
+use std::time::SystemTime;
+
+/// One file of a planned range.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlannedFile {
+    /// File name inside the source directory.
+    pub name: String,
+    /// Bytes of the file that belong to the epoch.
+    pub size: u64,
+}
+
+/// The WAL form of a file source's range.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileRange {
+    pub files: Vec<PlannedFile>,
+}
+
+/// The file source.
+pub struct FileSource {
+    dir: PathBuf,
+    schema: SchemaRef,
+    max_files: usize,
+    batch_rows: usize,
+    policy: MalformedPolicy,
+    seen: HashSet<String>,
+}
+
+impl FileSource {
+    /// A source over `dir`, parsing lines into `schema`.
+    pub fn new(
+        dir: PathBuf,
+        schema: SchemaRef,
+        max_files: usize,
+        batch_rows: usize,
+        policy: MalformedPolicy,
+    ) -> Result<Self> {
+        if !dir.is_dir() {
+            bail!(
+                "source directory {} does not exist or is not a directory",
+                dir.display()
+            );
+        }
+        Ok(FileSource {
+            dir,
+            schema,
+            max_files,
+            batch_rows,
+            policy,
+            seen: HashSet::new(),
+        })
+    }
+
+    fn decode_error(&self, name: &str, data: &[u8]) -> Result<SourceBatch> {
+        // Slow path, only when the fast path failed: find the bad lines.
+        let mut good = Vec::with_capacity(data.len());
+        let mut dead_letters = Vec::new();
+        for (i, line) in data.split(|&b| b == b'\n').enumerate() {
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            match decode(&self.schema, line, 1) {
+                Ok(_) => {
+                    good.extend_from_slice(line);
+                    good.push(b'\n');
+                }
+                Err(e) => {
+                    let reason = format!("{e:#}");
+                    let line_no = i as u64 + 1;
+                    if self.policy == MalformedPolicy::Fail {
+                        bail!(
+                            "malformed record in {} line {line_no}: {reason} \
+                             (set `source.on_malformed = \"dead-letter\"` to set such lines aside)",
+                            self.dir.join(name).display()
+                        );
+                    }
+                    dead_letters.push(DeadLetter {
+                        origin: self.dir.join(name).display().to_string(),
+                        line: Some(line_no),
+                        reason,
+                        raw: String::from_utf8_lossy(line).into_owned(),
+                    });
+                }
+            }
+        }
+        let batches = decode(&self.schema, &good, self.batch_rows)
+            .context("decoding the lines that passed validation")?;
+        Ok(SourceBatch {
+            batches,
+            dead_letters,
+        })
+    }
+}
+
+/// Decodes JSON lines with arrow-json into batches of at most `batch_rows`.
+fn decode(schema: &SchemaRef, data: &[u8], batch_rows: usize) -> Result<Vec<RecordBatch>> {
+    let mut decoder = ReaderBuilder::new(schema.clone())
+        .with_batch_size(batch_rows)
+        .build_decoder()?;
+    let mut batches = Vec::new();
+    let mut pos = 0;
+    loop {
+        let consumed = decoder.decode(&data[pos..])?;
+        pos += consumed;
+        let done = pos >= data.len();
+        if consumed == 0 || done {
+            if let Some(batch) = decoder.flush()? {
+                batches.push(batch);
+            }
+        }
+        if done {
+            return Ok(batches);
+        }
+    }
+}
+
+fn arrival_key(meta: &std::fs::Metadata) -> SystemTime {
+    meta.modified().unwrap_or(SystemTime::UNIX_EPOCH)
+}
+
+fn range_of(range: &serde_json::Value) -> Result<FileRange> {
+    serde_json::from_value(range.clone()).context("offset WAL entry is not a file source range")
+}
+
+impl Source for FileSource {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+
+    fn identity(&self) -> String {
+        format!("files:{}", self.dir.display())
+    }
+
+    fn restore(&mut self, range: &serde_json::Value) -> Result<()> {
+        for f in range_of(range)?.files {
+            self.seen.insert(f.name);
+        }
+        Ok(())
+    }
+
+    fn plan(&mut self, limit: PlanLimit) -> Result<Option<serde_json::Value>> {
+        let mut fresh = Vec::new();
+        for entry in std::fs::read_dir(&self.dir)
+            .with_context(|| format!("listing source directory {}", self.dir.display()))?
+        {
+            let entry = entry?;
+            let Ok(name) = entry.file_name().into_string() else {
+                tracing::warn!(path = %entry.path().display(), "skipping file with a non-UTF-8 name");
+                continue;
+            };
+            if name.starts_with('.') || name.starts_with('_') || self.seen.contains(&name) {
+                continue;
+            }
+            let meta = entry.metadata()?;
+            if !meta.is_file() {
+                continue;
+            }
+            fresh.push((arrival_key(&meta), name, meta.len()));
+        }
+        if fresh.is_empty() {
+            return Ok(None);
+        }
+        fresh.sort();
+        if limit == PlanLimit::PerTrigger {
+            fresh.truncate(self.max_files);
+        }
+        let files: Vec<PlannedFile> = fresh
+            .into_iter()
+            .map(|(_, name, size)| PlannedFile { name, size })
+            .collect();
+        for f in &files {
+            self.seen.insert(f.name.clone());
+        }
+        Ok(Some(serde_json::to_value(FileRange { files })?))
+    }
+
+    fn read(&mut self, range: &serde_json::Value) -> Result<SourceBatch> {
+        let mut out = SourceBatch::default();
+        for file in range_of(range)?.files {
+            let path = self.dir.join(&file.name);
+            let mut data = Vec::with_capacity(file.size as usize);
+            std::fs::File::open(&path)
+                .with_context(|| format!("opening planned input {}", path.display()))?
+                .take(file.size)
+                .read_to_end(&mut data)
+                .with_context(|| format!("reading {}", path.display()))?;
+            if (data.len() as u64) < file.size {
+                bail!(
+                    "input {} shrank to {} bytes after {} bytes were planned; \
+                     the epoch cannot be replayed exactly",
+                    path.display(),
+                    data.len(),
+                    file.size
+                );
+            }
+            let part = match decode(&self.schema, &data, self.batch_rows) {
+                Ok(batches) => SourceBatch {
+                    batches,
+                    dead_letters: Vec::new(),
+                },
+                Err(_) => self.decode_error(&file.name, &data)?,
+            };
+            out.batches
+                .extend(part.batches.into_iter().filter(|b| b.num_rows() > 0));
+            out.dead_letters.extend(part.dead_letters);
+        }
+        Ok(out)
+    }
+
+    fn describe(&self, range: &serde_json::Value) -> String {
+        match range_of(range) {
+            Ok(r) => {
+                let bytes: u64 = r.files.iter().map(|f| f.size).sum();
+                match r.files.as_slice() {
+                    [one] => format!("1 file ({}, {bytes} B)", one.name),
+                    many => format!("{} files ({bytes} B)", many.len()),
+                }
+            }
+            Err(e) => format!("unreadable range: {e:#}"),
+        }
+    }
+}

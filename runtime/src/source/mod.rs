@@ -1,0 +1,72 @@
+//! Sources: where rows come from. The runtime, not the source, owns
+//! progress: a source proposes the next range, the engine records it in
+//! `offsets/<N>`, and the source must then be able to read exactly that
+//! range again on any later run.
+
+pub mod files;
+
+use arrow_array::RecordBatch;
+use arrow_schema::SchemaRef;
+use serde::{Deserialize, Serialize};
+
+/// A line of input that could not be turned into a row.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeadLetter {
+    /// Where it came from (a file path, a topic-partition-offset, ...).
+    pub origin: String,
+    /// 1-based line number within the origin, if the origin has lines.
+    pub line: Option<u64>,
+    /// Why it was rejected.
+    pub reason: String,
+    /// The raw input, lossily decoded as UTF-8.
+    pub raw: String,
+}
+
+/// The rows of one planned range.
+#[derive(Debug, Default)]
+pub struct SourceBatch {
+    /// Rows in bounded micro-batches (at most the pipeline's `batch_rows` each).
+    pub batches: Vec<RecordBatch>,
+    /// Input that the malformed-record policy set aside.
+    pub dead_letters: Vec<DeadLetter>,
+}
+
+impl SourceBatch {
+    /// Number of rows across all batches.
+    pub fn rows(&self) -> u64 {
+        self.batches.iter().map(|b| b.num_rows() as u64).sum()
+    }
+}
+
+/// How much the next epoch may take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlanLimit {
+    /// Respect the source's per-trigger rate limit.
+    PerTrigger,
+    /// Take everything available (the `once` trigger).
+    Unbounded,
+}
+
+/// A replayable source of rows.
+pub trait Source: Send {
+    /// The schema of every batch this source yields.
+    fn schema(&self) -> SchemaRef;
+
+    /// Identity recorded in the checkpoint metadata; a checkpoint made for a
+    /// different identity is refused.
+    fn identity(&self) -> String;
+
+    /// Tells the source that `range` was planned by an earlier run, so that
+    /// `plan` never proposes it again.
+    fn restore(&mut self, range: &serde_json::Value) -> anyhow::Result<()>;
+
+    /// Proposes the range for the next epoch, or `None` if no new data exists.
+    /// The proposal counts as planned from here on.
+    fn plan(&mut self, limit: PlanLimit) -> anyhow::Result<Option<serde_json::Value>>;
+
+    /// Reads exactly `range`, as recorded in the offset WAL.
+    fn read(&mut self, range: &serde_json::Value) -> anyhow::Result<SourceBatch>;
+
+    /// One-line human description of a range, for logs and `checkpoint show`.
+    fn describe(&self, range: &serde_json::Value) -> String;
+}

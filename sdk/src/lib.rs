@@ -1,0 +1,162 @@
+//! Write Weir stream operators in Rust.
+//!
+//! An operator is a type implementing [`Operator`]; [`export_operator!`] turns it
+//! into the exports of the `weir:operator` world. The host hands each epoch's
+//! micro-batch over as Arrow-layout columns: [`Batch`] fetches only the columns
+//! you ask for (one copy each), and the typed readers ([`Int64Column`],
+//! [`Float64Column`], [`Utf8Column`], [`BoolColumn`]) index them without
+//! per-row conversions. Results go back through column builders collected in
+//! an [`Output`].
+//!
+//! ```ignore
+//! use weir_sdk::{Batch, EpochContext, Error, Float64Builder, Operator, Output, Utf8Builder};
+//!
+//! struct Big { limit: f64 }
+//!
+//! impl Operator for Big {
+//!     fn init(config: &str) -> Result<Self, Error> {
+//!         let limit = config.trim().parse().map_err(|e| Error::config(format!("limit: {e}")))?;
+//!         Ok(Big { limit })
+//!     }
+//!     fn process(&mut self, _ctx: &EpochContext, batch: &Batch) -> Result<Output, Error> {
+//!         let ids = batch.utf8("txn_id")?;
+//!         let amounts = batch.f64("amount")?;
+//!         let (mut out_ids, mut out_amounts) = (Utf8Builder::new(), Float64Builder::new());
+//!         for row in 0..batch.num_rows() {
+//!             if amounts.get(row).is_some_and(|a| a > self.limit) {
+//!                 out_ids.push(ids.value(row));
+//!                 out_amounts.push(amounts.value(row));
+//!             }
+//!         }
+//!         Output::new().with("txn_id", out_ids).with("amount", out_amounts).build()
+//!     }
+//! }
+//! weir_sdk::export_operator!(Big);
+//! ```
+
+mod batch;
+mod columns;
+mod error;
+mod output;
+
+pub mod log;
+
+/// Raw bindings generated from `wit/operator.wit`. Operators normally use the
+/// typed wrappers of this crate instead; the bindings stay public so that the
+/// export macro can reach them from the operator's crate.
+#[doc(hidden)]
+pub mod bindings {
+    wit_bindgen::generate!({
+        path: "../wit",
+        world: "operator",
+        pub_export_macro: true,
+        export_macro_name: "export_guest",
+        default_bindings_module: "weir_sdk::bindings",
+    });
+}
+
+pub use batch::{Batch, DataType, Field};
+pub use columns::{BoolColumn, Float64Column, Int64Column, Utf8Column};
+pub use error::Error;
+pub use output::{BoolBuilder, ColumnBuilder, Float64Builder, Int64Builder, Output, Utf8Builder};
+
+/// What the host tells an operator about the epoch being processed. The time
+/// comes from the offset WAL, never from a clock, so a replay sees the same value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EpochContext {
+    /// Name of the pipeline running this operator.
+    pub pipeline: String,
+    /// Epoch number, starting at 0.
+    pub epoch: u64,
+    /// Trigger time of the epoch in Unix milliseconds, as recorded in `offsets/<epoch>`.
+    pub epoch_time_ms: i64,
+}
+
+/// A stream operator: configured once per instance, then fed micro-batches.
+///
+/// The host creates a fresh instance for every epoch, so an operator must not
+/// rely on memory kept between `process` calls: replaying an epoch after a
+/// crash has to give the same output as the first run.
+pub trait Operator: Sized + 'static {
+    /// Builds the operator from its JSON configuration (the pipeline's
+    /// `[operator.config]` table). Return [`Error::config`] for bad settings.
+    fn init(config: &str) -> Result<Self, Error>;
+
+    /// Turns one batch into output rows. An error fails the epoch, which is
+    /// then not committed.
+    fn process(&mut self, ctx: &EpochContext, batch: &Batch) -> Result<Output, Error>;
+}
+
+/// Exports an [`Operator`] implementation as the component's `init` and
+/// `process` functions. Use it once per crate, at the top level.
+#[macro_export]
+macro_rules! export_operator {
+    ($operator:ty) => {
+        #[doc(hidden)]
+        pub struct __WeirExportedOperator;
+
+        impl $crate::bindings::Guest for __WeirExportedOperator {
+            fn init(
+                config: ::std::string::String,
+            ) -> ::std::result::Result<(), $crate::bindings::weir::operator::types::OperatorError> {
+                $crate::__private::init::<$operator>(&config)
+            }
+
+            fn process(
+                ctx: $crate::bindings::weir::operator::types::EpochContext,
+                input: &$crate::bindings::weir::operator::types::Batch,
+            ) -> ::std::result::Result<
+                $crate::bindings::weir::operator::types::Output,
+                $crate::bindings::weir::operator::types::OperatorError,
+            > {
+                $crate::__private::process::<$operator>(ctx, input)
+            }
+        }
+
+        $crate::bindings::export_guest!(__WeirExportedOperator with_types_in $crate::bindings);
+    };
+}
+
+/// Glue used by [`export_operator!`]; not part of the public API.
+#[doc(hidden)]
+pub mod __private {
+    use super::*;
+    use crate::bindings::weir::operator::types as wit;
+    use std::any::Any;
+    use std::cell::RefCell;
+
+    thread_local! {
+        // Wasm components are single-threaded; the instance lives here between
+        // `init` and `process`.
+        static INSTANCE: RefCell<Option<Box<dyn Any>>> = const { RefCell::new(None) };
+    }
+
+    pub fn init<O: Operator>(config: &str) -> Result<(), wit::OperatorError> {
+        let operator = O::init(config).map_err(Error::into_wit)?;
+        INSTANCE.with(|slot| *slot.borrow_mut() = Some(Box::new(operator)));
+        Ok(())
+    }
+
+    pub fn process<O: Operator>(
+        ctx: wit::EpochContext,
+        input: &wit::Batch,
+    ) -> Result<wit::Output, wit::OperatorError> {
+        let ctx = EpochContext {
+            pipeline: ctx.pipeline,
+            epoch: ctx.epoch,
+            epoch_time_ms: ctx.epoch_time_ms,
+        };
+        INSTANCE.with(|slot| {
+            let mut slot = slot.borrow_mut();
+            let operator = slot
+                .as_mut()
+                .and_then(|any| any.downcast_mut::<O>())
+                .ok_or_else(|| Error::failed("process called before init").into_wit())?;
+            let batch = Batch::new(input);
+            operator
+                .process(&ctx, &batch)
+                .map(Output::into_wit)
+                .map_err(Error::into_wit)
+        })
+    }
+}
