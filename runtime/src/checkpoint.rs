@@ -37,7 +37,7 @@ pub struct Checkpoint {
 }
 
 /// Whether `path` is on a filesystem that does not survive a reboot.
-fn ephemeral_reason(path: &Path) -> Option<String> {
+pub(crate) fn ephemeral_reason(path: &Path) -> Option<String> {
     let abs = path.canonicalize().ok()?;
     if abs.starts_with("/tmp") || abs.starts_with("/dev/shm") {
         return Some(format!("{} is under a temporary directory", abs.display()));
@@ -166,5 +166,55 @@ impl Checkpoint {
             );
         }
         Ok(bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn meta(pipeline: &str) -> Metadata {
+        Metadata {
+            format_version: FORMAT_VERSION,
+            query_id: "q".into(),
+            created_ms: 0,
+            pipeline: pipeline.into(),
+            source: "files:/in".into(),
+            sink: "files:/out".into(),
+        }
+    }
+
+    #[test]
+    fn tmp_is_reported_as_ephemeral() {
+        let dir = tempfile::tempdir_in("/tmp").unwrap();
+        assert!(ephemeral_reason(dir.path()).is_some());
+    }
+
+    #[test]
+    fn checkpoint_of_another_pipeline_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        Checkpoint::open(dir.path(), meta("fraud"), true).unwrap();
+        let again = Checkpoint::open(dir.path(), meta("fraud"), true).unwrap();
+        assert_eq!(again.metadata.query_id, "q");
+        let err = Checkpoint::open(dir.path(), meta("other"), true)
+            .err()
+            .unwrap();
+        let text = format!("{err:#}");
+        assert!(text.contains("belongs to a different query"), "{text}");
+        assert!(
+            text.contains("`fraud`") && text.contains("`other`"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn blobs_round_trip_and_detect_corruption() {
+        let dir = tempfile::tempdir().unwrap();
+        let ck = Checkpoint::open(dir.path(), meta("fraud"), true).unwrap();
+        let digest = ck.put_blob(b"component bytes").unwrap();
+        assert_eq!(ck.get_blob(&digest).unwrap(), b"component bytes");
+        let hex = digest.trim_start_matches("sha256:");
+        std::fs::write(dir.path().join("blobs").join(hex), b"tampered").unwrap();
+        assert!(format!("{:#}", ck.get_blob(&digest).unwrap_err()).contains("corrupt"));
     }
 }

@@ -49,3 +49,21 @@ pub fn create_dir_durable(dir: &Path) -> Result<()> {
     }
     Ok(())
 }
+
+/// Removes temp files that `write_atomic` left behind when the process died
+/// mid-write (`.<name>.tmp-<pid>`), so they do not pile up across crashes.
+pub fn remove_stale_temps(dir: &Path) -> Result<()> {
+    let entries = match fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e).with_context(|| format!("listing {}", dir.display())),
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with('.') && name.contains(".tmp-") {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
+    Ok(())
+}

@@ -58,6 +58,7 @@ impl<T: Serialize + DeserializeOwned + PartialEq> Log<T> {
     /// Opens (creating if needed) the log in `dir`.
     pub fn open(dir: PathBuf) -> Result<Self> {
         fsutil::create_dir_durable(&dir)?;
+        fsutil::remove_stale_temps(&dir)?;
         Ok(Log {
             dir,
             _entries: PhantomData,

@@ -38,12 +38,15 @@ impl ComponentCache {
         wasm: &[u8],
     ) -> Result<(Component, bool)> {
         let path = self.path(sha256_hex);
-        if path.exists() {
+        // Read into memory rather than mmap the file: a file that is
+        // truncated under a mapping would kill the process with SIGBUS.
+        if let Ok(bytes) = std::fs::read(&path) {
             // SAFETY: the artifact was written by `Component::serialize` of an
             // engine with the same compatibility hash (the directory name),
-            // into a cache directory owned by the Weir user. Deserializing is
-            // unsafe only for artifacts from untrusted or foreign sources.
-            match unsafe { Component::deserialize_file(engine, &path) } {
+            // into a cache directory owned by the Weir user; wasmtime also
+            // checks the header and version. Deserializing is unsafe only for
+            // artifacts from untrusted or foreign sources.
+            match unsafe { Component::deserialize(engine, &bytes) } {
                 Ok(c) => return Ok((c, true)),
                 Err(e) => {
                     tracing::warn!(path = %path.display(), "ignoring unreadable compiled operator: {e:#}")

@@ -17,6 +17,7 @@ impl FileSink {
     /// A sink writing into `dir` (created if missing).
     pub fn new(dir: PathBuf) -> Result<Self> {
         fsutil::create_dir_durable(&dir)?;
+        fsutil::remove_stale_temps(&dir)?;
         Ok(FileSink { dir })
     }
 

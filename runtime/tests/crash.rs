@@ -1,0 +1,125 @@
+//! The exactly-once test: `weir run` as a child process, killed with SIGKILL
+//! at random moments (at least 20 times, some of them between `offsets/N`
+//! and `commits/N`) and restarted each time. The sink's final output must be
+//! byte-for-byte the output of an uninterrupted run.
+
+mod common;
+
+use common::{guest, pipeline_toml, sink_files, write_input, DEMO_RULES_INLINE};
+use rand::{Rng, SeedableRng};
+use std::collections::HashSet;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const FILES: u64 = 60;
+const PER_FILE: u64 = 2_000;
+const KILLS: usize = 20;
+
+fn setup(dir: &Path) -> std::path::PathBuf {
+    write_input(dir, 42, FILES, PER_FILE);
+    let toml = pipeline_toml(dir, &guest("fraud_rules"), DEMO_RULES_INLINE, "", "");
+    let file = dir.join("pipeline.toml");
+    std::fs::write(&file, toml).unwrap();
+    file
+}
+
+fn weir(pipeline: &Path, cache: &Path) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_weir"));
+    cmd.args(["run", "--quiet"])
+        .arg(pipeline)
+        .env("WEIR_CACHE_DIR", cache)
+        .env("WEIR_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    cmd
+}
+
+fn latest(dir: &Path) -> Option<u64> {
+    std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .max()
+}
+
+#[test]
+fn sigkill_at_random_moments_loses_and_duplicates_nothing() {
+    let cache = tempfile::tempdir().unwrap();
+
+    // The uninterrupted run, timed to choose kill moments.
+    let clean = tempfile::tempdir().unwrap();
+    let clean_pipeline = setup(clean.path());
+    let started = Instant::now();
+    let status = weir(&clean_pipeline, cache.path()).status().unwrap();
+    assert!(status.success());
+    let clean_time = started.elapsed();
+    let expected = sink_files(&clean.path().join("out"));
+    assert!(
+        expected.len() > FILES as usize / 2,
+        "most epochs raise alerts"
+    );
+
+    let crashy = tempfile::tempdir().unwrap();
+    let pipeline = setup(crashy.path());
+    let ck = crashy.path().join("checkpoint");
+    let mut rng = rand::rngs::StdRng::seed_from_u64(0xC0FFEE);
+    // Each life gets on average well under 1/KILLS of the work, so the run
+    // cannot finish before the kills are done.
+    let max_life = (clean_time / (KILLS as u32 * 2)).max(Duration::from_millis(20));
+    let (mut kills, mut mid_epoch_kills, mut restarts) = (0, 0, 0);
+    loop {
+        let mut child = weir(&pipeline, cache.path()).spawn().unwrap();
+        restarts += 1;
+        if kills >= KILLS {
+            let status = child.wait().unwrap();
+            assert!(status.success(), "final run failed");
+            break;
+        }
+        let life = Duration::from_micros(rng.random_range(2_000..=max_life.as_micros() as u64));
+        std::thread::sleep(life);
+        if let Some(status) = child.try_wait().unwrap() {
+            assert!(status.success(), "run failed before it was killed");
+            break;
+        }
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+        kills += 1;
+        let (planned, committed) = (latest(&ck.join("offsets")), latest(&ck.join("commits")));
+        if planned.is_some() && planned != committed {
+            mid_epoch_kills += 1;
+        }
+    }
+    assert!(kills >= KILLS, "only {kills} kills before the run finished");
+    assert!(
+        mid_epoch_kills >= 1,
+        "no kill landed between offsets/N and commits/N"
+    );
+    eprintln!(
+        "{kills} kills, {mid_epoch_kills} between offsets/N and commits/N, {restarts} starts"
+    );
+
+    let actual = sink_files(&crashy.path().join("out"));
+    let names = |v: &[(String, Vec<u8>)]| v.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
+    assert_eq!(names(&actual), names(&expected), "same epoch files");
+    for ((name, a), (_, e)) in actual.iter().zip(&expected) {
+        assert!(a == e, "{name} differs from the uninterrupted run");
+    }
+    let mut seen = HashSet::new();
+    for (_, bytes) in &actual {
+        for line in String::from_utf8_lossy(bytes).lines() {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            assert!(
+                seen.insert(v["txn_id"].as_str().unwrap().to_string()),
+                "duplicate {line}"
+            );
+        }
+    }
+    let commits = latest(&ck.join("commits")).unwrap();
+    assert_eq!(commits, FILES - 1, "every epoch committed exactly once");
+    let leftovers: Vec<_> = std::fs::read_dir(crashy.path().join("out"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().contains(".tmp-"))
+        .collect();
+    assert!(leftovers.is_empty(), "temp files left: {leftovers:?}");
+}
