@@ -180,3 +180,78 @@ impl RuleSet {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Rows(Vec<(f64, &'static str, &'static str, &'static str, &'static str)>);
+
+    impl Payments for Rows {
+        fn len(&self) -> usize {
+            self.0.len()
+        }
+        fn amount(&self, row: usize) -> Option<f64> {
+            Some(self.0[row].0)
+        }
+        fn currency(&self, row: usize) -> Option<&str> {
+            Some(self.0[row].1)
+        }
+        fn country(&self, row: usize) -> Option<&str> {
+            Some(self.0[row].2)
+        }
+        fn card_country(&self, row: usize) -> Option<&str> {
+            Some(self.0[row].3)
+        }
+        fn merchant_id(&self, row: usize) -> Option<&str> {
+            Some(self.0[row].4)
+        }
+    }
+
+    const CONFIG: &str = r#"{"alert_threshold": 0.7, "rules": [
+        {"rule": "amount_above", "threshold": 1000, "weight": 0.5},
+        {"rule": "country_mismatch", "weight": 0.4},
+        {"rule": "merchant_in", "merchants": ["bad"], "weight": 0.7},
+        {"rule": "currency_not_in", "currencies": ["USD"], "weight": 0.2}]}"#;
+
+    #[test]
+    fn scores_and_reasons() {
+        let rules = RuleSet::from_json(CONFIG).unwrap();
+        let rows = Rows(vec![
+            (5.0, "USD", "US", "US", "ok"),    // nothing fires
+            (5000.0, "USD", "FR", "US", "ok"), // 0.9
+            (5000.0, "USD", "US", "US", "ok"), // 0.5: below threshold
+            (5.0, "USD", "US", "US", "bad"),   // 0.7: exactly the threshold
+            (5000.0, "EUR", "US", "US", "ok"), // 0.7
+        ]);
+        let mut hits = Vec::new();
+        rules.score_all(&rows, &mut hits);
+        let got: Vec<(usize, String)> = hits
+            .iter()
+            .map(|h| (h.row, rules.reasons(h.fired)))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (1, "amount_above,country_mismatch".into()),
+                (3, "merchant_in".into()),
+                (4, "amount_above,currency_not_in".into()),
+            ]
+        );
+        assert!((hits[0].score - 0.9).abs() < 1e-12);
+    }
+
+    #[test]
+    fn bad_configs_say_what_is_wrong() {
+        let err = RuleSet::from_json(r#"{"alert_threshold": 1, "rules": []}"#).unwrap_err();
+        assert!(err.contains("`rules` is empty"), "{err}");
+        let err = RuleSet::from_json(
+            r#"{"alert_threshold": 1, "rules": [{"rule": "nope", "weight": 1}]}"#,
+        )
+        .unwrap_err();
+        assert!(err.contains("nope"), "{err}");
+        let err = RuleSet::from_json(r#"{"rules": [{"rule": "country_mismatch", "weight": 1}]}"#)
+            .unwrap_err();
+        assert!(err.contains("alert_threshold"), "{err}");
+    }
+}

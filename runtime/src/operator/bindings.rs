@@ -14,7 +14,6 @@ wasmtime::component::bindgen!({
     },
     imports: {
         "weir:operator/types.[method]batch.column": trappable,
-        default: tracing,
     },
 });
 

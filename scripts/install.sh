@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs what building and testing Weir needs on a fresh Debian machine with
+# rustup. Idempotent: anything already present is left as it is.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+log() { printf '[install] %s\n' "$*"; }
+
+# Debian packages: a C toolchain for -sys crates.
+need_apt=()
+for pkg in build-essential pkg-config; do
+    dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
+done
+if ((${#need_apt[@]})); then
+    log "apt-get install ${need_apt[*]}"
+    SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+    $SUDO apt-get update -qq
+    $SUDO DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"
+fi
+
+# Rust: the toolchain comes from rustup; operators are built for wasm32-wasip2.
+command -v cargo >/dev/null || { echo "cargo not found: install Rust with rustup first" >&2; exit 1; }
+if ! rustup target list --installed | grep -qx wasm32-wasip2; then
+    log "rustup target add wasm32-wasip2"
+    rustup target add wasm32-wasip2
+fi
+rustup component list --installed | grep -q '^clippy' || rustup component add clippy
+rustup component list --installed | grep -q '^rustfmt' || rustup component add rustfmt
+log "ok"

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# The whole test suite, exactly as CI runs it (.ci/run calls this script):
+# installs what is missing, checks formatting and lints, runs every test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install.sh
+# One target dir for everything; the guest operators are built by
+# runtime/build.rs into target/guests and reused.
+cargo fmt --all --check
+cargo clippy --workspace --all-targets --locked -- -D warnings
+cargo test --workspace --locked
