@@ -7,9 +7,7 @@ use common::{guest, pipeline_toml, sink_files, DEMO_RULES_INLINE};
 use std::path::Path;
 use std::process::Command;
 use std::sync::atomic::AtomicBool;
-use weir::config::PipelineConfig;
 use weir::operator::WasmHost;
-use weir::pipeline::{self, OpenOptions};
 
 const GOOD: &str = r#"{"txn_id":"t1","card_id":"c1","merchant_id":"m-0666","amount":3000.5,"currency":"USD","country":"US","card_country":"US","ts":1,"device_id":null}"#;
 const GOOD2: &str = r#"{"txn_id":"t4","card_id":"c1","merchant_id":"m-0777","amount":10.0,"currency":"USD","country":"US","card_country":"US","ts":4}"#;
@@ -37,14 +35,7 @@ fn open_and_run(dir: &Path, extra_source: &str) -> anyhow::Result<()> {
         extra_source,
         "",
     );
-    let cfg = PipelineConfig::parse(&toml, dir)?;
-    let mut p = pipeline::open(
-        &cfg,
-        &host,
-        OpenOptions {
-            ephemeral_checkpoint_ok: true,
-        },
-    )?;
+    let mut p = common::open_pipeline(dir, &toml, &host)?;
     p.run(&host, &AtomicBool::new(false), &mut |_| {})?;
     Ok(())
 }

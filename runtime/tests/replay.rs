@@ -7,10 +7,8 @@ mod common;
 use common::{guest, pipeline_toml, sink_files, write_input, DEMO_RULES_INLINE};
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
-use weir::config::PipelineConfig;
 use weir::engine::RunSummary;
 use weir::operator::WasmHost;
-use weir::pipeline::{self, OpenOptions};
 
 fn run(
     dir: &Path,
@@ -19,15 +17,7 @@ fn run(
 ) -> (RunSummary, Vec<weir::progress::EpochProgress>) {
     let host = WasmHost::new(None).unwrap();
     let toml = pipeline_toml(dir, operator, config, "", "");
-    let cfg = PipelineConfig::parse(&toml, dir).unwrap();
-    let mut p = pipeline::open(
-        &cfg,
-        &host,
-        OpenOptions {
-            ephemeral_checkpoint_ok: true,
-        },
-    )
-    .unwrap();
+    let mut p = common::open_pipeline(dir, &toml, &host).unwrap();
     let mut epochs = Vec::new();
     let summary = p
         .run(&host, &AtomicBool::new(false), &mut |e| {

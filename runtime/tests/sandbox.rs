@@ -8,10 +8,8 @@ use common::{guest, pipeline_toml, sink_files, write_input};
 use std::sync::atomic::AtomicBool;
 use std::sync::mpsc;
 use std::time::Duration;
-use weir::config::PipelineConfig;
 use weir::engine::EpochFailed;
 use weir::operator::{OperatorFailure, WasmHost};
-use weir::pipeline::{self, OpenOptions};
 
 /// Runs a sandbox-tests pipeline in `mode` on `host`; returns the run's error.
 fn run_mode(host: &WasmHost, mode: &str, extra_operator: &str) -> anyhow::Result<()> {
@@ -24,14 +22,7 @@ fn run_mode(host: &WasmHost, mode: &str, extra_operator: &str) -> anyhow::Result
         "",
         extra_operator,
     );
-    let cfg = PipelineConfig::parse(&toml, dir.path())?;
-    let mut p = pipeline::open(
-        &cfg,
-        host,
-        OpenOptions {
-            ephemeral_checkpoint_ok: true,
-        },
-    )?;
+    let mut p = common::open_pipeline(dir.path(), &toml, host)?;
     p.run(host, &AtomicBool::new(false), &mut |_| {})?;
     let out = sink_files(&dir.path().join("out"));
     assert_eq!(out.len(), 2, "echo writes one file per epoch");
@@ -124,15 +115,7 @@ fn a_failed_epoch_is_not_committed() {
         "",
         "",
     );
-    let cfg = PipelineConfig::parse(&toml, dir.path()).unwrap();
-    let mut p = pipeline::open(
-        &cfg,
-        &host,
-        OpenOptions {
-            ephemeral_checkpoint_ok: true,
-        },
-    )
-    .unwrap();
+    let mut p = common::open_pipeline(dir.path(), &toml, &host).unwrap();
     assert!(p.run(&host, &AtomicBool::new(false), &mut |_| {}).is_err());
     let ck = dir.path().join("checkpoint");
     assert!(ck.join("offsets/0").exists());
@@ -189,16 +172,9 @@ fn bad_operator_config_is_refused_before_any_epoch() {
         "",
         "",
     );
-    let cfg = PipelineConfig::parse(&toml, dir.path()).unwrap();
-    let err = pipeline::open(
-        &cfg,
-        &host,
-        OpenOptions {
-            ephemeral_checkpoint_ok: true,
-        },
-    )
-    .err()
-    .unwrap();
+    let err = common::open_pipeline(dir.path(), &toml, &host)
+        .err()
+        .unwrap();
     let text = format!("{err:#}");
     assert!(text.contains("rejected its configuration"), "{text}");
     assert!(text.contains("amount_abov"), "{text}");

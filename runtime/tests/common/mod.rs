@@ -74,3 +74,20 @@ pub fn sink_files(out: &Path) -> Vec<(String, Vec<u8>)> {
     files.sort();
     files
 }
+
+/// Parses `toml` (relative paths from `dir`) and opens the pipeline on `host`.
+/// Tests use temp dirs, so the ephemeral-checkpoint warning is off.
+pub fn open_pipeline(
+    dir: &Path,
+    toml: &str,
+    host: &weir::operator::WasmHost,
+) -> anyhow::Result<weir::engine::Pipeline> {
+    let cfg = weir::config::PipelineConfig::parse(toml, dir)?;
+    weir::pipeline::open(
+        &cfg,
+        host,
+        weir::pipeline::OpenOptions {
+            ephemeral_checkpoint_ok: true,
+        },
+    )
+}
