@@ -40,6 +40,10 @@ fn opt_str(a: &StringArray, row: usize) -> Option<&str> {
     a.is_valid(row).then(|| a.value(row))
 }
 
+fn opt_bytes(a: &StringArray, row: usize) -> Option<&[u8]> {
+    a.is_valid(row).then(|| a.value(row).as_bytes())
+}
+
 impl Payments for ArrowPayments<'_> {
     fn len(&self) -> usize {
         self.amount.len()
@@ -47,17 +51,17 @@ impl Payments for ArrowPayments<'_> {
     fn amount(&self, row: usize) -> Option<f64> {
         self.amount.is_valid(row).then(|| self.amount.value(row))
     }
-    fn currency(&self, row: usize) -> Option<&str> {
-        opt_str(self.currency, row)
+    fn currency(&self, row: usize) -> Option<&[u8]> {
+        opt_bytes(self.currency, row)
     }
-    fn country(&self, row: usize) -> Option<&str> {
-        opt_str(self.country, row)
+    fn country(&self, row: usize) -> Option<&[u8]> {
+        opt_bytes(self.country, row)
     }
-    fn card_country(&self, row: usize) -> Option<&str> {
-        opt_str(self.card_country, row)
+    fn card_country(&self, row: usize) -> Option<&[u8]> {
+        opt_bytes(self.card_country, row)
     }
-    fn merchant_id(&self, row: usize) -> Option<&str> {
-        opt_str(self.merchant_id, row)
+    fn merchant_id(&self, row: usize) -> Option<&[u8]> {
+        opt_bytes(self.merchant_id, row)
     }
 }
 

@@ -81,7 +81,7 @@ impl<'a> Batch<'a> {
             .ok_or_else(|| Error::failed(format!("input has no column `{name}`")))
     }
 
-    fn fetch(&self, name: &str, want: DataType) -> Result<wit::Column, Error> {
+    fn typed_index(&self, name: &str, want: DataType) -> Result<u32, Error> {
         let index = self.index_of(name)?;
         let found = self.schema[index].data_type;
         if found != want {
@@ -89,7 +89,21 @@ impl<'a> Batch<'a> {
                 "column `{name}` is {found:?}, not {want:?}"
             )));
         }
-        Ok(self.raw.column(index as u32))
+        Ok(index as u32)
+    }
+
+    fn fetch(&self, name: &str, want: DataType) -> Result<wit::Column, Error> {
+        Ok(self.raw.column(self.typed_index(name, want)?))
+    }
+
+    fn fetch_rows(&self, name: &str, want: DataType, rows: &[u32]) -> Result<wit::Column, Error> {
+        if let Some(bad) = rows.iter().find(|&&r| r as usize >= self.rows) {
+            return Err(Error::failed(format!(
+                "row {bad} of column `{name}` asked for, but the batch has {} rows",
+                self.rows
+            )));
+        }
+        Ok(self.raw.take(self.typed_index(name, want)?, rows))
     }
 
     /// Reads an `int64` column.
@@ -110,5 +124,27 @@ impl<'a> Batch<'a> {
     /// Reads a `boolean` column.
     pub fn bool(&self, name: &str) -> Result<BoolColumn, Error> {
         BoolColumn::from_wit(name, self.fetch(name, DataType::Boolean)?)
+    }
+
+    /// Reads only `rows` (in that order) of an `int64` column: row `k` of
+    /// the result is row `rows[k]` of the batch. For emitting a few matches
+    /// without copying the whole column.
+    pub fn i64_rows(&self, name: &str, rows: &[u32]) -> Result<Int64Column, Error> {
+        Int64Column::from_wit(name, self.fetch_rows(name, DataType::Int64, rows)?)
+    }
+
+    /// Reads only `rows` of a `float64` column (see [`Batch::i64_rows`]).
+    pub fn f64_rows(&self, name: &str, rows: &[u32]) -> Result<Float64Column, Error> {
+        Float64Column::from_wit(name, self.fetch_rows(name, DataType::Float64, rows)?)
+    }
+
+    /// Reads only `rows` of a `utf8` column (see [`Batch::i64_rows`]).
+    pub fn utf8_rows(&self, name: &str, rows: &[u32]) -> Result<Utf8Column, Error> {
+        Utf8Column::from_wit(name, self.fetch_rows(name, DataType::Utf8, rows)?)
+    }
+
+    /// Reads only `rows` of a `boolean` column (see [`Batch::i64_rows`]).
+    pub fn bool_rows(&self, name: &str, rows: &[u32]) -> Result<BoolColumn, Error> {
+        BoolColumn::from_wit(name, self.fetch_rows(name, DataType::Boolean, rows)?)
     }
 }

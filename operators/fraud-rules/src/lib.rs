@@ -29,17 +29,17 @@ impl Payments for Columns {
     fn amount(&self, row: usize) -> Option<f64> {
         self.amount.get(row)
     }
-    fn currency(&self, row: usize) -> Option<&str> {
-        self.currency.get(row)
+    fn currency(&self, row: usize) -> Option<&[u8]> {
+        self.currency.get_bytes(row)
     }
-    fn country(&self, row: usize) -> Option<&str> {
-        self.country.get(row)
+    fn country(&self, row: usize) -> Option<&[u8]> {
+        self.country.get_bytes(row)
     }
-    fn card_country(&self, row: usize) -> Option<&str> {
-        self.card_country.get(row)
+    fn card_country(&self, row: usize) -> Option<&[u8]> {
+        self.card_country.get_bytes(row)
     }
-    fn merchant_id(&self, row: usize) -> Option<&str> {
-        self.merchant_id.get(row)
+    fn merchant_id(&self, row: usize) -> Option<&[u8]> {
+        self.merchant_id.get_bytes(row)
     }
 }
 
@@ -70,10 +70,11 @@ impl Operator for FraudRules {
         if self.hits.is_empty() {
             return Output::empty();
         }
-        // Only alerting rows need these columns; most batches stop above.
-        let txn_id = batch.utf8("txn_id")?;
-        let card_id = batch.utf8("card_id")?;
-        let ts = batch.i64("ts")?;
+        // Fetch only the alerting rows of the columns that are just copied out.
+        let rows: Vec<u32> = self.hits.iter().map(|h| h.row as u32).collect();
+        let txn_id = batch.utf8_rows("txn_id", &rows)?;
+        let card_id = batch.utf8_rows("card_id", &rows)?;
+        let ts = batch.i64_rows("ts", &rows)?;
 
         let n = self.hits.len();
         let (mut o_txn, mut o_card, mut o_reasons) =
@@ -83,13 +84,13 @@ impl Operator for FraudRules {
             Float64Builder::with_capacity(n),
         );
         let mut o_ts = Int64Builder::with_capacity(n);
-        for hit in &self.hits {
-            o_txn.push_option(txn_id.get(hit.row));
-            o_card.push_option(card_id.get(hit.row));
+        for (k, hit) in self.hits.iter().enumerate() {
+            o_txn.push_option(txn_id.get(k));
+            o_card.push_option(card_id.get(k));
             o_amount.push_option(columns.amount.get(hit.row));
             o_score.push(hit.score);
             o_reasons.push(&self.rules.reasons(hit.fired));
-            o_ts.push_option(ts.get(hit.row));
+            o_ts.push_option(ts.get(k));
         }
         Output::new()
             .with("txn_id", o_txn)

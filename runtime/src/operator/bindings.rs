@@ -14,6 +14,7 @@ wasmtime::component::bindgen!({
     },
     imports: {
         "weir:operator/types.[method]batch.column": trappable,
+        "weir:operator/types.[method]batch.take": trappable,
     },
 });
 
@@ -28,6 +29,28 @@ pub struct InputBatch {
 }
 
 impl weir::operator::types::Host for HostState {}
+
+impl HostState {
+    fn input_column(
+        &self,
+        handle: &Resource<InputBatch>,
+        index: u32,
+    ) -> wasmtime::Result<arrow_array::ArrayRef> {
+        let b = self
+            .batch(handle)
+            .ok_or_else(|| wasmtime::format_err!("stale batch handle"))?;
+        b.batch
+            .columns()
+            .get(index as usize)
+            .cloned()
+            .ok_or_else(|| {
+                wasmtime::format_err!(
+                    "operator asked for column {index} of a batch with {} columns",
+                    b.batch.num_columns()
+                )
+            })
+    }
+}
 
 impl weir::operator::types::HostBatch for HostState {
     fn num_rows(&mut self, handle: Resource<InputBatch>) -> u32 {
@@ -57,16 +80,25 @@ impl weir::operator::types::HostBatch for HostState {
         handle: Resource<InputBatch>,
         index: u32,
     ) -> wasmtime::Result<weir::operator::types::Column> {
-        let b = self
-            .batch(&handle)
-            .ok_or_else(|| wasmtime::format_err!("stale batch handle"))?;
-        let array = b.batch.columns().get(index as usize).ok_or_else(|| {
-            wasmtime::format_err!(
-                "operator asked for column {index} of a batch with {} columns",
-                b.batch.num_columns()
-            )
-        })?;
+        let array = self.input_column(&handle, index)?;
         column_to_wit(array.as_ref()).map_err(|e| wasmtime::format_err!("{e:#}"))
+    }
+
+    fn take(
+        &mut self,
+        handle: Resource<InputBatch>,
+        index: u32,
+        rows: Vec<u32>,
+    ) -> wasmtime::Result<weir::operator::types::Column> {
+        let array = self.input_column(&handle, index)?;
+        let len = array.len();
+        if let Some(bad) = rows.iter().find(|&&r| r as usize >= len) {
+            wasmtime::bail!("operator asked for row {bad} of a batch with {len} rows");
+        }
+        let indices = arrow_array::UInt32Array::from(rows);
+        let taken = arrow_select::take::take(array.as_ref(), &indices, None)
+            .map_err(|e| wasmtime::format_err!("take: {e}"))?;
+        column_to_wit(taken.as_ref()).map_err(|e| wasmtime::format_err!("{e:#}"))
     }
 
     fn drop(&mut self, handle: Resource<InputBatch>) -> wasmtime::Result<()> {

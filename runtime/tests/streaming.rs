@@ -1,0 +1,66 @@
+//! The processing-time trigger: files are picked up as they appear (hidden
+//! names are ignored until renamed into place), and a stop request ends the
+//! run after the current epoch.
+
+mod common;
+
+use common::{guest, open_pipeline, pipeline_toml, sink_files, DEMO_RULES_INLINE};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use weir::operator::WasmHost;
+
+fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn new_files_are_picked_up_while_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("input");
+    std::fs::create_dir(&input).unwrap();
+    let toml = pipeline_toml(dir.path(), &guest("fraud_rules"), DEMO_RULES_INLINE, "", "").replace(
+        "mode = \"available-now\"",
+        "mode = \"processing-time\"\ninterval = \"50ms\"",
+    );
+    let stop = Arc::new(AtomicBool::new(false));
+    let runner = {
+        let (dir, stop) = (dir.path().to_path_buf(), stop.clone());
+        std::thread::spawn(move || {
+            let host = WasmHost::new(None).unwrap();
+            let mut p = open_pipeline(&dir, &toml, &host).unwrap();
+            p.run(&host, &stop, &mut |_| {}).unwrap()
+        })
+    };
+    let out = dir.path().join("out");
+    let commits = dir.path().join("checkpoint/commits");
+    let committed = || std::fs::read_dir(&commits).map(|d| d.count()).unwrap_or(0);
+
+    std::fs::write(
+        input.join("a.jsonl"),
+        weir::demo::generator::json_lines(9, 0, 2_000),
+    )
+    .unwrap();
+    wait_for("the first file", || committed() == 1);
+
+    // A file being written under a hidden name is not read until renamed.
+    let hidden = input.join(".b.jsonl");
+    std::fs::write(&hidden, weir::demo::generator::json_lines(9, 2_000, 2_000)).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(committed(), 1, "hidden file was picked up");
+    std::fs::rename(&hidden, input.join("b.jsonl")).unwrap();
+    wait_for("the renamed file", || committed() == 2);
+
+    stop.store(true, Ordering::Relaxed);
+    let summary = runner.join().unwrap();
+    assert_eq!(summary.epochs, 2);
+    assert_eq!(summary.rows_in, 4_000);
+    assert_eq!(sink_files(&out).len(), 2);
+}
