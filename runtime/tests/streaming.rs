@@ -64,3 +64,25 @@ fn new_files_are_picked_up_while_running() {
     assert_eq!(summary.rows_in, 4_000);
     assert_eq!(sink_files(&out).len(), 2);
 }
+
+#[test]
+fn once_trigger_takes_everything_in_one_epoch_and_stops() {
+    let dir = tempfile::tempdir().unwrap();
+    common::write_input(dir.path(), 5, 3, 1_000);
+    let toml = pipeline_toml(dir.path(), &guest("fraud_rules"), DEMO_RULES_INLINE, "", "")
+        .replace("mode = \"available-now\"", "mode = \"once\"");
+    let host = WasmHost::new(None).unwrap();
+    let mut p = open_pipeline(dir.path(), &toml, &host).unwrap();
+    let mut ranges = Vec::new();
+    let summary = p
+        .run(&host, &AtomicBool::new(false), &mut |e| {
+            ranges.push(e.range.clone())
+        })
+        .unwrap();
+    assert_eq!(
+        summary.epochs, 1,
+        "max_files_per_trigger = 1 is ignored by `once`"
+    );
+    assert_eq!(summary.rows_in, 3_000);
+    assert!(ranges[0].starts_with("3 files"), "{ranges:?}");
+}

@@ -5,8 +5,9 @@
 //! micro-batch over as Arrow-layout columns: [`Batch`] fetches only the columns
 //! you ask for (one copy each), and the typed readers ([`Int64Column`],
 //! [`Float64Column`], [`Utf8Column`], [`BoolColumn`]) index them without
-//! per-row conversions. Results go back through column builders collected in
-//! an [`Output`].
+//! per-row conversions. To emit a few matching rows, fetch just those rows of
+//! the remaining columns with [`Batch::utf8_rows`] and friends. Results go back
+//! through column builders collected in an [`Output`].
 //!
 //! ```ignore
 //! use weir_sdk::{Batch, EpochContext, Error, Float64Builder, Operator, Output, Utf8Builder};

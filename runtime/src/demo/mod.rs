@@ -238,9 +238,12 @@ pub fn summary_text(r: &DemoReport) -> String {
         s.push_str(&format!("  {n:>6}  {card}\n"));
     }
     s.push_str(&format!(
-        "\nalerts:     {}/epoch-*.jsonl\ncheckpoint: {}\nrun again:  weir run {}\n",
+        "\nalerts:     {}/epoch-*.jsonl\ncheckpoint: {}\nrun again:  {} run {}\n",
         r.alerts_dir.display(),
         r.dir.join("checkpoint").display(),
+        std::env::current_exe()
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|_| "weir".into()),
         r.pipeline_file.display()
     ));
     s
