@@ -5,11 +5,10 @@
 //! starts with `.` or `_` are ignored, so writers can create a file under a
 //! hidden name and rename it into place when it is complete.
 
-use super::{DeadLetter, PlanLimit, Source, SourceBatch};
+use super::json::{JsonDecoder, Record};
+use super::{PlanLimit, Source, SourceBatch};
 use crate::config::MalformedPolicy;
 use anyhow::{bail, Context, Result};
-use arrow_array::RecordBatch;
-use arrow_json::ReaderBuilder;
 use arrow_schema::SchemaRef;
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
@@ -35,10 +34,8 @@ pub struct FileRange {
 /// The file source.
 pub struct FileSource {
     dir: PathBuf,
-    schema: SchemaRef,
+    decoder: JsonDecoder,
     max_files: usize,
-    batch_rows: usize,
-    policy: MalformedPolicy,
     seen: HashSet<String>,
 }
 
@@ -59,74 +56,10 @@ impl FileSource {
         }
         Ok(FileSource {
             dir,
-            schema,
+            decoder: JsonDecoder::new(schema, batch_rows, policy),
             max_files,
-            batch_rows,
-            policy,
             seen: HashSet::new(),
         })
-    }
-
-    fn decode_error(&self, name: &str, data: &[u8]) -> Result<SourceBatch> {
-        // Slow path, only when the fast path failed: find the bad lines.
-        let mut good = Vec::with_capacity(data.len());
-        let mut dead_letters = Vec::new();
-        for (i, line) in data.split(|&b| b == b'\n').enumerate() {
-            if line.iter().all(u8::is_ascii_whitespace) {
-                continue;
-            }
-            match decode(&self.schema, line, 1) {
-                Ok(_) => {
-                    good.extend_from_slice(line);
-                    good.push(b'\n');
-                }
-                Err(e) => {
-                    let reason = format!("{e:#}");
-                    let line_no = i as u64 + 1;
-                    if self.policy == MalformedPolicy::Fail {
-                        bail!(
-                            "malformed record in {} line {line_no}: {reason} \
-                             (set `source.on_malformed = \"dead-letter\"` to set such lines aside)",
-                            self.dir.join(name).display()
-                        );
-                    }
-                    dead_letters.push(DeadLetter {
-                        origin: self.dir.join(name).display().to_string(),
-                        line: Some(line_no),
-                        reason,
-                        raw: String::from_utf8_lossy(line).into_owned(),
-                    });
-                }
-            }
-        }
-        let batches = decode(&self.schema, &good, self.batch_rows)
-            .context("decoding the lines that passed validation")?;
-        Ok(SourceBatch {
-            batches,
-            dead_letters,
-        })
-    }
-}
-
-/// Decodes JSON lines with arrow-json into batches of at most `batch_rows`.
-fn decode(schema: &SchemaRef, data: &[u8], batch_rows: usize) -> Result<Vec<RecordBatch>> {
-    let mut decoder = ReaderBuilder::new(schema.clone())
-        .with_batch_size(batch_rows)
-        .build_decoder()?;
-    let mut batches = Vec::new();
-    let mut pos = 0;
-    loop {
-        let consumed = decoder.decode(&data[pos..])?;
-        pos += consumed;
-        let done = pos >= data.len();
-        if consumed == 0 || done {
-            if let Some(batch) = decoder.flush()? {
-                batches.push(batch);
-            }
-        }
-        if done {
-            return Ok(batches);
-        }
     }
 }
 
@@ -140,7 +73,7 @@ fn range_of(range: &serde_json::Value) -> Result<FileRange> {
 
 impl Source for FileSource {
     fn schema(&self) -> SchemaRef {
-        self.schema.clone()
+        self.decoder.schema().clone()
     }
 
     fn identity(&self) -> String {
@@ -209,15 +142,20 @@ impl Source for FileSource {
                     file.size
                 );
             }
-            let part = match decode(&self.schema, &data, self.batch_rows) {
-                Ok(batches) => SourceBatch {
-                    batches,
-                    dead_letters: Vec::new(),
-                },
-                Err(_) => self.decode_error(&file.name, &data)?,
-            };
-            out.batches
-                .extend(part.batches.into_iter().filter(|b| b.num_rows() > 0));
+            let origin = path.display().to_string();
+            let part = self.decoder.decode(&data, || {
+                // Lines numbered from 1; blank lines are skipped but counted.
+                data.split(|&b| b == b'\n')
+                    .enumerate()
+                    .filter(|(_, l)| !l.iter().all(u8::is_ascii_whitespace))
+                    .map(|(i, bytes)| Record {
+                        bytes,
+                        origin: origin.clone(),
+                        line: Some(i as u64 + 1),
+                    })
+                    .collect()
+            })?;
+            out.batches.extend(part.batches);
             out.dead_letters.extend(part.dead_letters);
         }
         Ok(out)

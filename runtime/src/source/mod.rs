@@ -4,6 +4,7 @@
 //! range again on any later run.
 
 pub mod files;
+pub mod json;
 
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;

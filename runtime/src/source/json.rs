@@ -1,0 +1,133 @@
+//! JSON records to Arrow, shared by every source that carries JSON (lines of
+//! a file, values of Kafka records). The fast path decodes all records in one
+//! arrow-json pass; only when that fails are records checked one by one, so
+//! the malformed ones can be reported (policy `fail`) or set aside (policy
+//! `dead-letter`) with their origin, while the good ones go on.
+
+use super::DeadLetter;
+use crate::config::MalformedPolicy;
+use anyhow::{bail, Context, Result};
+use arrow_array::RecordBatch;
+use arrow_json::ReaderBuilder;
+use arrow_schema::SchemaRef;
+
+/// Decodes JSON records into a fixed schema.
+#[derive(Debug, Clone)]
+pub struct JsonDecoder {
+    schema: SchemaRef,
+    batch_rows: usize,
+    policy: MalformedPolicy,
+}
+
+/// The result of decoding a run of records.
+#[derive(Debug, Default)]
+pub struct Decoded {
+    /// Rows of the good records, in order, at most `batch_rows` per batch.
+    pub batches: Vec<RecordBatch>,
+    /// Indices (into `split`'s records) of the records set aside, ascending.
+    pub rejected: Vec<usize>,
+    /// Why, and where from, for each rejected record.
+    pub dead_letters: Vec<DeadLetter>,
+}
+
+impl JsonDecoder {
+    /// A decoder into `schema`.
+    pub fn new(schema: SchemaRef, batch_rows: usize, policy: MalformedPolicy) -> Self {
+        JsonDecoder {
+            schema,
+            batch_rows,
+            policy,
+        }
+    }
+
+    /// The target schema.
+    pub fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    /// Decodes `joined`: JSON objects separated by newlines (a file's bytes,
+    /// or record values joined with `\n`). Only if the bulk decode fails is
+    /// `split` called, to list the individual records with their origin, so
+    /// the malformed ones can be found.
+    pub fn decode<'a>(
+        &self,
+        joined: &'a [u8],
+        split: impl FnOnce() -> Vec<Record<'a>>,
+    ) -> Result<Decoded> {
+        if let Ok(batches) = decode_all(&self.schema, joined, self.batch_rows) {
+            return Ok(Decoded {
+                batches,
+                ..Decoded::default()
+            });
+        }
+        let mut good = Vec::with_capacity(joined.len());
+        let mut out = Decoded::default();
+        for (i, record) in split().into_iter().enumerate() {
+            match decode_all(&self.schema, record.bytes, 1) {
+                Ok(_) => {
+                    good.extend_from_slice(record.bytes);
+                    good.push(b'\n');
+                }
+                Err(e) => {
+                    let reason = format!("{e:#}");
+                    let at = match record.line {
+                        Some(l) => format!("{} line {l}", record.origin),
+                        None => record.origin.clone(),
+                    };
+                    if self.policy == MalformedPolicy::Fail {
+                        bail!(
+                            "malformed record in {at}: {reason} (set `source.on_malformed = \
+                             \"dead-letter\"` to set such records aside)"
+                        );
+                    }
+                    out.rejected.push(i);
+                    out.dead_letters.push(DeadLetter {
+                        origin: record.origin,
+                        line: record.line,
+                        reason,
+                        raw: String::from_utf8_lossy(record.bytes).into_owned(),
+                    });
+                }
+            }
+        }
+        out.batches = decode_all(&self.schema, &good, self.batch_rows)
+            .context("decoding the records that passed validation")?;
+        Ok(out)
+    }
+}
+
+/// One record of a decode, for the slow path.
+#[derive(Debug, Clone)]
+pub struct Record<'a> {
+    /// The record's JSON text.
+    pub bytes: &'a [u8],
+    /// Where it came from (file path, topic-partition@offset).
+    pub origin: String,
+    /// 1-based line, for line-oriented origins.
+    pub line: Option<u64>,
+}
+
+/// Decodes newline-separated JSON with arrow-json into batches of at most
+/// `batch_rows` rows; whitespace between records is ignored.
+fn decode_all(schema: &SchemaRef, data: &[u8], batch_rows: usize) -> Result<Vec<RecordBatch>> {
+    let mut decoder = ReaderBuilder::new(schema.clone())
+        .with_batch_size(batch_rows)
+        .build_decoder()?;
+    let mut batches = Vec::new();
+    let mut pos = 0;
+    loop {
+        let consumed = decoder.decode(&data[pos..])?;
+        pos += consumed;
+        let done = pos >= data.len();
+        if consumed == 0 || done {
+            if let Some(batch) = decoder.flush()? {
+                if batch.num_rows() > 0 {
+                    batches.push(batch);
+                }
+            }
+        }
+        if done {
+            return Ok(batches);
+        }
+    }
+}
