@@ -165,6 +165,7 @@ fn main() {
     let cfg = PipelineConfig::load(&pipeline_file).unwrap();
     let schema = match &cfg.source {
         weir::config::SourceConfig::Files { schema, .. } => weir::pipeline::arrow_schema(schema),
+        other => panic!("the demo pipeline reads files, not {other:?}"),
     };
     let rules_json =
         std::env::var("BENCH_RULES").unwrap_or_else(|_| cfg.operator_config_json().unwrap());

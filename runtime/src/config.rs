@@ -123,10 +123,63 @@ pub enum SourceConfig {
         #[serde(default)]
         dead_letter: Option<PathBuf>,
     },
+    /// Kafka topics; the runtime owns the offsets (see `source::kafka`).
+    Kafka {
+        bootstrap_servers: String,
+        topics: Vec<String>,
+        #[serde(default)]
+        starting_offsets: crate::source::kafka::StartingOffsets,
+        #[serde(default)]
+        max_offsets_per_trigger: Option<u64>,
+        #[serde(default = "yes")]
+        fail_on_data_loss: bool,
+        #[serde(default)]
+        value_format: crate::source::kafka::ValueFormat,
+        /// Columns of JSON values (`value_format = "json"`).
+        #[serde(default)]
+        schema: Vec<ColumnConfig>,
+        #[serde(default)]
+        on_malformed: MalformedPolicy,
+        #[serde(default)]
+        dead_letter: Option<PathBuf>,
+        /// Also commit end offsets to this consumer group after each epoch,
+        /// only so that standard lag tools can see progress.
+        #[serde(default)]
+        commit_to_group: Option<String>,
+        /// Extra librdkafka settings, e.g. `{ "security.protocol" = "ssl" }`.
+        #[serde(default)]
+        options: std::collections::BTreeMap<String, String>,
+        /// How long metadata and offset requests may take before failing.
+        #[serde(default = "default_kafka_timeout", with = "humantime_serde_compat")]
+        timeout: Duration,
+    },
 }
 
 fn default_max_files() -> usize {
     100
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn default_kafka_timeout() -> Duration {
+    Duration::from_secs(10)
+}
+
+fn check_schema(schema: &[ColumnConfig]) -> Result<()> {
+    if schema.is_empty() {
+        bail!("`source.schema` must declare at least one column");
+    }
+    for (i, c) in schema.iter().enumerate() {
+        if c.name.is_empty() {
+            bail!("`source.schema[{i}].name` must not be empty");
+        }
+        if schema[..i].iter().any(|o| o.name == c.name) {
+            bail!("`source.schema` declares column `{}` twice", c.name);
+        }
+    }
+    Ok(())
 }
 
 /// The operator and its sandbox.
@@ -225,6 +278,11 @@ impl PipelineConfig {
                     fix(d);
                 }
             }
+            SourceConfig::Kafka { dead_letter, .. } => {
+                if let Some(d) = dead_letter {
+                    fix(d);
+                }
+            }
         }
         if let SinkConfig::Files { path } = &mut self.sink {
             fix(path);
@@ -252,16 +310,35 @@ impl PipelineConfig {
                 if *max_files_per_trigger == 0 {
                     bail!("`source.max_files_per_trigger` must be at least 1");
                 }
-                if schema.is_empty() {
-                    bail!("`source.schema` must declare at least one column");
+                check_schema(schema)?;
+            }
+            SourceConfig::Kafka {
+                bootstrap_servers,
+                topics,
+                max_offsets_per_trigger,
+                value_format,
+                schema,
+                timeout,
+                ..
+            } => {
+                if bootstrap_servers.trim().is_empty() {
+                    bail!("`source.bootstrap_servers` must not be empty");
                 }
-                for (i, c) in schema.iter().enumerate() {
-                    if c.name.is_empty() {
-                        bail!("`source.schema[{i}].name` must not be empty");
+                if topics.is_empty() || topics.iter().any(|t| t.trim().is_empty()) {
+                    bail!("`source.topics` must name at least one topic, none of them empty");
+                }
+                if *max_offsets_per_trigger == Some(0) {
+                    bail!("`source.max_offsets_per_trigger` must be at least 1");
+                }
+                if timeout.is_zero() {
+                    bail!("`source.timeout` must be longer than zero");
+                }
+                match value_format {
+                    crate::source::kafka::ValueFormat::Json => check_schema(schema)?,
+                    crate::source::kafka::ValueFormat::Raw if !schema.is_empty() => {
+                        bail!("`source.schema` is only for `value_format = \"json\"`")
                     }
-                    if schema[..i].iter().any(|o| o.name == c.name) {
-                        bail!("`source.schema` declares column `{}` twice", c.name);
-                    }
+                    crate::source::kafka::ValueFormat::Raw => {}
                 }
             }
         }

@@ -328,6 +328,7 @@ impl Pipeline {
                 }
             })
             .with_context(|| format!("writing commits/{epoch}"))?;
+        self.source.committed(&entry.source)?;
         phases.commit = t.elapsed();
 
         Ok(EpochProgress {

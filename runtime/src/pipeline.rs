@@ -8,6 +8,7 @@ use crate::config::{ColumnType, PipelineConfig, SinkConfig, SourceConfig};
 use crate::engine::{ActiveOperator, Pipeline};
 use crate::operator::{OperatorFailure, WasmHost};
 use crate::sink::{console::ConsoleSink, files::FileSink, Sink};
+use crate::source::kafka::{KafkaSettings, KafkaSource};
 use crate::source::{files::FileSource, Source};
 use anyhow::{Context, Result};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
@@ -61,6 +62,33 @@ pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<
             cfg.batch_rows,
             *on_malformed,
         )?),
+        SourceConfig::Kafka {
+            bootstrap_servers,
+            topics,
+            starting_offsets,
+            max_offsets_per_trigger,
+            fail_on_data_loss,
+            value_format,
+            schema,
+            on_malformed,
+            commit_to_group,
+            options,
+            timeout,
+            ..
+        } => Box::new(KafkaSource::new(KafkaSettings {
+            bootstrap_servers: bootstrap_servers.clone(),
+            topics: topics.clone(),
+            starting_offsets: starting_offsets.clone(),
+            max_offsets_per_trigger: *max_offsets_per_trigger,
+            fail_on_data_loss: *fail_on_data_loss,
+            value_format: *value_format,
+            value_schema: arrow_schema(schema),
+            commit_to_group: commit_to_group.clone(),
+            options: options.clone(),
+            timeout: *timeout,
+            batch_rows: cfg.batch_rows,
+            policy: *on_malformed,
+        })?),
     };
     let sink: Box<dyn Sink> = match &cfg.sink {
         SinkConfig::Files { path } => Box::new(FileSink::new(path.clone())?),
@@ -106,9 +134,11 @@ pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<
     let digest = checkpoint.put_blob(&wasm)?;
     let config_digest = checkpoint.put_blob(config_json.as_bytes())?;
     let dead_letter_dir = match &cfg.source {
-        SourceConfig::Files { dead_letter, .. } => dead_letter
-            .clone()
-            .unwrap_or_else(|| checkpoint.root().join("dead-letter")),
+        SourceConfig::Files { dead_letter, .. } | SourceConfig::Kafka { dead_letter, .. } => {
+            dead_letter
+                .clone()
+                .unwrap_or_else(|| checkpoint.root().join("dead-letter"))
+        }
     };
     tracing::info!(
         pipeline = %cfg.name,

@@ -54,16 +54,48 @@ impl JsonDecoder {
         joined: &'a [u8],
         split: impl FnOnce() -> Vec<Record<'a>>,
     ) -> Result<Decoded> {
+        self.decode_checked(joined, None, split)
+    }
+
+    /// Like [`JsonDecoder::decode`] for inputs where every record must be
+    /// exactly one JSON object (message values): `records` is how many there
+    /// are, and an empty value or one holding two objects is malformed, so
+    /// rows stay aligned with their records.
+    pub fn decode_records<'a>(
+        &self,
+        joined: &'a [u8],
+        records: usize,
+        split: impl FnOnce() -> Vec<Record<'a>>,
+    ) -> Result<Decoded> {
+        self.decode_checked(joined, Some(records), split)
+    }
+
+    fn decode_checked<'a>(
+        &self,
+        joined: &'a [u8],
+        records: Option<usize>,
+        split: impl FnOnce() -> Vec<Record<'a>>,
+    ) -> Result<Decoded> {
         if let Ok(batches) = decode_all(&self.schema, joined, self.batch_rows) {
-            return Ok(Decoded {
-                batches,
-                ..Decoded::default()
-            });
+            let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
+            if records.is_none_or(|n| n == rows) {
+                return Ok(Decoded {
+                    batches,
+                    ..Decoded::default()
+                });
+            }
         }
         let mut good = Vec::with_capacity(joined.len());
         let mut out = Decoded::default();
         for (i, record) in split().into_iter().enumerate() {
-            match decode_all(&self.schema, record.bytes, 1) {
+            let one = decode_all(&self.schema, record.bytes, 1).and_then(|b| {
+                let rows: usize = b.iter().map(RecordBatch::num_rows).sum();
+                if records.is_some() && rows != 1 {
+                    bail!("a record must hold exactly one JSON object, this one holds {rows}");
+                }
+                Ok(b)
+            });
+            match one {
                 Ok(_) => {
                     good.extend_from_slice(record.bytes);
                     good.push(b'\n');

@@ -5,6 +5,8 @@
 
 pub mod files;
 pub mod json;
+pub mod kafka;
+pub mod kafka_plan;
 
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
@@ -70,4 +72,12 @@ pub trait Source: Send {
 
     /// One-line human description of a range, for logs and `checkpoint show`.
     fn describe(&self, range: &serde_json::Value) -> String;
+
+    /// Called after `commits/<N>` is durable for `range`. Progress lives in
+    /// the WAL; this is only for mirroring it elsewhere (e.g. a Kafka
+    /// consumer group for lag tools), and must not affect correctness.
+    fn committed(&mut self, range: &serde_json::Value) -> anyhow::Result<()> {
+        let _ = range;
+        Ok(())
+    }
 }
