@@ -4,6 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install.sh
+# The Kafka tests start their own tansu brokers on 127.0.0.1 and stop them.
+bash scripts/install-tansu.sh
 # One target dir for everything; the guest operators are built by
 # runtime/build.rs into target/guests and reused.
 cargo fmt --all --check

@@ -222,6 +222,37 @@ pub enum SinkConfig {
     Files { path: PathBuf },
     /// Rows printed to stdout (at-least-once: a replayed epoch prints again).
     Console,
+    /// One JSON message per row to a Kafka topic (see `sink::kafka`).
+    Kafka {
+        bootstrap_servers: String,
+        topic: String,
+        /// Output column used as the message key.
+        #[serde(default)]
+        key_column: Option<String>,
+        /// Use transactions (exactly-once); default: if the broker supports them.
+        #[serde(default)]
+        transactional: Option<bool>,
+        #[serde(default)]
+        options: std::collections::BTreeMap<String, String>,
+        #[serde(default = "default_kafka_timeout", with = "humantime_serde_compat")]
+        timeout: Duration,
+    },
+}
+
+impl SinkConfig {
+    /// Identity recorded in the checkpoint metadata; a checkpoint made for
+    /// another sink is refused.
+    pub fn identity(&self) -> String {
+        match self {
+            SinkConfig::Files { path } => format!("files:{}", path.display()),
+            SinkConfig::Console => "console".into(),
+            SinkConfig::Kafka {
+                bootstrap_servers,
+                topic,
+                ..
+            } => format!("kafka:{bootstrap_servers}/{topic}"),
+        }
+    }
 }
 
 /// Parses sizes like `512MiB`, `1GiB`, `65536`.

@@ -7,6 +7,7 @@ use crate::checkpoint::{Checkpoint, Metadata, FORMAT_VERSION};
 use crate::config::{ColumnType, PipelineConfig, SinkConfig, SourceConfig};
 use crate::engine::{ActiveOperator, Pipeline};
 use crate::operator::{OperatorFailure, WasmHost};
+use crate::sink::kafka::{KafkaSink, KafkaSinkSettings};
 use crate::sink::{console::ConsoleSink, files::FileSink, Sink};
 use crate::source::kafka::{KafkaSettings, KafkaSource};
 use crate::source::{files::FileSource, Source};
@@ -90,10 +91,6 @@ pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<
             policy: *on_malformed,
         })?),
     };
-    let sink: Box<dyn Sink> = match &cfg.sink {
-        SinkConfig::Files { path } => Box::new(FileSink::new(path.clone())?),
-        SinkConfig::Console => Box::new(ConsoleSink),
-    };
     let expected = Metadata {
         format_version: FORMAT_VERSION,
         query_id: uuid::Uuid::new_v4().to_string(),
@@ -103,9 +100,29 @@ pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<
             .unwrap_or(0),
         pipeline: cfg.name.clone(),
         source: source.identity(),
-        sink: sink.identity(),
+        sink: cfg.sink.identity(),
     };
     let checkpoint = Checkpoint::open(&cfg.checkpoint, expected, opts.ephemeral_checkpoint_ok)?;
+    let sink: Box<dyn Sink> = match &cfg.sink {
+        SinkConfig::Files { path } => Box::new(FileSink::new(path.clone())?),
+        SinkConfig::Console => Box::new(ConsoleSink),
+        SinkConfig::Kafka {
+            bootstrap_servers,
+            topic,
+            key_column,
+            transactional,
+            options,
+            timeout,
+        } => Box::new(KafkaSink::new(KafkaSinkSettings {
+            bootstrap_servers: bootstrap_servers.clone(),
+            topic: topic.clone(),
+            key_column: key_column.clone(),
+            transactional: *transactional,
+            options: options.clone(),
+            timeout: *timeout,
+            query_id: checkpoint.metadata.query_id.clone(),
+        })?),
+    };
 
     let wasm = read_operator(&cfg.operator.path)?;
     let operator = host

@@ -6,11 +6,9 @@
 mod common;
 
 use common::{guest, pipeline_toml, sink_files, write_input, DEMO_RULES_INLINE};
-use rand::{Rng, SeedableRng};
 use std::collections::HashSet;
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 const FILES: u64 = 60;
 const PER_FILE: u64 = 2_000;
@@ -24,24 +22,6 @@ fn setup(dir: &Path) -> std::path::PathBuf {
     file
 }
 
-fn weir(pipeline: &Path, cache: &Path) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_weir"));
-    cmd.args(["run", "--quiet"])
-        .arg(pipeline)
-        .env("WEIR_CACHE_DIR", cache)
-        .env("WEIR_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    cmd
-}
-
-fn latest(dir: &Path) -> Option<u64> {
-    std::fs::read_dir(dir)
-        .ok()?
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-        .max()
-}
-
 #[test]
 fn sigkill_at_random_moments_loses_and_duplicates_nothing() {
     let cache = tempfile::tempdir().unwrap();
@@ -50,7 +30,9 @@ fn sigkill_at_random_moments_loses_and_duplicates_nothing() {
     let clean = tempfile::tempdir().unwrap();
     let clean_pipeline = setup(clean.path());
     let started = Instant::now();
-    let status = weir(&clean_pipeline, cache.path()).status().unwrap();
+    let status = common::weir_run_quiet(&clean_pipeline, cache.path())
+        .status()
+        .unwrap();
     assert!(status.success());
     let clean_time = started.elapsed();
     let expected = sink_files(&clean.path().join("out"));
@@ -61,43 +43,19 @@ fn sigkill_at_random_moments_loses_and_duplicates_nothing() {
 
     let crashy = tempfile::tempdir().unwrap();
     let pipeline = setup(crashy.path());
-    let ck = crashy.path().join("checkpoint");
-    let mut rng = rand::rngs::StdRng::seed_from_u64(0xC0FFEE);
-    // Each life gets on average well under 1/KILLS of the work, so the run
-    // cannot finish before the kills are done.
-    let max_life = (clean_time / (KILLS as u32 * 2)).max(Duration::from_millis(20));
-    let (mut kills, mut mid_epoch_kills, mut restarts) = (0, 0, 0);
-    loop {
-        let mut child = weir(&pipeline, cache.path()).spawn().unwrap();
-        restarts += 1;
-        if kills >= KILLS {
-            let status = child.wait().unwrap();
-            assert!(status.success(), "final run failed");
-            break;
-        }
-        let life = Duration::from_micros(rng.random_range(2_000..=max_life.as_micros() as u64));
-        std::thread::sleep(life);
-        if let Some(status) = child.try_wait().unwrap() {
-            assert!(status.success(), "run failed before it was killed");
-            break;
-        }
-        child.kill().unwrap(); // SIGKILL
-        child.wait().unwrap();
-        kills += 1;
-        let (planned, committed) = (latest(&ck.join("offsets")), latest(&ck.join("commits")));
-        if planned.is_some() && planned != committed {
-            mid_epoch_kills += 1;
-        }
-    }
+    let (kills, mid_epoch_kills) = common::kill_and_restart(
+        &pipeline,
+        &crashy.path().join("checkpoint"),
+        cache.path(),
+        clean_time,
+        KILLS,
+    );
     assert!(kills >= KILLS, "only {kills} kills before the run finished");
     assert!(
         mid_epoch_kills >= 1,
         "no kill landed between offsets/N and commits/N"
     );
-    eprintln!(
-        "{kills} kills, {mid_epoch_kills} between offsets/N and commits/N, {restarts} starts"
-    );
-
+    let ck = crashy.path().join("checkpoint");
     let actual = sink_files(&crashy.path().join("out"));
     let names = |v: &[(String, Vec<u8>)]| v.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
     assert_eq!(names(&actual), names(&expected), "same epoch files");
@@ -114,7 +72,7 @@ fn sigkill_at_random_moments_loses_and_duplicates_nothing() {
             );
         }
     }
-    let commits = latest(&ck.join("commits")).unwrap();
+    let commits = common::latest_entry(&ck.join("commits")).unwrap();
     assert_eq!(commits, FILES - 1, "every epoch committed exactly once");
     let leftovers: Vec<_> = std::fs::read_dir(crashy.path().join("out"))
         .unwrap()

@@ -5,6 +5,7 @@
 
 pub mod console;
 pub mod files;
+pub mod kafka;
 
 use anyhow::Result;
 use arrow_array::RecordBatch;

@@ -91,3 +91,63 @@ pub fn open_pipeline(
         },
     )
 }
+
+/// `weir run --quiet PIPELINE` with its own compile cache and quiet logs.
+pub fn weir_run_quiet(pipeline: &Path, cache: &Path) -> std::process::Command {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_weir"));
+    cmd.args(["run", "--quiet"])
+        .arg(pipeline)
+        .env("WEIR_CACHE_DIR", cache)
+        .env("WEIR_LOG", "warn")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    cmd
+}
+
+/// The highest numbered entry of a WAL directory.
+pub fn latest_entry(dir: &Path) -> Option<u64> {
+    std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .max()
+}
+
+/// Runs `weir run PIPELINE` as a child and SIGKILLs it at random moments
+/// (lives of up to `clean_time / (2 * kills)`, so the run cannot finish
+/// first) until `kills` kills are done, then lets it finish. Returns the
+/// kills and how many of them left an epoch planned but not committed.
+pub fn kill_and_restart(
+    pipeline: &Path,
+    checkpoint: &Path,
+    cache: &Path,
+    clean_time: std::time::Duration,
+    kills: usize,
+) -> (usize, usize) {
+    use rand::{Rng, SeedableRng};
+    use std::time::Duration;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(0xC0FFEE);
+    let max_life = (clean_time / (kills as u32 * 2)).max(Duration::from_millis(20));
+    let (mut done, mut mid_epoch) = (0, 0);
+    loop {
+        let mut child = weir_run_quiet(pipeline, cache).spawn().unwrap();
+        if done >= kills {
+            assert!(child.wait().unwrap().success(), "final run failed");
+            break;
+        }
+        let life = Duration::from_micros(rng.random_range(2_000..=max_life.as_micros() as u64));
+        std::thread::sleep(life);
+        if let Some(status) = child.try_wait().unwrap() {
+            assert!(status.success(), "run failed before it was killed");
+            break;
+        }
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+        done += 1;
+        let planned = latest_entry(&checkpoint.join("offsets"));
+        if planned.is_some() && planned != latest_entry(&checkpoint.join("commits")) {
+            mid_epoch += 1;
+        }
+    }
+    eprintln!("{done} kills, {mid_epoch} between offsets/N and commits/N");
+    (done, mid_epoch)
+}

@@ -1,0 +1,312 @@
+//! Operator output to a Kafka topic: one JSON message per row, with
+//! `acks=all` and idempotence. When the broker supports transactions each
+//! epoch is one transaction, and before the first write after a start the
+//! sink reads the topic's committed tail for this query's highest epoch, so
+//! a replayed epoch that had already been committed is skipped: exactly
+//! once for `read_committed` consumers. Without transactions the sink is
+//! at-least-once and every message carries `weir-query` and `weir-epoch`
+//! headers so that consumers can drop replays.
+
+use super::{to_json_lines, Sink};
+use anyhow::{anyhow, bail, Context, Result};
+use arrow_array::{Array, RecordBatch, StringArray};
+use rdkafka::client::ClientContext;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::message::{Header, Headers, Message, OwnedHeaders};
+use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
+use rdkafka::{ClientConfig, Offset, TopicPartitionList};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Settings of the Kafka sink.
+#[derive(Debug, Clone)]
+pub struct KafkaSinkSettings {
+    pub bootstrap_servers: String,
+    pub topic: String,
+    /// Output column whose value becomes the message key.
+    pub key_column: Option<String>,
+    /// `None`: use transactions if the broker supports them.
+    pub transactional: Option<bool>,
+    pub options: BTreeMap<String, String>,
+    pub timeout: Duration,
+    /// The checkpoint's query id: names the transactional producer and tags
+    /// every message.
+    pub query_id: String,
+}
+
+#[derive(Clone, Default)]
+struct Deliveries {
+    failures: Arc<Mutex<Vec<String>>>,
+}
+
+impl ClientContext for Deliveries {}
+
+impl ProducerContext for Deliveries {
+    type DeliveryOpaque = ();
+    fn delivery(&self, result: &DeliveryResult<'_>, _: ()) {
+        if let Err((e, _)) = result {
+            if let Ok(mut f) = self.failures.lock() {
+                f.push(e.to_string());
+            }
+        }
+    }
+}
+
+/// The Kafka sink.
+pub struct KafkaSink {
+    s: KafkaSinkSettings,
+    producer: ThreadedProducer<Deliveries>,
+    deliveries: Deliveries,
+    transactional: bool,
+    /// Highest epoch already in the topic for this query (transactional only).
+    committed_tail: Option<Option<u64>>,
+}
+
+fn base_config(s: &KafkaSinkSettings) -> ClientConfig {
+    let mut c = ClientConfig::new();
+    c.set("bootstrap.servers", &s.bootstrap_servers)
+        .set("acks", "all")
+        .set("enable.idempotence", "true")
+        .set(
+            "message.timeout.ms",
+            s.timeout.as_millis().max(1000).to_string(),
+        )
+        .set("log_level", "3");
+    for (k, v) in &s.options {
+        c.set(k, v);
+    }
+    c
+}
+
+impl KafkaSink {
+    /// Connects; tries transactions unless told not to.
+    pub fn new(s: KafkaSinkSettings) -> Result<Self> {
+        let want_tx = s.transactional.unwrap_or(true);
+        if want_tx {
+            let deliveries = Deliveries::default();
+            let mut cfg = base_config(&s);
+            cfg.set("transactional.id", format!("weir-{}", s.query_id));
+            let producer: ThreadedProducer<Deliveries> = cfg
+                .create_with_context(deliveries.clone())
+                .context("creating the Kafka producer")?;
+            match producer.init_transactions(s.timeout) {
+                Ok(()) => {
+                    return Ok(KafkaSink {
+                        s,
+                        producer,
+                        deliveries,
+                        transactional: true,
+                        committed_tail: None,
+                    })
+                }
+                Err(e) if s.transactional == Some(true) => {
+                    bail!("the Kafka sink was told to use transactions, but they failed to start: {e}")
+                }
+                Err(e) => tracing::warn!(
+                    "Kafka transactions unavailable ({e}); the Kafka sink is at-least-once, \
+                     messages carry weir-query/weir-epoch headers"
+                ),
+            }
+        }
+        let deliveries = Deliveries::default();
+        let producer = base_config(&s)
+            .create_with_context(deliveries.clone())
+            .context("creating the Kafka producer")?;
+        Ok(KafkaSink {
+            s,
+            producer,
+            deliveries,
+            transactional: false,
+            committed_tail: None,
+        })
+    }
+
+    /// Whether each epoch is written in one transaction.
+    pub fn is_transactional(&self) -> bool {
+        self.transactional
+    }
+
+    /// The highest epoch this query has committed to the topic, read from
+    /// the last few committed records of every partition.
+    fn read_committed_tail(&self) -> Result<Option<u64>> {
+        let consumer: BaseConsumer = ClientConfig::new()
+            .set("bootstrap.servers", &self.s.bootstrap_servers)
+            .set("group.id", format!("weir-tail-{}", self.s.query_id))
+            .set("enable.auto.commit", "false")
+            .set("isolation.level", "read_committed")
+            .create()
+            .context("creating the Kafka tail reader")?;
+        let md = consumer
+            .fetch_metadata(Some(&self.s.topic), self.s.timeout)
+            .map_err(|e| anyhow!("metadata of sink topic `{}`: {e}", self.s.topic))?;
+        let parts: Vec<i32> = md
+            .topics()
+            .iter()
+            .flat_map(|t| t.partitions().iter().map(|p| p.id()))
+            .collect();
+        let mut tpl = TopicPartitionList::new();
+        let mut ends = BTreeMap::new();
+        for p in parts {
+            let (low, high) = consumer
+                .fetch_watermarks(&self.s.topic, p, self.s.timeout)
+                .map_err(|e| anyhow!("offsets of sink topic `{}`-{p}: {e}", self.s.topic))?;
+            if high > low {
+                tpl.add_partition_offset(&self.s.topic, p, Offset::Offset((high - 16).max(low)))?;
+                ends.insert(p, high);
+            }
+        }
+        if ends.is_empty() {
+            return Ok(None);
+        }
+        consumer.assign(&tpl)?;
+        let mut best: Option<u64> = None;
+        let deadline = Instant::now() + self.s.timeout;
+        while !ends.is_empty() && Instant::now() < deadline {
+            let Some(Ok(m)) = consumer.poll(Duration::from_millis(100)) else {
+                // Markers at the tail: the position tells when a partition is done.
+                if let Ok(pos) = consumer.position() {
+                    for el in pos.elements() {
+                        if let (Some(&end), Offset::Offset(p)) =
+                            (ends.get(&el.partition()), el.offset())
+                        {
+                            if p >= end - 1 {
+                                ends.remove(&el.partition());
+                            }
+                        }
+                    }
+                }
+                continue;
+            };
+            if let Some(h) = m.headers() {
+                let get = |k: &str| {
+                    (0..h.count())
+                        .map(|i| h.get(i))
+                        .find(|x| x.key == k)
+                        .and_then(|x| {
+                            x.value
+                                .and_then(|v| std::str::from_utf8(v).ok().map(String::from))
+                        })
+                };
+                if get("weir-query").as_deref() == Some(self.s.query_id.as_str()) {
+                    if let Some(e) = get("weir-epoch").and_then(|e| e.parse::<u64>().ok()) {
+                        best = best.max(Some(e));
+                    }
+                }
+            }
+            if m.offset() >= ends.get(&m.partition()).copied().unwrap_or(0) - 1 {
+                ends.remove(&m.partition());
+            }
+        }
+        Ok(best)
+    }
+
+    fn take_failures(&self) -> Vec<String> {
+        self.deliveries
+            .failures
+            .lock()
+            .map(|mut f| std::mem::take(&mut *f))
+            .unwrap_or_default()
+    }
+}
+
+impl Sink for KafkaSink {
+    fn identity(&self) -> String {
+        format!("kafka:{}/{}", self.s.bootstrap_servers, self.s.topic)
+    }
+
+    fn write_epoch(&mut self, epoch: u64, batches: &[RecordBatch]) -> Result<()> {
+        if batches.iter().all(|b| b.num_rows() == 0) {
+            return Ok(());
+        }
+        if self.transactional {
+            if self.committed_tail.is_none() {
+                self.committed_tail = Some(self.read_committed_tail()?);
+            }
+            if self.committed_tail.flatten().is_some_and(|t| t >= epoch) {
+                tracing::info!(epoch, topic = %self.s.topic, "epoch already committed to the sink topic; skipping the replay");
+                return Ok(());
+            }
+            self.producer
+                .begin_transaction()
+                .context("beginning the epoch's transaction")?;
+        }
+        let lines = to_json_lines(batches)?;
+        let mut keys: Vec<Option<String>> = Vec::new();
+        if let Some(col) = &self.s.key_column {
+            for b in batches {
+                let a = b.column_by_name(col).with_context(|| {
+                    format!("`sink.key_column`: the output has no column `{col}`")
+                })?;
+                let strings = arrow_cast::cast(a, &arrow_schema::DataType::Utf8)?;
+                let strings = strings
+                    .as_any()
+                    .downcast_ref::<StringArray>()
+                    .context("key column as text")?;
+                keys.extend(
+                    (0..strings.len())
+                        .map(|i| strings.is_valid(i).then(|| strings.value(i).to_string())),
+                );
+            }
+        }
+        let epoch_text = epoch.to_string();
+        for (i, line) in lines
+            .split(|&b| b == b'\n')
+            .filter(|l| !l.is_empty())
+            .enumerate()
+        {
+            let headers = OwnedHeaders::new()
+                .insert(Header {
+                    key: "weir-query",
+                    value: Some(self.s.query_id.as_str()),
+                })
+                .insert(Header {
+                    key: "weir-epoch",
+                    value: Some(epoch_text.as_str()),
+                });
+            let key = keys.get(i).cloned().flatten();
+            let mut record = BaseRecord::<str, [u8]>::to(&self.s.topic)
+                .payload(line)
+                .headers(headers);
+            if let Some(k) = key.as_deref() {
+                record = record.key(k);
+            }
+            let mut record = record;
+            loop {
+                match self.producer.send(record) {
+                    Ok(()) => break,
+                    Err((
+                        rdkafka::error::KafkaError::MessageProduction(
+                            rdkafka::types::RDKafkaErrorCode::QueueFull,
+                        ),
+                        r,
+                    )) => {
+                        std::thread::sleep(Duration::from_millis(5));
+                        record = r;
+                    }
+                    Err((e, _)) => bail!("sending to `{}`: {e}", self.s.topic),
+                }
+            }
+        }
+        if self.transactional {
+            self.producer
+                .commit_transaction(self.s.timeout)
+                .with_context(|| format!("committing epoch {epoch} to `{}`", self.s.topic))?;
+            self.committed_tail = Some(Some(epoch));
+        } else {
+            self.producer
+                .flush(self.s.timeout)
+                .with_context(|| format!("flushing epoch {epoch} to `{}`", self.s.topic))?;
+        }
+        let failures = self.take_failures();
+        if !failures.is_empty() {
+            bail!(
+                "{} messages of epoch {epoch} were not delivered to `{}`: {}",
+                failures.len(),
+                self.s.topic,
+                failures[0]
+            );
+        }
+        Ok(())
+    }
+}

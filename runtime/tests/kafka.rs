@@ -1,0 +1,289 @@
+//! The Kafka source against a real Kafka-protocol broker (tansu).
+
+#[path = "common/broker.rs"]
+mod broker;
+mod common;
+
+use broker::Broker;
+use common::{guest, open_pipeline, sink_files};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::atomic::AtomicBool;
+use weir::operator::WasmHost;
+
+fn payments(n: usize) -> Vec<Vec<u8>> {
+    (0..n as u64)
+        .map(|i| serde_json::to_vec(&weir::demo::generator::payment(11, i).0).unwrap())
+        .collect()
+}
+
+fn kafka_toml(dir: &Path, bootstrap: &str, topic: &str, extra: &str) -> String {
+    format!(
+        r#"name = "kafka-test"
+checkpoint = "{dir}/checkpoint"
+[trigger]
+mode = "available-now"
+[source]
+kind = "kafka"
+bootstrap_servers = "{bootstrap}"
+topics = ["{topic}"]
+timeout = "3s"
+{extra}
+{schema}
+[operator]
+path = "{op}"
+config = {{ mode = "echo" }}
+[sink]
+kind = "files"
+path = "{dir}/out"
+"#,
+        dir = dir.display(),
+        op = guest("sandbox_tests").display(),
+        schema = weir::demo::generator::SCHEMA_TOML,
+    )
+}
+
+fn run(dir: &Path, toml: &str) -> Vec<weir::progress::EpochProgress> {
+    let host = WasmHost::new(None).unwrap();
+    let mut p = open_pipeline(dir, toml, &host).unwrap();
+    let mut epochs = Vec::new();
+    p.run(&host, &AtomicBool::new(false), &mut |e| {
+        epochs.push(e.clone())
+    })
+    .unwrap();
+    epochs
+}
+
+fn ranges(dir: &Path, epoch: u64) -> Vec<(i32, i64, i64)> {
+    let text = std::fs::read_to_string(dir.join(format!("checkpoint/offsets/{epoch}"))).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    v["source"]["partitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["partition"].as_i64().unwrap() as i32,
+                p["start"].as_i64().unwrap(),
+                p["end"].as_i64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn output_ids(dir: &Path) -> Vec<String> {
+    sink_files(&dir.join("out"))
+        .iter()
+        .flat_map(|(_, b)| {
+            String::from_utf8(b.clone())
+                .unwrap()
+                .lines()
+                .map(String::from)
+                .collect::<Vec<_>>()
+        })
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(&l).unwrap()["txn_id"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn epochs_cover_exactly_what_was_produced_within_the_rate_limit() {
+    let broker = Broker::start();
+    broker.create_topic("payments", 3);
+    let values = payments(900);
+    broker.produce("payments", &values, |i| (i % 3) as i32);
+
+    let dir = tempfile::tempdir().unwrap();
+    let toml = kafka_toml(
+        dir.path(),
+        &broker.bootstrap(),
+        "payments",
+        "max_offsets_per_trigger = 200",
+    );
+    let epochs = run(dir.path(), &toml);
+    assert_eq!(epochs.len(), 5, "900 offsets at 200 per trigger");
+    let mut covered: BTreeMap<i32, i64> = BTreeMap::new();
+    for e in &epochs {
+        let r = ranges(dir.path(), e.epoch);
+        let total: i64 = r.iter().map(|(_, s, e)| e - s).sum();
+        assert!(total <= 200, "epoch {} took {total} offsets", e.epoch);
+        assert_eq!(e.rows_in as i64, total, "rows read = offsets planned");
+        for (p, s, end) in r {
+            assert_eq!(*covered.get(&p).unwrap_or(&0), s, "ranges are contiguous");
+            covered.insert(p, end);
+        }
+    }
+    assert_eq!(covered, BTreeMap::from([(0, 300), (1, 300), (2, 300)]));
+    let mut ids = output_ids(dir.path());
+    ids.sort();
+    let mut expected: Vec<String> = (0..900)
+        .map(|i| weir::demo::generator::payment(11, i).0.txn_id)
+        .collect();
+    expected.sort();
+    assert_eq!(ids, expected, "every record exactly once");
+}
+
+#[test]
+fn an_uncommitted_epoch_replays_the_same_records() {
+    let broker = Broker::start();
+    broker.create_topic("replay", 2);
+    broker.produce("replay", &payments(300), |i| (i % 2) as i32);
+    let dir = tempfile::tempdir().unwrap();
+    let toml = kafka_toml(
+        dir.path(),
+        &broker.bootstrap(),
+        "replay",
+        "max_offsets_per_trigger = 100",
+    );
+    assert_eq!(run(dir.path(), &toml).len(), 3);
+    let before = sink_files(&dir.path().join("out"));
+    let planned = ranges(dir.path(), 2);
+
+    // Crash between offsets/2 and commits/2; meanwhile more data arrives.
+    std::fs::remove_file(dir.path().join("checkpoint/commits/2")).unwrap();
+    std::fs::remove_file(dir.path().join("out/epoch-0000000002.jsonl")).unwrap();
+    let more: Vec<Vec<u8>> = (300..400)
+        .map(|i| serde_json::to_vec(&weir::demo::generator::payment(11, i).0).unwrap())
+        .collect();
+    broker.produce("replay", &more, |i| (i % 2) as i32);
+
+    let epochs = run(dir.path(), &toml);
+    assert_eq!((epochs[0].epoch, epochs[0].replay), (2, true));
+    assert_eq!(ranges(dir.path(), 2), planned, "offsets/2 unchanged");
+    let after = sink_files(&dir.path().join("out"));
+    assert_eq!(
+        after[..3],
+        before[..],
+        "replayed epoch 2 wrote the same records"
+    );
+    assert_eq!(output_ids(dir.path()).len(), 400);
+}
+
+fn open_err(dir: &Path, toml: &str) -> String {
+    let host = WasmHost::new(None).unwrap();
+    match open_pipeline(dir, toml, &host) {
+        Ok(_) => panic!("expected an error"),
+        Err(e) => format!("{e:#}"),
+    }
+}
+
+#[test]
+fn a_bad_address_or_a_missing_topic_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let toml = kafka_toml(dir.path(), &format!("127.0.0.1:{closed}"), "payments", "")
+        .replace("timeout = \"3s\"", "timeout = \"1s\"");
+    let err = open_err(dir.path(), &toml);
+    assert!(
+        err.contains(&format!("127.0.0.1:{closed}")) && err.contains("payments"),
+        "{err}"
+    );
+
+    let broker = Broker::start();
+    let dir = tempfile::tempdir().unwrap();
+    let err = open_err(
+        dir.path(),
+        &kafka_toml(dir.path(), &broker.bootstrap(), "no-such-topic", ""),
+    );
+    assert!(err.contains("no-such-topic"), "{err}");
+}
+
+#[test]
+fn the_kafka_sink_writes_each_epoch_once() {
+    let broker = Broker::start();
+    broker.create_topic("alerts", 2);
+    let dir = tempfile::tempdir().unwrap();
+    common::write_input(dir.path(), 21, 3, 400);
+    let toml = common::pipeline_toml(dir.path(), &guest("sandbox_tests"), r#"{ mode = "echo" }"#, "", "")
+        .replace(
+            &format!("kind = \"files\"\npath = \"{}/out\"", dir.path().display()),
+            &format!("kind = \"kafka\"\nbootstrap_servers = \"{}\"\ntopic = \"alerts\"\nkey_column = \"txn_id\"\ntimeout = \"5s\"", broker.bootstrap()),
+        );
+    let epochs = run(dir.path(), &toml);
+    assert_eq!(epochs.len(), 3);
+    let records = broker.consume_all("alerts");
+    assert_eq!(records.len(), 1_200);
+    let query: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("checkpoint/metadata")).unwrap())
+            .unwrap();
+    for (_, _, headers, value) in &records {
+        assert!(headers.contains(&(
+            "weir-query".into(),
+            query["query_id"].as_str().unwrap().into()
+        )));
+        assert!(headers.iter().any(|(k, _)| k == "weir-epoch"));
+        assert!(value.contains("txn_id"));
+    }
+
+    // Replay the last epoch as after a crash between the sink and commits/2.
+    std::fs::remove_file(dir.path().join("checkpoint/commits/2")).unwrap();
+    let epochs = run(dir.path(), &toml);
+    assert_eq!((epochs[0].epoch, epochs[0].replay), (2, true));
+    let after = broker.consume_all("alerts");
+    let transactional = !after.len().eq(&2_400) && after.len() == 1_200;
+    eprintln!(
+        "kafka sink after replay: {} records (transactional: {transactional})",
+        after.len()
+    );
+    assert!(
+        after.len() == 1_200 || after.len() == 1_600,
+        "replay wrote {} records",
+        after.len()
+    );
+}
+
+#[test]
+fn sigkill_with_the_kafka_source_loses_and_duplicates_nothing() {
+    let broker = Broker::start();
+    broker.create_topic("crash", 3);
+    broker.produce("crash", &payments(6_000), |i| (i % 3) as i32);
+    let cache = tempfile::tempdir().unwrap();
+    let setup = |dir: &Path| {
+        let file = dir.join("pipeline.toml");
+        let toml = kafka_toml(
+            dir,
+            &broker.bootstrap(),
+            "crash",
+            "max_offsets_per_trigger = 200",
+        );
+        std::fs::write(&file, toml).unwrap();
+        file
+    };
+    let clean = tempfile::tempdir().unwrap();
+    let started = std::time::Instant::now();
+    assert!(common::weir_run_quiet(&setup(clean.path()), cache.path())
+        .status()
+        .unwrap()
+        .success());
+    let clean_time = started.elapsed();
+    let expected = sink_files(&clean.path().join("out"));
+    assert_eq!(expected.len(), 30);
+
+    let crashy = tempfile::tempdir().unwrap();
+    let pipeline = setup(crashy.path());
+    let (kills, mid) = common::kill_and_restart(
+        &pipeline,
+        &crashy.path().join("checkpoint"),
+        cache.path(),
+        clean_time,
+        20,
+    );
+    assert!(kills >= 20, "only {kills} kills before the run finished");
+    assert!(mid >= 1, "no kill landed between offsets/N and commits/N");
+    let actual = sink_files(&crashy.path().join("out"));
+    assert!(
+        actual == expected,
+        "output differs from the uninterrupted run"
+    );
+    let ids = output_ids(crashy.path());
+    let unique: std::collections::HashSet<_> = ids.iter().collect();
+    assert_eq!((ids.len(), unique.len()), (6_000, 6_000));
+}
