@@ -152,9 +152,12 @@ impl Broker {
     }
 }
 
+/// A record read back: (partition, offset, headers, value).
+pub type Consumed = (i32, i64, Vec<(String, String)>, String);
+
 impl Broker {
-    /// Every committed record of `topic`: (partition, offset, headers, value).
-    pub fn consume_all(&self, topic: &str) -> Vec<(i32, i64, Vec<(String, String)>, String)> {
+    /// Every committed record of `topic`.
+    pub fn consume_all(&self, topic: &str) -> Vec<Consumed> {
         use rdkafka::consumer::{BaseConsumer, Consumer};
         use rdkafka::message::{Headers, Message};
         let c: BaseConsumer = ClientConfig::new()
