@@ -229,9 +229,10 @@ pub enum SinkConfig {
         /// Output column used as the message key.
         #[serde(default)]
         key_column: Option<String>,
-        /// Use transactions (exactly-once); default: if the broker supports them.
+        /// One transaction per epoch (exactly-once); needs a broker with
+        /// KIP-98 transactions. Default: at-least-once with epoch headers.
         #[serde(default)]
-        transactional: Option<bool>,
+        transactional: bool,
         #[serde(default)]
         options: std::collections::BTreeMap<String, String>,
         #[serde(default = "default_kafka_timeout", with = "humantime_serde_compat")]
@@ -477,8 +478,8 @@ path = "out"
             "mode = \"processing-time\"\ninterval = \"soon\"",
         );
         assert!(err_of(&text).contains("soon"), "{}", err_of(&text));
-        let text = GOOD.replace("kind = \"files\"\npath = \"out\"", "kind = \"kafka\"");
-        assert!(err_of(&text).contains("kafka"), "{}", err_of(&text));
+        let text = GOOD.replace("kind = \"files\"\npath = \"out\"", "kind = \"pulsar\"");
+        assert!(err_of(&text).contains("pulsar"), "{}", err_of(&text));
     }
 
     #[test]

@@ -1,11 +1,11 @@
 //! Operator output to a Kafka topic: one JSON message per row, with
-//! `acks=all` and idempotence. When the broker supports transactions each
-//! epoch is one transaction, and before the first write after a start the
-//! sink reads the topic's committed tail for this query's highest epoch, so
-//! a replayed epoch that had already been committed is skipped: exactly
-//! once for `read_committed` consumers. Without transactions the sink is
-//! at-least-once and every message carries `weir-query` and `weir-epoch`
-//! headers so that consumers can drop replays.
+//! `acks=all` and idempotence, each carrying `weir-query` and `weir-epoch`
+//! headers. By default the sink is at-least-once: a replayed epoch is sent
+//! again, with the same headers, so consumers can drop it. With
+//! `transactional = true` (brokers with KIP-98 transactions) each epoch is one
+//! transaction, and before its first write after a start the sink reads the
+//! topic's committed tail for this query's highest epoch and skips a replayed
+//! epoch that is already there: exactly-once for `read_committed` consumers.
 
 use super::{to_json_lines, Sink};
 use anyhow::{anyhow, bail, Context, Result};
@@ -26,8 +26,8 @@ pub struct KafkaSinkSettings {
     pub topic: String,
     /// Output column whose value becomes the message key.
     pub key_column: Option<String>,
-    /// `None`: use transactions if the broker supports them.
-    pub transactional: Option<bool>,
+    /// One transaction per epoch (needs a broker with KIP-98 transactions).
+    pub transactional: bool,
     pub options: BTreeMap<String, String>,
     pub timeout: Duration,
     /// The checkpoint's query id: names the transactional producer and tags
@@ -80,44 +80,29 @@ fn base_config(s: &KafkaSinkSettings) -> ClientConfig {
 }
 
 impl KafkaSink {
-    /// Connects; tries transactions unless told not to.
+    /// Connects; with `transactional`, registers the transactional producer.
     pub fn new(s: KafkaSinkSettings) -> Result<Self> {
-        let want_tx = s.transactional.unwrap_or(true);
-        if want_tx {
-            let deliveries = Deliveries::default();
-            let mut cfg = base_config(&s);
-            cfg.set("transactional.id", format!("weir-{}", s.query_id));
-            let producer: ThreadedProducer<Deliveries> = cfg
-                .create_with_context(deliveries.clone())
-                .context("creating the Kafka producer")?;
-            match producer.init_transactions(s.timeout) {
-                Ok(()) => {
-                    return Ok(KafkaSink {
-                        s,
-                        producer,
-                        deliveries,
-                        transactional: true,
-                        committed_tail: None,
-                    })
-                }
-                Err(e) if s.transactional == Some(true) => {
-                    bail!("the Kafka sink was told to use transactions, but they failed to start: {e}")
-                }
-                Err(e) => tracing::warn!(
-                    "Kafka transactions unavailable ({e}); the Kafka sink is at-least-once, \
-                     messages carry weir-query/weir-epoch headers"
-                ),
-            }
-        }
         let deliveries = Deliveries::default();
-        let producer = base_config(&s)
+        let mut cfg = base_config(&s);
+        if s.transactional {
+            cfg.set("transactional.id", format!("weir-{}", s.query_id));
+        }
+        let producer: ThreadedProducer<Deliveries> = cfg
             .create_with_context(deliveries.clone())
             .context("creating the Kafka producer")?;
+        if s.transactional {
+            producer.init_transactions(s.timeout).map_err(|e| {
+                anyhow!(
+                    "`sink.transactional = true`, but {} did not start a transaction: {e}",
+                    s.bootstrap_servers
+                )
+            })?;
+        }
         Ok(KafkaSink {
+            transactional: s.transactional,
             s,
             producer,
             deliveries,
-            transactional: false,
             committed_tail: None,
         })
     }

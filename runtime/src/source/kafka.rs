@@ -104,6 +104,14 @@ pub fn schema_for(format: ValueFormat, value_schema: &Schema) -> Result<SchemaRe
     Ok(Arc::new(Schema::new(fields)))
 }
 
+/// `(low, high)` offsets per partition, as the broker reports them.
+type Watermarks = BTreeMap<Tp, (i64, i64)>;
+
+/// The broker answered, and the topic is not there: waiting will not help.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct TopicMissing(String);
+
 /// The Kafka source.
 pub struct KafkaSource {
     s: KafkaSettings,
@@ -197,7 +205,7 @@ impl KafkaSource {
         Ok(out)
     }
 
-    fn watermarks(&self, tps: &[Tp]) -> Result<BTreeMap<Tp, (i64, i64)>> {
+    fn watermarks(&self, tps: &[Tp]) -> Result<Watermarks> {
         let mut out = BTreeMap::new();
         for tp in tps {
             let w = self
@@ -209,8 +217,45 @@ impl KafkaSource {
         Ok(out)
     }
 
+    /// Partitions and watermarks, waiting (with backoff, and saying so in
+    /// the log) while the broker is unreachable: an outage delays epochs,
+    /// it never fails or skips them. A topic the broker reports as missing
+    /// is an error.
+    fn offsets_waiting_for_broker(&self) -> Result<Watermarks> {
+        let started = Instant::now();
+        let mut backoff = Duration::from_millis(100);
+        let mut attempts = 0u32;
+        loop {
+            let attempt = self.partitions().and_then(|tps| self.watermarks(&tps));
+            match attempt {
+                Ok(found) => {
+                    if attempts > 0 {
+                        tracing::info!(
+                            brokers = %self.s.bootstrap_servers,
+                            "Kafka is reachable again after {:?}; resuming",
+                            started.elapsed()
+                        );
+                    }
+                    return Ok(found);
+                }
+                Err(e) if e.downcast_ref::<TopicMissing>().is_some() => return Err(e),
+                Err(e) => {
+                    if attempts % 10 == 0 {
+                        tracing::warn!(
+                            brokers = %self.s.bootstrap_servers,
+                            "waiting for Kafka (no epoch is planned meanwhile, nothing is skipped): {e:#}"
+                        );
+                    }
+                    attempts += 1;
+                    std::thread::sleep(backoff);
+                    backoff = (backoff * 2).min(Duration::from_secs(5));
+                }
+            }
+        }
+    }
+
     /// Positions for a query with no checkpoint, from `starting_offsets`.
-    fn initial_positions(&mut self, marks: &BTreeMap<Tp, (i64, i64)>) -> Result<()> {
+    fn initial_positions(&mut self, marks: &Watermarks) -> Result<()> {
         match &self.s.starting_offsets {
             StartingOffsets::Named(n) if n == "earliest" => {}
             StartingOffsets::Named(n) if n == "latest" => {
@@ -534,8 +579,7 @@ impl Source for KafkaSource {
     }
 
     fn plan(&mut self, limit: PlanLimit) -> Result<Option<serde_json::Value>> {
-        let tps = self.partitions()?;
-        let marks = self.watermarks(&tps)?;
+        let marks = self.offsets_waiting_for_broker()?;
         if !self.restored {
             self.initial_positions(&marks)?;
             self.restored = true;

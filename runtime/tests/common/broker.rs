@@ -51,8 +51,9 @@ impl Broker {
 
     fn spawn(&mut self) {
         let url = format!("tcp://127.0.0.1:{}", self.port);
-        let db = self.dir.path().join("tansu.db");
+        // tansu takes the SQLite path relative to its working directory.
         let child = Command::new(tansu())
+            .current_dir(self.dir.path())
             .args([
                 "broker",
                 "--listener-url",
@@ -61,7 +62,7 @@ impl Broker {
                 &url,
             ])
             .arg("--storage-engine")
-            .arg(format!("sqlite://{}", db.display()))
+            .arg("sqlite://tansu.db")
             .stdout(Stdio::null())
             .stderr(Stdio::from(
                 std::fs::File::create(self.dir.path().join("broker.log")).unwrap(),
