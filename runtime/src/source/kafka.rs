@@ -580,6 +580,10 @@ impl Source for KafkaSource {
 
     fn plan(&mut self, limit: PlanLimit) -> Result<Option<serde_json::Value>> {
         let marks = self.offsets_waiting_for_broker()?;
+        // A new query that starts anywhere but the earliest offsets pins its
+        // starting positions in the WAL with its first epoch, even an empty
+        // one: a restart must resume there, not at a newer "latest".
+        let anchor = !self.restored && self.s.starting_offsets != StartingOffsets::default();
         if !self.restored {
             self.initial_positions(&marks)?;
             self.restored = true;
@@ -598,6 +602,24 @@ impl Source for KafkaSource {
                 "records aged out of retention before they were read; skipping to offset {}",
                 l.available
             );
+        }
+        let mut ranges = ranges;
+        if anchor {
+            for tp in marks.keys() {
+                if !ranges
+                    .iter()
+                    .any(|r| (&r.topic, r.partition) == (&tp.0, tp.1))
+                {
+                    let at = self.positions.get(tp).copied().unwrap_or(marks[tp].0);
+                    ranges.push(PartitionRange {
+                        topic: tp.0.clone(),
+                        partition: tp.1,
+                        start: at,
+                        end: at,
+                    });
+                }
+            }
+            ranges.sort_by(|a, b| (&a.topic, a.partition).cmp(&(&b.topic, b.partition)));
         }
         if ranges.is_empty() {
             return Ok(None);
