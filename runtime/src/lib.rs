@@ -12,6 +12,7 @@ pub mod cli;
 pub mod config;
 pub mod demo;
 pub mod engine;
+pub mod feed;
 pub mod fsutil;
 pub mod operator;
 pub mod pipeline;

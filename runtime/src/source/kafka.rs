@@ -133,6 +133,9 @@ fn client_config(s: &KafkaSettings, group: &str) -> ClientConfig {
         // silent jump to the start or the end.
         .set("auto.offset.reset", "error")
         .set("enable.partition.eof", "false")
+        // The range's end is known, so there is no point in letting the
+        // broker hold a fetch open waiting for more data than exists.
+        .set("fetch.wait.max.ms", "10")
         .set(
             "socket.timeout.ms",
             s.timeout.as_millis().max(1000).to_string(),
