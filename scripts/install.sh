@@ -6,9 +6,10 @@ cd "$(dirname "$0")/.."
 
 log() { printf '[install] %s\n' "$*"; }
 
-# Debian packages: a C toolchain for -sys crates.
+# Debian packages: a C toolchain for -sys crates (librdkafka is built from
+# the rdkafka crate's bundled sources), zlib, and kcat for poking at Kafka by hand.
 need_apt=()
-for pkg in build-essential pkg-config; do
+for pkg in build-essential pkg-config zlib1g-dev kcat; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
 if ((${#need_apt[@]})); then

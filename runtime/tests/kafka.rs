@@ -468,3 +468,77 @@ fn commit_to_group_mirrors_progress_for_lag_tools() {
         vec![rdkafka::Offset::Offset(25), rdkafka::Offset::Offset(25)]
     );
 }
+
+#[test]
+fn raw_records_carry_key_value_and_metadata_columns() {
+    use arrow_array::{Array, Int64Array, StringArray};
+    use weir::source::kafka::{KafkaSettings, KafkaSource, StartingOffsets, ValueFormat};
+    use weir::source::{PlanLimit, Source};
+    let broker = Broker::start();
+    broker.create_topic("raw", 1);
+    broker.produce(
+        "raw",
+        &[b"hello".to_vec(), b"{\"not\": \"parsed\"}".to_vec()],
+        |_| 0,
+    );
+    let mut source = KafkaSource::new(KafkaSettings {
+        bootstrap_servers: broker.bootstrap(),
+        topics: vec!["raw".into()],
+        starting_offsets: StartingOffsets::default(),
+        max_offsets_per_trigger: None,
+        fail_on_data_loss: true,
+        value_format: ValueFormat::Raw,
+        value_schema: std::sync::Arc::new(arrow_schema::Schema::empty()),
+        commit_to_group: None,
+        options: Default::default(),
+        timeout: std::time::Duration::from_secs(5),
+        batch_rows: 100,
+        policy: weir::config::MalformedPolicy::Fail,
+    })
+    .unwrap();
+    let range = source
+        .plan(PlanLimit::PerTrigger)
+        .unwrap()
+        .expect("two records");
+    let batch = source.read(&range).unwrap().batches.remove(0);
+    let schema = batch.schema();
+    let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "key",
+            "value",
+            "topic",
+            "partition",
+            "offset",
+            "timestamp",
+            "headers"
+        ]
+    );
+    let text = |name: &str| {
+        batch
+            .column_by_name(name)
+            .unwrap()
+            .as_any()
+            .downcast_ref::<StringArray>()
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(text("value").value(0), "hello");
+    assert_eq!(text("value").value(1), "{\"not\": \"parsed\"}");
+    assert_eq!(text("key").value(1), "k-1");
+    assert_eq!(text("topic").value(0), "raw");
+    let offsets = batch
+        .column_by_name("offset")
+        .unwrap()
+        .as_any()
+        .downcast_ref::<Int64Array>()
+        .unwrap()
+        .clone();
+    assert_eq!((offsets.value(0), offsets.value(1)), (0, 1));
+    assert!(batch.column_by_name("timestamp").unwrap().is_valid(0));
+    assert!(
+        source.plan(PlanLimit::PerTrigger).unwrap().is_none(),
+        "nothing new"
+    );
+}
