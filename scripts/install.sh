@@ -16,7 +16,7 @@ if ((${#need_apt[@]})); then
     log "apt-get install ${need_apt[*]}"
     SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
     $SUDO apt-get update -qq
-    $SUDO DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"
+    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"
 fi
 
 # Rust: the toolchain comes from rustup; operators are built for wasm32-wasip2.
