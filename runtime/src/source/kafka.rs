@@ -301,6 +301,11 @@ impl KafkaSource {
             .collect();
         let mut last_progress = Instant::now();
         let mut waited_logged = false;
+        let mut errors = 0u64;
+        let mut next: HashMap<Tp, i64> = wanted
+            .iter()
+            .map(|r| ((r.topic.clone(), r.partition), r.start))
+            .collect();
         while !open.is_empty() {
             match self.consumer.poll(Duration::from_millis(100)) {
                 Some(Ok(m)) => {
@@ -318,8 +323,42 @@ impl KafkaSource {
                         open.remove(&tp);
                     }
                 }
+                Some(Err(rdkafka::error::KafkaError::MessageConsumption(
+                    rdkafka::types::RDKafkaErrorCode::OffsetOutOfRange,
+                ))) => {
+                    // The planned range aged out of retention before it was read.
+                    if self.s.fail_on_data_loss {
+                        bail!(
+                            "data loss: offsets planned for this epoch ({}) are no longer on the                              broker (retention); set `source.fail_on_data_loss = false` to skip them",
+                            open.keys().map(|(t, p)| format!("{t}-{p}")).collect::<Vec<_>>().join(", ")
+                        );
+                    }
+                    // Drop only the partitions whose next offset is gone.
+                    let gone: Vec<Tp> = open
+                        .keys()
+                        .filter(|tp| {
+                            let want = next.get(*tp).copied().unwrap_or(0);
+                            self.consumer
+                                .fetch_watermarks(&tp.0, tp.1, self.s.timeout)
+                                .is_ok_and(|(low, _)| low > want)
+                        })
+                        .cloned()
+                        .collect();
+                    for tp in gone {
+                        let end = open.remove(&tp).unwrap_or(0);
+                        tracing::warn!(
+                            topic = %tp.0,
+                            partition = tp.1,
+                            "planned offsets from {} to {end} aged out of retention before they were read; skipping them",
+                            next.get(&tp).copied().unwrap_or(0)
+                        );
+                    }
+                }
                 Some(Err(e)) => {
-                    tracing::warn!("Kafka fetch error (retrying): {e}");
+                    errors += 1;
+                    if errors == 1 || errors % 100 == 0 {
+                        tracing::warn!("Kafka fetch error ({errors} so far, retrying): {e}");
+                    }
                 }
                 None => {
                     // Offsets can be skipped (transaction markers, compaction):
