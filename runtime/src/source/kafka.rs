@@ -317,6 +317,7 @@ impl KafkaSource {
                             .entry(tp.clone())
                             .or_default()
                             .push(Fetched::from(&m));
+                        next.insert(tp.clone(), offset + 1);
                         last_progress = Instant::now();
                     }
                     if offset >= end - 1 {
