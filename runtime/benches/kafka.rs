@@ -71,6 +71,13 @@ fn plain_consume(bootstrap: &str, topic: &str, expected: u64) -> Duration {
     started.elapsed()
 }
 
+fn open(cfg: &PipelineConfig, host: &WasmHost) -> weir::engine::Pipeline {
+    let opts = OpenOptions {
+        ephemeral_checkpoint_ok: true,
+    };
+    pipeline::open(cfg, host, opts).unwrap()
+}
+
 fn percentile(sorted: &[i64], p: f64) -> i64 {
     sorted[((sorted.len() - 1) as f64 * p).round() as usize]
 }
@@ -101,14 +108,7 @@ fn main() {
         dir.path(),
     )
     .unwrap();
-    let mut p = pipeline::open(
-        &cfg,
-        &host,
-        OpenOptions {
-            ephemeral_checkpoint_ok: true,
-        },
-    )
-    .unwrap();
+    let mut p = open(&cfg, &host);
     let summary = p.run(&host, &AtomicBool::new(false), &mut |_| {}).unwrap();
     assert_eq!(summary.rows_in, THROUGHPUT_RECORDS);
     let plain = plain_consume(&broker.bootstrap(), "bench", THROUGHPUT_RECORDS);
@@ -131,14 +131,7 @@ fn main() {
         let (stop, cfg) = (stop.clone(), cfg.clone());
         std::thread::spawn(move || {
             let host = WasmHost::new(None).unwrap();
-            let mut p = pipeline::open(
-                &cfg,
-                &host,
-                OpenOptions {
-                    ephemeral_checkpoint_ok: true,
-                },
-            )
-            .unwrap();
+            let mut p = open(&cfg, &host);
             p.run(&host, &stop, &mut |_| {}).unwrap()
         })
     };
@@ -151,14 +144,9 @@ fn main() {
     })
     .unwrap();
     let commits = dir.path().join("checkpoint/commits");
-    let committed_rows = || -> u64 {
-        std::fs::read_dir(&commits)
-            .map(|d| {
-                d.filter_map(|e| std::fs::read_to_string(e.ok()?.path()).ok())
-                    .filter_map(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-                    .map(|v| v["rows_in"].as_u64().unwrap_or(0))
-                    .sum()
-            })
+    let committed_rows = || {
+        weir::checkpoint::Checkpoint::inspect(&dir.path().join("checkpoint"))
+            .and_then(|c| c.committed_rows())
             .unwrap_or(0)
     };
     let waited = Instant::now();

@@ -135,6 +135,15 @@ impl Checkpoint {
         })
     }
 
+    /// Input rows of all committed epochs: how far a pipeline has got.
+    pub fn committed_rows(&self) -> Result<u64> {
+        let mut rows = 0;
+        for epoch in self.commits.epochs()? {
+            rows += self.commits.get(epoch)?.map_or(0, |c| c.rows_in);
+        }
+        Ok(rows)
+    }
+
     /// The checkpoint directory.
     pub fn root(&self) -> &Path {
         &self.root

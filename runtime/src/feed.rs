@@ -4,6 +4,7 @@
 //! long a payment took from the producer to the sink.
 
 use crate::demo::generator;
+use crate::sink::kafka::send_blocking;
 use anyhow::{Context, Result};
 use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
 use rdkafka::ClientConfig;
@@ -51,22 +52,10 @@ pub fn feed(o: &FeedOptions) -> Result<u64> {
         let (mut p, _) = generator::payment(o.seed, o.start + n);
         p.ts = now_ms();
         let value = serde_json::to_vec(&p)?;
-        let mut record = BaseRecord::to(&o.topic).key(&p.card_id).payload(&value);
-        loop {
-            match producer.send(record) {
-                Ok(()) => break,
-                Err((
-                    rdkafka::error::KafkaError::MessageProduction(
-                        rdkafka::types::RDKafkaErrorCode::QueueFull,
-                    ),
-                    r,
-                )) => {
-                    std::thread::sleep(Duration::from_millis(5));
-                    record = r;
-                }
-                Err((e, _)) => return Err(e).context(format!("producing to `{}`", o.topic)),
-            }
-        }
+        let record = BaseRecord::to(&o.topic)
+            .key(p.card_id.as_str())
+            .payload(value.as_slice());
+        send_blocking(&producer, record).with_context(|| format!("producing to `{}`", o.topic))?;
     }
     producer
         .flush(Duration::from_secs(30))

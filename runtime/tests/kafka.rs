@@ -353,27 +353,8 @@ fn a_broker_restart_mid_run_loses_nothing() {
             p.run(&host, &stop, &mut |_| {})
         })
     };
-    let rows_committed = |dir: &Path| -> u64 {
-        let commits = dir.join("checkpoint/commits");
-        std::fs::read_dir(&commits)
-            .map(|d| {
-                d.filter_map(|e| std::fs::read_to_string(e.ok()?.path()).ok())
-                    .filter_map(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-                    .map(|v| v["rows_in"].as_u64().unwrap_or(0))
-                    .sum()
-            })
-            .unwrap_or(0)
-    };
-    let wait = |what: &str, n: u64| {
-        let start = std::time::Instant::now();
-        while rows_committed(dir.path()) < n {
-            assert!(
-                start.elapsed() < std::time::Duration::from_secs(120),
-                "timed out waiting for {what}"
-            );
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-    };
+    let ck = dir.path().join("checkpoint");
+    let wait = |what: &str, n: u64| common::wait_for(what, || common::committed_rows(&ck) >= n);
     wait("the first 500 records", 500);
 
     broker.stop();

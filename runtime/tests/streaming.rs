@@ -4,22 +4,11 @@
 
 mod common;
 
-use common::{guest, open_pipeline, pipeline_toml, sink_files, DEMO_RULES_INLINE};
+use common::{guest, open_pipeline, pipeline_toml, sink_files, wait_for, DEMO_RULES_INLINE};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use weir::operator::WasmHost;
-
-fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !done() {
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "timed out waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
 
 #[test]
 fn new_files_are_picked_up_while_running() {

@@ -19,6 +19,29 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+/// Sends `record`, waiting while the producer's local queue is full (the
+/// back-pressure a fast epoch meets), and failing on any other error.
+pub fn send_blocking<C: ProducerContext<DeliveryOpaque = ()> + 'static>(
+    producer: &ThreadedProducer<C>,
+    mut record: BaseRecord<'_, str, [u8]>,
+) -> rdkafka::error::KafkaResult<()> {
+    loop {
+        match producer.send(record) {
+            Ok(()) => return Ok(()),
+            Err((
+                rdkafka::error::KafkaError::MessageProduction(
+                    rdkafka::types::RDKafkaErrorCode::QueueFull,
+                ),
+                r,
+            )) => {
+                std::thread::sleep(Duration::from_millis(5));
+                record = r;
+            }
+            Err((e, _)) => return Err(e),
+        }
+    }
+}
+
 /// Settings of the Kafka sink.
 #[derive(Debug, Clone)]
 pub struct KafkaSinkSettings {
@@ -256,22 +279,8 @@ impl Sink for KafkaSink {
             if let Some(k) = key.as_deref() {
                 record = record.key(k);
             }
-            let mut record = record;
-            loop {
-                match self.producer.send(record) {
-                    Ok(()) => break,
-                    Err((
-                        rdkafka::error::KafkaError::MessageProduction(
-                            rdkafka::types::RDKafkaErrorCode::QueueFull,
-                        ),
-                        r,
-                    )) => {
-                        std::thread::sleep(Duration::from_millis(5));
-                        record = r;
-                    }
-                    Err((e, _)) => bail!("sending to `{}`: {e}", self.s.topic),
-                }
-            }
+            send_blocking(&self.producer, record)
+                .with_context(|| format!("sending to `{}`", self.s.topic))?;
         }
         if self.transactional {
             self.producer

@@ -3,7 +3,7 @@
 //! without losing data), and killed when dropped.
 #![allow(dead_code)]
 
-use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
+use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
 use rdkafka::ClientConfig;
 use std::net::TcpListener;
 use std::path::PathBuf;
@@ -119,35 +119,18 @@ impl Broker {
 
     /// Produces `values` with keys `k-<i>` to `partition(i)` of `topic`.
     pub fn produce(&self, topic: &str, values: &[Vec<u8>], partition: impl Fn(usize) -> i32) {
-        let producer: BaseProducer = ClientConfig::new()
+        let producer: ThreadedProducer<DefaultProducerContext> = ClientConfig::new()
             .set("bootstrap.servers", self.bootstrap())
             .set("linger.ms", "5")
             .create()
             .unwrap();
         for (i, v) in values.iter().enumerate() {
             let key = format!("k-{i}");
-            let mut record = BaseRecord::to(topic)
-                .key(&key)
-                .payload(v)
+            let record = BaseRecord::to(topic)
+                .key(key.as_str())
+                .payload(v.as_slice())
                 .partition(partition(i));
-            loop {
-                match producer.send(record) {
-                    Ok(()) => break,
-                    Err((e, r)) => {
-                        assert!(
-                            matches!(
-                                e,
-                                rdkafka::error::KafkaError::MessageProduction(
-                                    rdkafka::types::RDKafkaErrorCode::QueueFull
-                                )
-                            ),
-                            "produce: {e}"
-                        );
-                        producer.poll(Duration::from_millis(10));
-                        record = r;
-                    }
-                }
-            }
+            weir::sink::kafka::send_blocking(&producer, record).expect("produce");
         }
         producer.flush(Duration::from_secs(30)).expect("flush");
     }

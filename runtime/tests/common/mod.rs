@@ -151,3 +151,23 @@ pub fn kill_and_restart(
     eprintln!("{done} kills, {mid_epoch} between offsets/N and commits/N");
     (done, mid_epoch)
 }
+
+/// Polls `done` every 20 ms; fails the test after a minute (a guard against
+/// hangs, not a performance bound).
+pub fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    let start = std::time::Instant::now();
+    while !done() {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(120),
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// Input rows of all committed epochs in `checkpoint` (0 before it exists).
+pub fn committed_rows(checkpoint: &Path) -> u64 {
+    weir::checkpoint::Checkpoint::inspect(checkpoint)
+        .and_then(|c| c.committed_rows())
+        .unwrap_or(0)
+}
