@@ -332,8 +332,6 @@ fn sigkill_with_the_kafka_source_loses_and_duplicates_nothing() {
 
 #[test]
 fn a_broker_restart_mid_run_loses_nothing() {
-    use std::sync::atomic::Ordering;
-    use std::sync::Arc;
     let mut broker = Broker::start();
     broker.create_topic("restart", 2);
     broker.produce("restart", &payments(500), |i| (i % 2) as i32);
@@ -344,15 +342,7 @@ fn a_broker_restart_mid_run_loses_nothing() {
             "mode = \"processing-time\"\ninterval = \"100ms\"",
         )
         .replace("timeout = \"3s\"", "timeout = \"1s\"");
-    let stop = Arc::new(AtomicBool::new(false));
-    let runner = {
-        let (dir, stop) = (dir.path().to_path_buf(), stop.clone());
-        std::thread::spawn(move || {
-            let host = WasmHost::new(None).unwrap();
-            let mut p = open_pipeline(&dir, &toml, &host).unwrap();
-            p.run(&host, &stop, &mut |_| {})
-        })
-    };
+    let runner = common::Background::start(dir.path(), toml);
     let ck = dir.path().join("checkpoint");
     let wait = |what: &str, n: u64| common::wait_for(what, || common::committed_rows(&ck) >= n);
     wait("the first 500 records", 500);
@@ -366,11 +356,7 @@ fn a_broker_restart_mid_run_loses_nothing() {
     broker.produce("restart", &more, |i| (i % 2) as i32);
     wait("the records produced after the restart", 1_000);
 
-    stop.store(true, Ordering::Relaxed);
-    runner
-        .join()
-        .unwrap()
-        .expect("the pipeline survived the outage");
+    runner.stop().expect("the pipeline survived the outage");
     let ids = output_ids(dir.path());
     let unique: std::collections::HashSet<_> = ids.iter().collect();
     assert_eq!((ids.len(), unique.len()), (1_000, 1_000));

@@ -5,8 +5,7 @@
 mod common;
 
 use common::{guest, open_pipeline, pipeline_toml, sink_files, wait_for, DEMO_RULES_INLINE};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 use weir::operator::WasmHost;
 
@@ -19,15 +18,7 @@ fn new_files_are_picked_up_while_running() {
         "mode = \"available-now\"",
         "mode = \"processing-time\"\ninterval = \"50ms\"",
     );
-    let stop = Arc::new(AtomicBool::new(false));
-    let runner = {
-        let (dir, stop) = (dir.path().to_path_buf(), stop.clone());
-        std::thread::spawn(move || {
-            let host = WasmHost::new(None).unwrap();
-            let mut p = open_pipeline(&dir, &toml, &host).unwrap();
-            p.run(&host, &stop, &mut |_| {}).unwrap()
-        })
-    };
+    let runner = common::Background::start(dir.path(), toml);
     let out = dir.path().join("out");
     let commits = dir.path().join("checkpoint/commits");
     let committed = || std::fs::read_dir(&commits).map(|d| d.count()).unwrap_or(0);
@@ -47,8 +38,7 @@ fn new_files_are_picked_up_while_running() {
     std::fs::rename(&hidden, input.join("b.jsonl")).unwrap();
     wait_for("the renamed file", || committed() == 2);
 
-    stop.store(true, Ordering::Relaxed);
-    let summary = runner.join().unwrap();
+    let summary = runner.stop().unwrap();
     assert_eq!(summary.epochs, 2);
     assert_eq!(summary.rows_in, 4_000);
     assert_eq!(sink_files(&out).len(), 2);

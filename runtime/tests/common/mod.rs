@@ -171,3 +171,29 @@ pub fn committed_rows(checkpoint: &Path) -> u64 {
         .and_then(|c| c.committed_rows())
         .unwrap_or(0)
 }
+
+/// A pipeline running on its own thread until the returned flag is set.
+pub struct Background {
+    pub stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    handle: std::thread::JoinHandle<anyhow::Result<weir::engine::RunSummary>>,
+}
+
+impl Background {
+    /// Opens and runs the pipeline of `toml` on a new thread and host.
+    pub fn start(dir: &Path, toml: String) -> Background {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (dir, flag) = (dir.to_path_buf(), stop.clone());
+        let handle = std::thread::spawn(move || {
+            let host = weir::operator::WasmHost::new(None)?;
+            let mut p = open_pipeline(&dir, &toml, &host)?;
+            p.run(&host, &flag, &mut |_| {})
+        });
+        Background { stop, handle }
+    }
+
+    /// Asks the pipeline to stop after its current epoch and waits for it.
+    pub fn stop(self) -> anyhow::Result<weir::engine::RunSummary> {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.handle.join().expect("pipeline thread panicked")
+    }
+}
