@@ -8,16 +8,18 @@
 //! epoch that is already there: exactly-once for `read_committed` consumers.
 
 use super::{to_json_lines, Sink};
+use crate::source::kafka::fetch_ranges;
+use crate::source::kafka_plan::PartitionRange;
 use anyhow::{anyhow, bail, Context, Result};
 use arrow_array::{Array, RecordBatch, StringArray};
 use rdkafka::client::ClientContext;
 use rdkafka::consumer::{BaseConsumer, Consumer};
-use rdkafka::message::{Header, Headers, Message, OwnedHeaders};
+use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
-use rdkafka::{ClientConfig, Offset, TopicPartitionList};
+use rdkafka::ClientConfig;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Sends `record`, waiting while the producer's local queue is full (the
 /// back-pressure a fast epoch meets), and failing on any other error.
@@ -153,60 +155,31 @@ impl KafkaSink {
             .iter()
             .flat_map(|t| t.partitions().iter().map(|p| p.id()))
             .collect();
-        let mut tpl = TopicPartitionList::new();
-        let mut ends = BTreeMap::new();
+        let mut tail = Vec::new();
         for p in parts {
             let (low, high) = consumer
                 .fetch_watermarks(&self.s.topic, p, self.s.timeout)
                 .map_err(|e| anyhow!("offsets of sink topic `{}`-{p}: {e}", self.s.topic))?;
-            if high > low {
-                tpl.add_partition_offset(&self.s.topic, p, Offset::Offset((high - 16).max(low)))?;
-                ends.insert(p, high);
-            }
+            tail.push(PartitionRange {
+                topic: self.s.topic.clone(),
+                partition: p,
+                start: (high - 16).max(low),
+                end: high,
+            });
         }
-        if ends.is_empty() {
-            return Ok(None);
-        }
-        consumer.assign(&tpl)?;
-        let mut best: Option<u64> = None;
-        let deadline = Instant::now() + self.s.timeout;
-        while !ends.is_empty() && Instant::now() < deadline {
-            let Some(Ok(m)) = consumer.poll(Duration::from_millis(100)) else {
-                // Markers at the tail: the position tells when a partition is done.
-                if let Ok(pos) = consumer.position() {
-                    for el in pos.elements() {
-                        if let (Some(&end), Offset::Offset(p)) =
-                            (ends.get(&el.partition()), el.offset())
-                        {
-                            if p >= end - 1 {
-                                ends.remove(&el.partition());
-                            }
-                        }
-                    }
-                }
-                continue;
-            };
-            if let Some(h) = m.headers() {
-                let get = |k: &str| {
-                    (0..h.count())
-                        .map(|i| h.get(i))
-                        .find(|x| x.key == k)
-                        .and_then(|x| {
-                            x.value
-                                .and_then(|v| std::str::from_utf8(v).ok().map(String::from))
-                        })
-                };
-                if get("weir-query").as_deref() == Some(self.s.query_id.as_str()) {
-                    if let Some(e) = get("weir-epoch").and_then(|e| e.parse::<u64>().ok()) {
-                        best = best.max(Some(e));
-                    }
-                }
-            }
-            if m.offset() >= ends.get(&m.partition()).copied().unwrap_or(0) - 1 {
-                ends.remove(&m.partition());
-            }
-        }
-        Ok(best)
+        // Retention cannot take the newest records; skip rather than fail.
+        let records = fetch_ranges(
+            &consumer,
+            &tail,
+            &self.s.bootstrap_servers,
+            self.s.timeout,
+            false,
+        )?;
+        Ok(records
+            .iter()
+            .filter(|r| r.header("weir-query").as_deref() == Some(self.s.query_id.as_str()))
+            .filter_map(|r| r.header("weir-epoch")?.parse::<u64>().ok())
+            .max())
     }
 
     fn take_failures(&self) -> Vec<String> {

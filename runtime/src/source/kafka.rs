@@ -285,120 +285,13 @@ impl KafkaSource {
 
     /// Fetches exactly `ranges`, grouped by partition in range order.
     fn fetch(&self, ranges: &[PartitionRange]) -> Result<Vec<Fetched>> {
-        let wanted: Vec<&PartitionRange> = ranges.iter().filter(|r| r.end > r.start).collect();
-        if wanted.is_empty() {
-            return Ok(Vec::new());
-        }
-        let mut tpl = TopicPartitionList::new();
-        for r in &wanted {
-            tpl.add_partition_offset(&r.topic, r.partition, Offset::Offset(r.start))?;
-        }
-        self.consumer.assign(&tpl).context("assigning partitions")?;
-        let mut buffers: HashMap<Tp, Vec<Fetched>> = HashMap::new();
-        let mut open: HashMap<Tp, i64> = wanted
-            .iter()
-            .map(|r| ((r.topic.clone(), r.partition), r.end))
-            .collect();
-        let mut last_progress = Instant::now();
-        let mut waited_logged = false;
-        let mut errors = 0u64;
-        let mut next: HashMap<Tp, i64> = wanted
-            .iter()
-            .map(|r| ((r.topic.clone(), r.partition), r.start))
-            .collect();
-        while !open.is_empty() {
-            match self.consumer.poll(Duration::from_millis(100)) {
-                Some(Ok(m)) => {
-                    let tp = (m.topic().to_string(), m.partition());
-                    let Some(&end) = open.get(&tp) else { continue };
-                    let offset = m.offset();
-                    if offset < end {
-                        buffers
-                            .entry(tp.clone())
-                            .or_default()
-                            .push(Fetched::from(&m));
-                        next.insert(tp.clone(), offset + 1);
-                        last_progress = Instant::now();
-                    }
-                    if offset >= end - 1 {
-                        open.remove(&tp);
-                    }
-                }
-                Some(Err(rdkafka::error::KafkaError::MessageConsumption(
-                    rdkafka::types::RDKafkaErrorCode::OffsetOutOfRange,
-                ))) => {
-                    // The planned range aged out of retention before it was read.
-                    if self.s.fail_on_data_loss {
-                        bail!(
-                            "data loss: offsets planned for this epoch ({}) are no longer on the                              broker (retention); set `source.fail_on_data_loss = false` to skip them",
-                            open.keys().map(|(t, p)| format!("{t}-{p}")).collect::<Vec<_>>().join(", ")
-                        );
-                    }
-                    // Drop only the partitions whose next offset is gone.
-                    let gone: Vec<Tp> = open
-                        .keys()
-                        .filter(|tp| {
-                            let want = next.get(*tp).copied().unwrap_or(0);
-                            self.consumer
-                                .fetch_watermarks(&tp.0, tp.1, self.s.timeout)
-                                .is_ok_and(|(low, _)| low > want)
-                        })
-                        .cloned()
-                        .collect();
-                    for tp in gone {
-                        let end = open.remove(&tp).unwrap_or(0);
-                        tracing::warn!(
-                            topic = %tp.0,
-                            partition = tp.1,
-                            "planned offsets from {} to {end} aged out of retention before they were read; skipping them",
-                            next.get(&tp).copied().unwrap_or(0)
-                        );
-                    }
-                }
-                Some(Err(e)) => {
-                    errors += 1;
-                    if errors == 1 || errors % 100 == 0 {
-                        tracing::warn!("Kafka fetch error ({errors} so far, retrying): {e}");
-                    }
-                }
-                None => {
-                    // Offsets can be skipped (transaction markers, compaction):
-                    // a partition whose position reached its end is done.
-                    if let Ok(pos) = self.consumer.position() {
-                        for el in pos.elements() {
-                            let tp = (el.topic().to_string(), el.partition());
-                            if let (Some(&end), Offset::Offset(p)) = (open.get(&tp), el.offset()) {
-                                if p >= end {
-                                    open.remove(&tp);
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-            let stalled = last_progress.elapsed();
-            if stalled > self.s.timeout && !waited_logged {
-                tracing::warn!(
-                    brokers = %self.s.bootstrap_servers,
-                    waiting_for = ?open.keys().collect::<Vec<_>>(),
-                    "no records from Kafka for {stalled:?}; waiting for the broker (nothing is skipped)"
-                );
-                waited_logged = true;
-            }
-            if stalled <= self.s.timeout {
-                waited_logged = false;
-            }
-        }
-        let _ = self.consumer.unassign();
-        let mut out = Vec::new();
-        for r in wanted {
-            out.extend(
-                buffers
-                    .remove(&(r.topic.clone(), r.partition))
-                    .unwrap_or_default(),
-            );
-        }
-        Ok(out)
+        fetch_ranges(
+            &self.consumer,
+            ranges,
+            &self.s.bootstrap_servers,
+            self.s.timeout,
+            self.s.fail_on_data_loss,
+        )
     }
 
     fn to_batches(&self, records: Vec<Fetched>) -> Result<SourceBatch> {
@@ -418,9 +311,9 @@ impl KafkaSource {
                     for r in chunk {
                         value.append_option(r.value.as_deref().map(utf8));
                     }
-                    let mut cols: Vec<ArrayRef> = vec![Arc::new(value.finish())];
-                    cols.splice(0..0, [meta_key(chunk)]);
-                    cols.extend(meta_rest(chunk));
+                    let chunk: Vec<&Fetched> = chunk.iter().collect();
+                    let mut cols: Vec<ArrayRef> = vec![meta_key(&chunk), Arc::new(value.finish())];
+                    cols.extend(meta_rest(&chunk));
                     out.batches
                         .push(RecordBatch::try_new(self.schema.clone(), cols)?);
                 }
@@ -458,12 +351,11 @@ impl KafkaSource {
                 let mut at = 0;
                 for values in decoded.batches {
                     let n = values.num_rows();
-                    let chunk: Vec<Fetched> =
-                        kept[at..at + n].iter().map(|r| (*r).clone()).collect();
+                    let chunk = &kept[at..at + n];
                     at += n;
                     let mut cols = values.columns().to_vec();
-                    cols.push(meta_key(&chunk));
-                    cols.extend(meta_rest(&chunk));
+                    cols.push(meta_key(chunk));
+                    cols.extend(meta_rest(chunk));
                     out.batches
                         .push(RecordBatch::try_new(self.schema.clone(), cols)?);
                 }
@@ -489,12 +381,140 @@ impl KafkaSource {
     }
 }
 
+/// Fetches exactly `ranges` with `consumer`, grouped by partition in range
+/// order. Waits (and says so in the log) while the broker is unreachable;
+/// offsets skipped by the log (transaction markers, compaction) end a range
+/// once the position passes its end. A range lost to retention is an error
+/// unless `fail_on_data_loss` is off, then just that partition is skipped.
+pub(crate) fn fetch_ranges(
+    consumer: &BaseConsumer,
+    ranges: &[PartitionRange],
+    brokers: &str,
+    timeout: Duration,
+    fail_on_data_loss: bool,
+) -> Result<Vec<Fetched>> {
+    let wanted: Vec<&PartitionRange> = ranges.iter().filter(|r| r.end > r.start).collect();
+    if wanted.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut tpl = TopicPartitionList::new();
+    for r in &wanted {
+        tpl.add_partition_offset(&r.topic, r.partition, Offset::Offset(r.start))?;
+    }
+    consumer.assign(&tpl).context("assigning partitions")?;
+    let mut buffers: HashMap<Tp, Vec<Fetched>> = HashMap::new();
+    let mut open: HashMap<Tp, i64> = wanted
+        .iter()
+        .map(|r| ((r.topic.clone(), r.partition), r.end))
+        .collect();
+    let mut last_progress = Instant::now();
+    let mut waited_logged = false;
+    let mut errors = 0u64;
+    let mut next: HashMap<Tp, i64> = wanted
+        .iter()
+        .map(|r| ((r.topic.clone(), r.partition), r.start))
+        .collect();
+    while !open.is_empty() {
+        match consumer.poll(Duration::from_millis(100)) {
+            Some(Ok(m)) => {
+                let tp = (m.topic().to_string(), m.partition());
+                let Some(&end) = open.get(&tp) else { continue };
+                let offset = m.offset();
+                if offset < end {
+                    buffers
+                        .entry(tp.clone())
+                        .or_default()
+                        .push(Fetched::from(&m));
+                    next.insert(tp.clone(), offset + 1);
+                    last_progress = Instant::now();
+                }
+                if offset >= end - 1 {
+                    open.remove(&tp);
+                }
+            }
+            Some(Err(rdkafka::error::KafkaError::MessageConsumption(
+                rdkafka::types::RDKafkaErrorCode::OffsetOutOfRange,
+            ))) => {
+                // The planned range aged out of retention before it was read.
+                if fail_on_data_loss {
+                    bail!(
+                        "data loss: offsets planned for this epoch ({}) are no longer on the                              broker (retention); set `source.fail_on_data_loss = false` to skip them",
+                        open.keys().map(|(t, p)| format!("{t}-{p}")).collect::<Vec<_>>().join(", ")
+                    );
+                }
+                // Drop only the partitions whose next offset is gone.
+                let gone: Vec<Tp> = open
+                    .keys()
+                    .filter(|tp| {
+                        let want = next.get(*tp).copied().unwrap_or(0);
+                        consumer
+                            .fetch_watermarks(&tp.0, tp.1, timeout)
+                            .is_ok_and(|(low, _)| low > want)
+                    })
+                    .cloned()
+                    .collect();
+                for tp in gone {
+                    let end = open.remove(&tp).unwrap_or(0);
+                    tracing::warn!(
+                        topic = %tp.0,
+                        partition = tp.1,
+                        "planned offsets from {} to {end} aged out of retention before they were read; skipping them",
+                        next.get(&tp).copied().unwrap_or(0)
+                    );
+                }
+            }
+            Some(Err(e)) => {
+                errors += 1;
+                if errors == 1 || errors % 100 == 0 {
+                    tracing::warn!("Kafka fetch error ({errors} so far, retrying): {e}");
+                }
+            }
+            None => {
+                // Offsets can be skipped (transaction markers, compaction):
+                // a partition whose position reached its end is done.
+                if let Ok(pos) = consumer.position() {
+                    for el in pos.elements() {
+                        let tp = (el.topic().to_string(), el.partition());
+                        if let (Some(&end), Offset::Offset(p)) = (open.get(&tp), el.offset()) {
+                            if p >= end {
+                                open.remove(&tp);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let stalled = last_progress.elapsed();
+        if stalled > timeout && !waited_logged {
+            tracing::warn!(
+                brokers = %brokers,
+                waiting_for = ?open.keys().collect::<Vec<_>>(),
+                "no records from Kafka for {stalled:?}; waiting for the broker (nothing is skipped)"
+            );
+            waited_logged = true;
+        }
+        if stalled <= timeout {
+            waited_logged = false;
+        }
+    }
+    let _ = consumer.unassign();
+    let mut out = Vec::new();
+    for r in wanted {
+        out.extend(
+            buffers
+                .remove(&(r.topic.clone(), r.partition))
+                .unwrap_or_default(),
+        );
+    }
+    Ok(out)
+}
+
 fn utf8(b: &[u8]) -> &str {
     // Only called after `text_problem` checked the bytes.
     std::str::from_utf8(b).unwrap_or_default()
 }
 
-fn meta_key(chunk: &[Fetched]) -> ArrayRef {
+fn meta_key(chunk: &[&Fetched]) -> ArrayRef {
     let mut key = StringBuilder::new();
     for r in chunk {
         key.append_option(r.key.as_deref().map(utf8));
@@ -502,7 +522,7 @@ fn meta_key(chunk: &[Fetched]) -> ArrayRef {
     Arc::new(key.finish())
 }
 
-fn meta_rest(chunk: &[Fetched]) -> Vec<ArrayRef> {
+fn meta_rest(chunk: &[&Fetched]) -> Vec<ArrayRef> {
     let (mut topic, mut headers) = (StringBuilder::new(), StringBuilder::new());
     let (mut partition, mut offset, mut ts) = (
         Int64Builder::new(),
@@ -527,7 +547,7 @@ fn meta_rest(chunk: &[Fetched]) -> Vec<ArrayRef> {
 
 /// A record copied out of the client's buffers.
 #[derive(Debug, Clone)]
-struct Fetched {
+pub(crate) struct Fetched {
     topic: String,
     partition: i32,
     offset: i64,
@@ -572,6 +592,12 @@ impl Fetched {
 
     fn origin(&self) -> String {
         format!("{}-{}@{}", self.topic, self.partition, self.offset)
+    }
+
+    /// The text value of header `key`, if present and UTF-8.
+    pub(crate) fn header(&self, key: &str) -> Option<String> {
+        let headers: serde_json::Value = serde_json::from_str(self.headers.as_deref()?).ok()?;
+        headers.get(key)?.as_str().map(String::from)
     }
 
     fn text_problem(&self) -> Option<String> {
