@@ -47,6 +47,7 @@ fn sigkill_at_random_moments_loses_and_duplicates_nothing() {
         &pipeline,
         &crashy.path().join("checkpoint"),
         cache.path(),
+        &clean_pipeline,
         clean_time,
         KILLS,
     );

@@ -301,7 +301,8 @@ fn sigkill_with_the_kafka_source_loses_and_duplicates_nothing() {
     };
     let clean = tempfile::tempdir().unwrap();
     let started = std::time::Instant::now();
-    assert!(common::weir_run_quiet(&setup(clean.path()), cache.path())
+    let clean_file = setup(clean.path());
+    assert!(common::weir_run_quiet(&clean_file, cache.path())
         .status()
         .unwrap()
         .success());
@@ -315,6 +316,7 @@ fn sigkill_with_the_kafka_source_loses_and_duplicates_nothing() {
         &pipeline,
         &crashy.path().join("checkpoint"),
         cache.path(),
+        &clean_file,
         clean_time,
         20,
     );

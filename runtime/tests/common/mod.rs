@@ -113,20 +113,34 @@ pub fn latest_entry(dir: &Path) -> Option<u64> {
 }
 
 /// Runs `weir run PIPELINE` as a child and SIGKILLs it at random moments
-/// (lives of up to `clean_time / (2 * kills)`, so the run cannot finish
-/// first) until `kills` kills are done, then lets it finish. Returns the
-/// kills and how many of them left an epoch planned but not committed.
+/// until `kills` kills are done, then lets it finish. Returns the kills and
+/// how many of them left an epoch planned but not committed.
+///
+/// `clean_pipeline` is the same pipeline already run to completion in
+/// `clean_time`; re-running it (nothing left to do) measures start-up, so
+/// that lives reach past start-up into the epochs, while the work after
+/// start-up gets on average well under 1/`kills` per life and the run cannot
+/// finish before the kills are done.
 pub fn kill_and_restart(
     pipeline: &Path,
     checkpoint: &Path,
     cache: &Path,
+    clean_pipeline: &Path,
     clean_time: std::time::Duration,
     kills: usize,
 ) -> (usize, usize) {
     use rand::{Rng, SeedableRng};
-    use std::time::Duration;
+    use std::time::{Duration, Instant};
+    let started = Instant::now();
+    assert!(weir_run_quiet(clean_pipeline, cache)
+        .status()
+        .unwrap()
+        .success());
+    let startup = started.elapsed();
+    let work = clean_time.saturating_sub(startup);
+    let min_life = startup / 2;
+    let max_life = startup + (work / kills as u32).max(Duration::from_millis(5));
     let mut rng = rand::rngs::StdRng::seed_from_u64(0xC0FFEE);
-    let max_life = (clean_time / (kills as u32 * 2)).max(Duration::from_millis(20));
     let (mut done, mut mid_epoch) = (0, 0);
     loop {
         let mut child = weir_run_quiet(pipeline, cache).spawn().unwrap();
@@ -134,7 +148,9 @@ pub fn kill_and_restart(
             assert!(child.wait().unwrap().success(), "final run failed");
             break;
         }
-        let life = Duration::from_micros(rng.random_range(2_000..=max_life.as_micros() as u64));
+        let life = Duration::from_micros(
+            rng.random_range(min_life.as_micros() as u64..=max_life.as_micros() as u64),
+        );
         std::thread::sleep(life);
         if let Some(status) = child.try_wait().unwrap() {
             assert!(status.success(), "run failed before it was killed");
