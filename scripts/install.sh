@@ -7,14 +7,23 @@ cd "$(dirname "$0")/.."
 log() { printf '[install] %s\n' "$*"; }
 
 # Debian packages: a C toolchain for -sys crates (librdkafka is built from
-# the rdkafka crate's bundled sources), zlib, and kcat for poking at Kafka by hand.
+# the rdkafka crate's bundled sources), zlib, kcat for poking at Kafka by
+# hand, and the PostgreSQL server binaries (initdb, pg_ctl) the PostgreSQL
+# sink tests start their own throwaway clusters with.
 need_apt=()
-for pkg in build-essential pkg-config zlib1g-dev kcat; do
+for pkg in build-essential pkg-config zlib1g-dev kcat postgresql; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
 if ((${#need_apt[@]})); then
     log "apt-get install ${need_apt[*]}"
     SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+    if [[ " ${need_apt[*]} " == *" postgresql "* ]]; then
+        # The tests run their own clusters on 127.0.0.1; do not let the
+        # package create (and start) a system-wide one on port 5432.
+        $SUDO mkdir -p /etc/postgresql-common/createcluster.d
+        echo "create_main_cluster = false" |
+            $SUDO tee /etc/postgresql-common/createcluster.d/weir-no-main-cluster.conf >/dev/null
+    fi
     $SUDO apt-get update -qq
     $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"
 fi

@@ -119,7 +119,9 @@ impl Checkpoint {
         })
     }
 
-    /// Opens an existing checkpoint for reading, without checks (for `weir checkpoint show`).
+    /// Opens an existing checkpoint for reading, without checks and without
+    /// touching it, so it is safe while a pipeline runs on it (for `weir
+    /// checkpoint show`).
     pub fn inspect(root: &Path) -> Result<Self> {
         let meta_path = root.join("metadata");
         let bytes = std::fs::read(&meta_path).with_context(|| {
@@ -128,8 +130,8 @@ impl Checkpoint {
         let metadata = serde_json::from_slice(&bytes)
             .with_context(|| format!("{} is not valid metadata", meta_path.display()))?;
         Ok(Checkpoint {
-            offsets: Log::open(root.join("offsets"))?,
-            commits: Log::open(root.join("commits"))?,
+            offsets: Log::open_read_only(root.join("offsets")),
+            commits: Log::open_read_only(root.join("commits")),
             root: root.to_path_buf(),
             metadata,
         })
@@ -214,6 +216,18 @@ mod tests {
             text.contains("`fraud`") && text.contains("`other`"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn inspecting_a_running_checkpoint_touches_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        Checkpoint::open(dir.path(), meta("fraud"), true).unwrap();
+        // A pipeline in the middle of writing offsets/3.
+        let temp = dir.path().join("offsets").join(".3.tmp-1");
+        std::fs::write(&temp, b"half").unwrap();
+        let ck = Checkpoint::inspect(dir.path()).unwrap();
+        assert_eq!(ck.committed_rows().unwrap(), 0);
+        assert!(temp.exists(), "inspect removed a temp file a writer needs");
     }
 
     #[test]

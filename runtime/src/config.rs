@@ -238,13 +238,60 @@ pub enum SinkConfig {
         #[serde(default = "default_kafka_timeout", with = "humantime_serde_compat")]
         timeout: Duration,
     },
+    /// Rows into a PostgreSQL table, one transaction per epoch, exactly
+    /// once (see `sink::postgres`).
+    Postgres {
+        /// Connection string (URL or `key=value`); else read from `url_env`.
+        #[serde(default)]
+        url: Option<String>,
+        /// Environment variable holding the connection string, so the
+        /// password stays out of the pipeline file.
+        #[serde(default)]
+        url_env: Option<String>,
+        /// PostgreSQL schema of `table` and `progress_table`.
+        #[serde(default = "default_pg_schema")]
+        schema: String,
+        table: String,
+        /// This sink's name in the progress table; default: `table`.
+        #[serde(default)]
+        name: Option<String>,
+        /// Records the epochs each query has written.
+        #[serde(default = "default_progress_table")]
+        progress_table: String,
+        /// Create `table` from the operator's output columns if missing.
+        #[serde(default = "yes")]
+        create_table: bool,
+        #[serde(default)]
+        write_method: crate::sink::postgres::WriteMethod,
+        /// Rows from which `write_method = "auto"` uses COPY.
+        #[serde(default = "default_copy_threshold")]
+        copy_threshold: usize,
+        /// How long start-up waits for the server.
+        #[serde(default = "default_kafka_timeout", with = "humantime_serde_compat")]
+        timeout: Duration,
+    },
+}
+
+/// The variable a PostgreSQL sink without `url` takes its connection string from.
+pub const DEFAULT_POSTGRES_URL_ENV: &str = "WEIR_POSTGRES_URL";
+
+fn default_pg_schema() -> String {
+    "public".into()
+}
+
+fn default_progress_table() -> String {
+    "weir_sink_progress".into()
+}
+
+fn default_copy_threshold() -> usize {
+    crate::sink::postgres::DEFAULT_COPY_THRESHOLD
 }
 
 impl SinkConfig {
     /// Identity recorded in the checkpoint metadata; a checkpoint made for
-    /// another sink is refused.
-    pub fn identity(&self) -> String {
-        match self {
+    /// another sink is refused. Never holds credentials.
+    pub fn identity(&self) -> Result<String> {
+        Ok(match self {
             SinkConfig::Files { path } => format!("files:{}", path.display()),
             SinkConfig::Console => "console".into(),
             SinkConfig::Kafka {
@@ -252,6 +299,41 @@ impl SinkConfig {
                 topic,
                 ..
             } => format!("kafka:{bootstrap_servers}/{topic}"),
+            SinkConfig::Postgres {
+                schema,
+                table,
+                timeout,
+                ..
+            } => {
+                let cfg = crate::sink::postgres::connection_config(
+                    &self.postgres_url()?,
+                    *timeout,
+                    "weir",
+                )?;
+                format!(
+                    "postgres:{}/{schema}.{table}",
+                    crate::sink::postgres::location(&cfg)
+                )
+            }
+        })
+    }
+
+    /// The PostgreSQL connection string, from `url` or the environment.
+    pub fn postgres_url(&self) -> Result<String> {
+        let SinkConfig::Postgres { url, url_env, .. } = self else {
+            bail!("not a PostgreSQL sink");
+        };
+        if let Some(url) = url {
+            return Ok(url.clone());
+        }
+        let var = url_env.as_deref().unwrap_or(DEFAULT_POSTGRES_URL_ENV);
+        match std::env::var(var) {
+            Ok(v) if !v.trim().is_empty() => Ok(v),
+            _ => bail!(
+                "`sink.url` is not set and the environment variable {var} (`sink.url_env`) is \
+                 empty; set one of them to a connection string such as \
+                 postgresql://user:password@127.0.0.1:5432/fraud"
+            ),
         }
     }
 }
@@ -372,6 +454,39 @@ impl PipelineConfig {
                     }
                     crate::source::kafka::ValueFormat::Raw => {}
                 }
+            }
+        }
+        if let SinkConfig::Postgres {
+            url,
+            url_env,
+            schema,
+            table,
+            name,
+            progress_table,
+            timeout,
+            ..
+        } = &self.sink
+        {
+            if url.is_some() && url_env.is_some() {
+                bail!("`sink.url` and `sink.url_env` are both set; keep one");
+            }
+            if let Some(url) = url {
+                crate::sink::postgres::connection_config(url, *timeout, "weir")
+                    .context("`sink.url`")?;
+            }
+            for (key, value) in [
+                ("schema", Some(schema)),
+                ("table", Some(table)),
+                ("name", name.as_ref()),
+                ("progress_table", Some(progress_table)),
+                ("url_env", url_env.as_ref()),
+            ] {
+                if value.is_some_and(|v| v.trim().is_empty()) {
+                    bail!("`sink.{key}` must not be empty");
+                }
+            }
+            if timeout.is_zero() {
+                bail!("`sink.timeout` must be longer than zero");
             }
         }
         if self.operator.deadline.is_zero() {

@@ -4,9 +4,11 @@
 //! The host owns everything that must be correct; operators only compute.
 //! Modules follow the data: [`source`] → [`engine`] (planning into the
 //! [`wal`]) → [`operator`] (the Wasm host) → [`sink`] → commit in the [`wal`].
-//! [`checkpoint`] is the directory both logs live in, [`pipeline`] builds a
+//! [`checkpoint`] is the directory both logs live in, [`backoff`] paces
+//! waits for services that are down, [`pipeline`] builds a
 //! pipeline from its [`config`], [`demo`] is `weir demo`, [`cli`] the binary.
 
+pub mod backoff;
 pub mod checkpoint;
 pub mod cli;
 pub mod config;

@@ -8,6 +8,8 @@ use crate::config::{ColumnType, PipelineConfig, SinkConfig, SourceConfig};
 use crate::engine::{ActiveOperator, Pipeline};
 use crate::operator::{OperatorFailure, WasmHost};
 use crate::sink::kafka::{KafkaSink, KafkaSinkSettings};
+use crate::sink::postgres::table::TableName;
+use crate::sink::postgres::{PostgresSink, PostgresSinkSettings};
 use crate::sink::{console::ConsoleSink, files::FileSink, Sink};
 use crate::source::kafka::{KafkaSettings, KafkaSource};
 use crate::source::{files::FileSource, Source};
@@ -100,7 +102,7 @@ pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<
             .unwrap_or(0),
         pipeline: cfg.name.clone(),
         source: source.identity(),
-        sink: cfg.sink.identity(),
+        sink: cfg.sink.identity()?,
     };
     let checkpoint = Checkpoint::open(&cfg.checkpoint, expected, opts.ephemeral_checkpoint_ok)?;
     let sink: Box<dyn Sink> = match &cfg.sink {
@@ -121,6 +123,34 @@ pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<
             options: options.clone(),
             timeout: *timeout,
             query_id: checkpoint.metadata.query_id.clone(),
+        })?),
+        SinkConfig::Postgres {
+            schema,
+            table,
+            name,
+            progress_table,
+            create_table,
+            write_method,
+            copy_threshold,
+            timeout,
+            ..
+        } => Box::new(PostgresSink::new(PostgresSinkSettings {
+            url: cfg.sink.postgres_url()?,
+            table: TableName {
+                schema: schema.clone(),
+                table: table.clone(),
+            },
+            progress_table: TableName {
+                schema: schema.clone(),
+                table: progress_table.clone(),
+            },
+            sink_name: name.clone().unwrap_or_else(|| table.clone()),
+            create_table: *create_table,
+            write_method: *write_method,
+            copy_threshold: *copy_threshold,
+            timeout: *timeout,
+            query_id: checkpoint.metadata.query_id.clone(),
+            application_name: format!("weir:{}", cfg.name),
         })?),
     };
 

@@ -65,6 +65,15 @@ impl<T: Serialize + DeserializeOwned + PartialEq> Log<T> {
         })
     }
 
+    /// Opens the log in `dir` for reading only: creates nothing and leaves
+    /// temp files alone, since a running pipeline may be writing one.
+    pub fn open_read_only(dir: PathBuf) -> Self {
+        Log {
+            dir,
+            _entries: PhantomData,
+        }
+    }
+
     fn path(&self, epoch: u64) -> PathBuf {
         self.dir.join(epoch.to_string())
     }
@@ -95,9 +104,11 @@ impl<T: Serialize + DeserializeOwned + PartialEq> Log<T> {
     /// All epochs present, ascending. Temp files and foreign names are ignored.
     pub fn epochs(&self) -> Result<Vec<u64>> {
         let mut epochs = Vec::new();
-        for entry in std::fs::read_dir(&self.dir)
-            .with_context(|| format!("listing {}", self.dir.display()))?
-        {
+        let entries = match std::fs::read_dir(&self.dir) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(epochs),
+            other => other.with_context(|| format!("listing {}", self.dir.display()))?,
+        };
+        for entry in entries {
             let name = entry?.file_name();
             if let Some(n) = name.to_str().and_then(|s| s.parse::<u64>().ok()) {
                 epochs.push(n);

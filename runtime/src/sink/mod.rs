@@ -6,6 +6,7 @@
 pub mod console;
 pub mod files;
 pub mod kafka;
+pub mod postgres;
 
 use anyhow::Result;
 use arrow_array::RecordBatch;

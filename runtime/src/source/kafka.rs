@@ -8,6 +8,7 @@
 use super::json::{JsonDecoder, Record};
 use super::kafka_plan::{self, KafkaRange, PartitionRange, Tp};
 use super::{DeadLetter, PlanLimit, Source, SourceBatch};
+use crate::backoff::Backoff;
 use crate::config::MalformedPolicy;
 use anyhow::{anyhow, bail, Context, Result};
 use arrow_array::builder::{Int64Builder, StringBuilder};
@@ -225,33 +226,30 @@ impl KafkaSource {
     /// it never fails or skips them. A topic the broker reports as missing
     /// is an error.
     fn offsets_waiting_for_broker(&self) -> Result<Watermarks> {
-        let started = Instant::now();
-        let mut backoff = Duration::from_millis(100);
-        let mut attempts = 0u32;
+        let mut outage: Option<Backoff> = None;
         loop {
             let attempt = self.partitions().and_then(|tps| self.watermarks(&tps));
             match attempt {
                 Ok(found) => {
-                    if attempts > 0 {
+                    if let Some(b) = outage {
                         tracing::info!(
                             brokers = %self.s.bootstrap_servers,
                             "Kafka is reachable again after {:?}; resuming",
-                            started.elapsed()
+                            b.elapsed()
                         );
                     }
                     return Ok(found);
                 }
                 Err(e) if e.downcast_ref::<TopicMissing>().is_some() => return Err(e),
                 Err(e) => {
-                    if attempts % 10 == 0 {
+                    let b = outage.get_or_insert_with(Backoff::for_outage);
+                    if b.should_report(Duration::from_secs(10)) {
                         tracing::warn!(
                             brokers = %self.s.bootstrap_servers,
                             "waiting for Kafka (no epoch is planned meanwhile, nothing is skipped): {e:#}"
                         );
                     }
-                    attempts += 1;
-                    std::thread::sleep(backoff);
-                    backoff = (backoff * 2).min(Duration::from_secs(5));
+                    b.wait();
                 }
             }
         }

@@ -207,6 +207,11 @@ impl Background {
         Background { stop, handle }
     }
 
+    /// False once the pipeline has returned (finished or failed).
+    pub fn is_running(&self) -> bool {
+        !self.handle.is_finished()
+    }
+
     /// Asks the pipeline to stop after its current epoch and waits for it.
     pub fn stop(self) -> anyhow::Result<weir::engine::RunSummary> {
         self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
