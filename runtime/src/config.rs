@@ -363,7 +363,10 @@ impl PipelineConfig {
     pub fn load(path: &Path) -> Result<Self> {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("reading pipeline config {}", path.display()))?;
-        let base = path.parent().unwrap_or(Path::new("."));
+        let base = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
         Self::parse(&text, base).with_context(|| format!("in pipeline config {}", path.display()))
     }
 

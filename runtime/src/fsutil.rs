@@ -11,6 +11,13 @@ use std::path::Path;
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let dir = path
         .parent()
+        .map(|p| {
+            if p.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                p
+            }
+        })
         .with_context(|| format!("{} has no parent directory", path.display()))?;
     let name = path
         .file_name()
@@ -45,6 +52,12 @@ pub fn create_dir_durable(dir: &Path) -> Result<()> {
     }
     fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     if let Some(parent) = dir.parent() {
+        // A relative single-component path has the empty path as parent.
+        let parent = if parent.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            parent
+        };
         sync_dir(parent).with_context(|| format!("syncing {}", parent.display()))?;
     }
     Ok(())

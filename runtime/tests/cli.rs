@@ -101,3 +101,23 @@ fn help_explains_every_command() {
     let t = text(&weir(&["run", "--help"]));
     assert!(t.contains("Resumes from the checkpoint"), "{t}");
 }
+
+#[test]
+fn demo_pipeline_reruns_from_its_own_directory_as_the_demo_says() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let out = weir(&["demo", "--dir", d, "--payments", "2000", "--files", "2"]);
+    assert!(out.status.success(), "{}", text(&out));
+    std::fs::remove_dir_all(dir.path().join("checkpoint")).unwrap();
+    std::fs::remove_dir_all(dir.path().join("alerts")).unwrap();
+    // `weir run pipeline.toml`: a bare file name, paths relative to the cwd.
+    let out = Command::new(env!("CARGO_BIN_EXE_weir"))
+        .args(["run", "--quiet", "pipeline.toml"])
+        .current_dir(dir.path())
+        .env("WEIR_LOG", "warn")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(dir.path().join("checkpoint/commits/0").exists());
+    assert!(dir.path().join("alerts").is_dir());
+}
