@@ -12,10 +12,6 @@ use std::io::Write;
 pub struct ConsoleSink;
 
 impl Sink for ConsoleSink {
-    fn identity(&self) -> String {
-        "console".into()
-    }
-
     fn write_epoch(&mut self, epoch: u64, batches: &[RecordBatch]) -> Result<()> {
         let bytes = to_json_lines(batches)?;
         let mut out = std::io::stdout().lock();

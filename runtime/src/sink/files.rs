@@ -28,10 +28,6 @@ impl FileSink {
 }
 
 impl Sink for FileSink {
-    fn identity(&self) -> String {
-        format!("files:{}", self.dir.display())
-    }
-
     fn write_epoch(&mut self, epoch: u64, batches: &[RecordBatch]) -> Result<()> {
         if batches.iter().all(|b| b.num_rows() == 0) {
             return Ok(());

@@ -192,10 +192,6 @@ impl KafkaSink {
 }
 
 impl Sink for KafkaSink {
-    fn identity(&self) -> String {
-        format!("kafka:{}/{}", self.s.bootstrap_servers, self.s.topic)
-    }
-
     fn write_epoch(&mut self, epoch: u64, batches: &[RecordBatch]) -> Result<()> {
         if batches.iter().all(|b| b.num_rows() == 0) {
             return Ok(());

@@ -22,10 +22,9 @@ pub fn to_json_lines(batches: &[RecordBatch]) -> Result<Vec<u8>> {
 }
 
 /// A destination for operator output.
+/// (Its identity in the checkpoint metadata comes from the config,
+/// `SinkConfig::identity`, since the checkpoint is opened first.)
 pub trait Sink: Send {
-    /// Identity recorded in the checkpoint metadata.
-    fn identity(&self) -> String;
-
     /// Writes all output rows of `epoch`. Must be idempotent per epoch.
     fn write_epoch(&mut self, epoch: u64, batches: &[RecordBatch]) -> Result<()>;
 }

@@ -417,10 +417,6 @@ fn insert_rows<'a>(
 }
 
 impl super::Sink for PostgresSink {
-    fn identity(&self) -> String {
-        format!("postgres:{}/{}", self.location, self.s.table)
-    }
-
     fn write_epoch(&mut self, epoch: u64, batches: &[RecordBatch]) -> Result<()> {
         let batches: Vec<&RecordBatch> = batches.iter().filter(|b| b.num_rows() > 0).collect();
         let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
@@ -434,7 +430,7 @@ impl super::Sink for PostgresSink {
             let e = match self.attempt(epoch_key, &batches, rows as i64) {
                 Ok(written) => {
                     if let Some(b) = outage {
-                        tracing::info!(epoch, server = %self.location, "PostgreSQL is back after {:?}; epoch written", b.elapsed());
+                        tracing::info!(epoch, server = %self.location, "PostgreSQL is back after {:.1}s; epoch written", b.elapsed().as_secs_f64());
                     }
                     match written {
                         Written::Rows(method) => tracing::debug!(
@@ -474,9 +470,9 @@ impl super::Sink for PostgresSink {
                 tracing::warn!(
                     epoch,
                     server = %self.location,
-                    "waiting for PostgreSQL ({:?} so far, {} attempts): {}; the epoch is not \
+                    "waiting for PostgreSQL ({:.1}s so far, {} attempts): {}; the epoch is not \
                      committed until the table has it, nothing is lost",
-                    b.elapsed(),
+                    b.elapsed().as_secs_f64(),
                     b.attempts() + 1,
                     errors::explain(&e)
                 );
