@@ -59,23 +59,13 @@ fn alerts(total: usize, offset: usize) -> Vec<RecordBatch> {
 }
 
 fn sink(server: &pg::PgServer, table: &str, method: WriteMethod) -> PostgresSink {
+    let table = TableName {
+        schema: "public".into(),
+        table: table.into(),
+    };
     PostgresSink::new(PostgresSinkSettings {
-        url: server.url("postgres"),
-        table: TableName {
-            schema: "public".into(),
-            table: table.into(),
-        },
-        progress_table: TableName {
-            schema: "public".into(),
-            table: "weir_sink_progress".into(),
-        },
-        sink_name: table.into(),
-        create_table: true,
         write_method: method,
-        copy_threshold: 0,
-        timeout: Duration::from_secs(10),
-        query_id: "bench".into(),
-        application_name: "weir-bench".into(),
+        ..PostgresSinkSettings::new(&server.url("postgres"), table, "bench")
     })
     .expect("connecting the sink")
 }

@@ -267,7 +267,7 @@ pub enum SinkConfig {
         #[serde(default = "default_copy_threshold")]
         copy_threshold: usize,
         /// How long start-up waits for the server.
-        #[serde(default = "default_kafka_timeout", with = "humantime_serde_compat")]
+        #[serde(default = "default_pg_timeout", with = "humantime_serde_compat")]
         timeout: Duration,
     },
 }
@@ -280,7 +280,11 @@ fn default_pg_schema() -> String {
 }
 
 fn default_progress_table() -> String {
-    "weir_sink_progress".into()
+    crate::sink::postgres::DEFAULT_PROGRESS_TABLE.into()
+}
+
+fn default_pg_timeout() -> Duration {
+    crate::sink::postgres::DEFAULT_TIMEOUT
 }
 
 fn default_copy_threshold() -> usize {

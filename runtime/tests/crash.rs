@@ -8,13 +8,12 @@ mod common;
 use common::{guest, pipeline_toml, sink_files, write_input, DEMO_RULES_INLINE};
 use std::collections::HashSet;
 use std::path::Path;
-use std::time::Instant;
 
 const FILES: u64 = 60;
 const PER_FILE: u64 = 2_000;
 const KILLS: usize = 20;
 
-fn setup(dir: &Path) -> std::path::PathBuf {
+fn setup(dir: &Path, _run: &str) -> std::path::PathBuf {
     write_input(dir, 42, FILES, PER_FILE);
     let toml = pipeline_toml(dir, &guest("fraud_rules"), DEMO_RULES_INLINE, "", "");
     let file = dir.join("pipeline.toml");
@@ -24,37 +23,11 @@ fn setup(dir: &Path) -> std::path::PathBuf {
 
 #[test]
 fn sigkill_at_random_moments_loses_and_duplicates_nothing() {
-    let cache = tempfile::tempdir().unwrap();
-
-    // The uninterrupted run, timed to choose kill moments.
-    let clean = tempfile::tempdir().unwrap();
-    let clean_pipeline = setup(clean.path());
-    let started = Instant::now();
-    let status = common::weir_run_quiet(&clean_pipeline, cache.path())
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let clean_time = started.elapsed();
+    let (clean, crashy) = common::uninterrupted_and_killed(setup, KILLS);
     let expected = sink_files(&clean.path().join("out"));
     assert!(
         expected.len() > FILES as usize / 2,
         "most epochs raise alerts"
-    );
-
-    let crashy = tempfile::tempdir().unwrap();
-    let pipeline = setup(crashy.path());
-    let (kills, mid_epoch_kills) = common::kill_and_restart(
-        &pipeline,
-        &crashy.path().join("checkpoint"),
-        cache.path(),
-        &clean_pipeline,
-        clean_time,
-        KILLS,
-    );
-    assert!(kills >= KILLS, "only {kills} kills before the run finished");
-    assert!(
-        mid_epoch_kills >= 1,
-        "no kill landed between offsets/N and commits/N"
     );
     let ck = crashy.path().join("checkpoint");
     let actual = sink_files(&crashy.path().join("out"));

@@ -25,15 +25,16 @@ use weir::sink::Sink;
 /// the table exactly once, with all four column types.
 const ALERT_ALL: &str = r#"{ alert_threshold = 0.5, rules = [ { rule = "amount_above", threshold = 0.0, weight = 1.0 } ] }"#;
 
-/// A pipeline over `dir/input` into `table`; `sink_extra` adds sink keys
-/// (`url = …` among them, unless the test passes the URL through the
-/// environment).
-fn pg_toml(dir: &Path, trigger: &str, rules: &str, sink_extra: &str) -> String {
+/// A pipeline over `dir/input` (one file per epoch, available-now) through
+/// fraud-rules alerting on everything into `table`; `url: None` leaves the
+/// connection string to the environment; `extra` adds sink keys.
+fn pg_toml(dir: &Path, url: Option<&str>, table: &str, extra: &str) -> String {
+    let url = url.map(|u| format!("url = \"{u}\"")).unwrap_or_default();
     format!(
         r#"name = "pg-test"
 checkpoint = "{dir}/checkpoint"
 [trigger]
-{trigger}
+mode = "available-now"
 [source]
 kind = "files"
 path = "{dir}/input"
@@ -41,10 +42,12 @@ max_files_per_trigger = 1
 {schema}
 [operator]
 path = "{op}"
-config = {rules}
+config = {ALERT_ALL}
 [sink]
 kind = "postgres"
-{sink_extra}
+{url}
+table = "{table}"
+{extra}
 "#,
         dir = dir.display(),
         op = guest("fraud_rules").display(),
@@ -80,12 +83,7 @@ fn every_row_lands_once_and_a_replayed_epoch_is_skipped() {
     write_input(dir.path(), 7, 4, 250);
     // The URL comes from the default variable, WEIR_POSTGRES_URL; the
     // pipeline file holds no password.
-    let toml = pg_toml(
-        dir.path(),
-        r#"mode = "available-now""#,
-        ALERT_ALL,
-        r#"table = "alerts""#,
-    );
+    let toml = pg_toml(dir.path(), None, "alerts", "");
     let file = dir.path().join("pipeline.toml");
     std::fs::write(&file, &toml).unwrap();
     let cache = tempfile::tempdir().unwrap();
@@ -169,12 +167,9 @@ fn copy_and_insert_paths_write_the_same_rows_into_an_existing_table() {
     for (table, method) in [("by_copy", "copy"), ("by_insert", "insert")] {
         let toml = pg_toml(
             dir.path(),
-            r#"mode = "available-now""#,
-            ALERT_ALL,
-            &format!(
-                "url = \"{}\"\ntable = \"{table}\"\nwrite_method = \"{method}\"",
-                pg.url("postgres")
-            ),
+            Some(&pg.url("postgres")),
+            table,
+            &format!("write_method = \"{method}\""),
         )
         .replace("/checkpoint\"", &format!("/checkpoint-{table}\""));
         run_in_process(dir.path(), &toml).unwrap();
@@ -197,24 +192,11 @@ fn copy_and_insert_paths_write_the_same_rows_into_an_existing_table() {
 }
 
 fn sink_settings(pg: &PgServer, table: &str) -> PostgresSinkSettings {
-    PostgresSinkSettings {
-        url: pg.url("postgres"),
-        table: TableName {
-            schema: "public".into(),
-            table: table.into(),
-        },
-        progress_table: TableName {
-            schema: "public".into(),
-            table: "weir_sink_progress".into(),
-        },
-        sink_name: table.into(),
-        create_table: true,
-        write_method: WriteMethod::Auto,
-        copy_threshold: 100,
-        timeout: Duration::from_secs(5),
-        query_id: "q-direct".into(),
-        application_name: "weir-test".into(),
-    }
+    let table = TableName {
+        schema: "public".into(),
+        table: table.into(),
+    };
+    PostgresSinkSettings::new(&pg.url("postgres"), table, "q-direct")
 }
 
 fn facts(docs: &[&str], ns: &[i64]) -> RecordBatch {
@@ -291,6 +273,7 @@ fn refused_writes_name_the_column_or_constraint_and_commit_nothing() {
             &[&first.txn_id],
         )
         .unwrap();
+    let duplicate = format!("Key (txn_id)=({}) already exists", first.txn_id);
     let cases = [
         (
             "typed_wrong",
@@ -299,21 +282,14 @@ fn refused_writes_name_the_column_or_constraint_and_commit_nothing() {
         ),
         ("small_amounts", "", "amount_is_negative"),
         ("unique_ids", "", "one_alert_per_txn"),
+        ("unique_ids", "", duplicate.as_str()),
         ("too_few", "", "has no column `amount`"),
         ("missing", "create_table = false", "create_table = false"),
     ];
     for (table, extra, expected) in cases {
         let dir = tempfile::tempdir().unwrap();
         write_input(dir.path(), 5, 1, 200);
-        let toml = pg_toml(
-            dir.path(),
-            r#"mode = "available-now""#,
-            ALERT_ALL,
-            &format!(
-                "url = \"{}\"\ntable = \"{table}\"\n{extra}",
-                pg.url("postgres")
-            ),
-        );
+        let toml = pg_toml(dir.path(), Some(&pg.url("postgres")), table, extra);
         let err = err_text(run_in_process(dir.path(), &toml));
         assert!(err.contains(expected), "{table}: {err}");
         assert!(
@@ -333,21 +309,6 @@ fn refused_writes_name_the_column_or_constraint_and_commit_nothing() {
             );
         }
     }
-    let detail = {
-        let dir = tempfile::tempdir().unwrap();
-        write_input(dir.path(), 5, 1, 200);
-        let toml = pg_toml(
-            dir.path(),
-            r#"mode = "available-now""#,
-            ALERT_ALL,
-            &format!("url = \"{}\"\ntable = \"unique_ids\"", pg.url("postgres")),
-        );
-        err_text(run_in_process(dir.path(), &toml))
-    };
-    assert!(
-        detail.contains(&format!("Key (txn_id)=({}) already exists", first.txn_id)),
-        "{detail}"
-    );
 }
 
 #[test]
@@ -356,12 +317,7 @@ fn bad_credentials_missing_databases_and_unreachable_servers_fail_at_start() {
     let dir = tempfile::tempdir().unwrap();
     write_input(dir.path(), 1, 1, 10);
     let open = |url: &str, extra: &str| {
-        let toml = pg_toml(
-            dir.path(),
-            r#"mode = "available-now""#,
-            ALERT_ALL,
-            &format!("url = \"{url}\"\ntable = \"alerts\"\n{extra}"),
-        );
+        let toml = pg_toml(dir.path(), Some(url), "alerts", extra);
         let host = WasmHost::new(None).unwrap();
         let _ = std::fs::remove_dir_all(dir.path().join("checkpoint"));
         err_text(open_pipeline(dir.path(), &toml, &host).map(|_| ()))
@@ -414,11 +370,9 @@ fn server_down_for_30_seconds_mid_run_loses_and_duplicates_nothing() {
     let mut pg = PgServer::start();
     let dir = tempfile::tempdir().unwrap();
     write_files(dir.path(), 3, 0, 10, PER_FILE);
-    let toml = pg_toml(
-        dir.path(),
+    let toml = pg_toml(dir.path(), Some(&pg.url("postgres")), "alerts", "").replace(
+        "mode = \"available-now\"",
         "mode = \"processing-time\"\ninterval = \"100ms\"",
-        ALERT_ALL,
-        &format!("url = \"{}\"\ntable = \"alerts\"", pg.url("postgres")),
     );
     let ck = dir.path().join("checkpoint");
     let pipeline = Background::start(dir.path(), toml);
@@ -465,44 +419,14 @@ fn sigkill_at_random_moments_leaves_the_rows_of_an_uninterrupted_run() {
     const FILES: u64 = 40;
     const KILLS: usize = 20;
     let pg = PgServer::start();
-    let cache = tempfile::tempdir().unwrap();
-    let setup = |dir: &Path, table: &str| {
+    let setup = |dir: &Path, run: &str| {
         write_input(dir, 42, FILES, 1_000);
-        let toml = pg_toml(
-            dir,
-            r#"mode = "available-now""#,
-            ALERT_ALL,
-            &format!("url = \"{}\"\ntable = \"{table}\"", pg.url("postgres")),
-        );
+        let toml = pg_toml(dir, Some(&pg.url("postgres")), &format!("alerts_{run}"), "");
         let file = dir.join("pipeline.toml");
         std::fs::write(&file, toml).unwrap();
         file
     };
-
-    let clean = tempfile::tempdir().unwrap();
-    let clean_pipeline = setup(clean.path(), "alerts_clean");
-    let started = Instant::now();
-    assert!(common::weir_run_quiet(&clean_pipeline, cache.path())
-        .status()
-        .unwrap()
-        .success());
-    let clean_time = started.elapsed();
-
-    let crashy = tempfile::tempdir().unwrap();
-    let pipeline = setup(crashy.path(), "alerts_crashy");
-    let (kills, mid_epoch) = common::kill_and_restart(
-        &pipeline,
-        &crashy.path().join("checkpoint"),
-        cache.path(),
-        &clean_pipeline,
-        clean_time,
-        KILLS,
-    );
-    assert!(kills >= KILLS, "only {kills} kills before the run finished");
-    assert!(
-        mid_epoch >= 1,
-        "no kill landed between offsets/N and commits/N"
-    );
+    common::uninterrupted_and_killed(setup, KILLS);
 
     let counts = |t: &str| pg.rows(&format!("SELECT count(*), count(DISTINCT txn_id) FROM {t}"));
     assert_eq!(counts("alerts_crashy"), counts("alerts_clean"));

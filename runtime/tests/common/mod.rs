@@ -168,6 +168,45 @@ pub fn kill_and_restart(
     (done, mid_epoch)
 }
 
+/// The SIGKILL crash test's common part. `setup(dir, run)` writes a
+/// pipeline into `dir` and returns its file; `run` is `"clean"` or
+/// `"crashy"`, for pipelines that must write to different places (tables)
+/// outside `dir`. The clean pipeline runs uninterrupted and timed; the
+/// crashy one is killed at least `kills` times (see [`kill_and_restart`])
+/// and must have had a kill between `offsets/N` and `commits/N`. Returns
+/// both directories, for the caller to compare what the sinks hold.
+pub fn uninterrupted_and_killed(
+    setup: impl Fn(&Path, &str) -> PathBuf,
+    kills: usize,
+) -> (tempfile::TempDir, tempfile::TempDir) {
+    let cache = tempfile::tempdir().unwrap();
+    let clean = tempfile::tempdir().unwrap();
+    let clean_pipeline = setup(clean.path(), "clean");
+    let started = std::time::Instant::now();
+    let status = weir_run_quiet(&clean_pipeline, cache.path())
+        .status()
+        .unwrap();
+    assert!(status.success(), "the uninterrupted run failed");
+    let clean_time = started.elapsed();
+
+    let crashy = tempfile::tempdir().unwrap();
+    let pipeline = setup(crashy.path(), "crashy");
+    let (done, mid_epoch) = kill_and_restart(
+        &pipeline,
+        &crashy.path().join("checkpoint"),
+        cache.path(),
+        &clean_pipeline,
+        clean_time,
+        kills,
+    );
+    assert!(done >= kills, "only {done} kills before the run finished");
+    assert!(
+        mid_epoch >= 1,
+        "no kill landed between offsets/N and commits/N"
+    );
+    (clean, crashy)
+}
+
 /// Polls `done` every 20 ms; fails the test after a minute (a guard against
 /// hangs, not a performance bound).
 pub fn wait_for(what: &str, mut done: impl FnMut() -> bool) {

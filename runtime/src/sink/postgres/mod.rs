@@ -75,6 +75,35 @@ pub struct PostgresSinkSettings {
     pub application_name: String,
 }
 
+/// Name of the progress table unless the pipeline names another.
+pub const DEFAULT_PROGRESS_TABLE: &str = "weir_sink_progress";
+
+/// How long start-up waits for the server unless the pipeline says otherwise.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+
+impl PostgresSinkSettings {
+    /// The defaults of the pipeline file for writing to `table` (the
+    /// progress table beside it, `sink_name` = the table's name); callers
+    /// override single fields.
+    pub fn new(url: &str, table: TableName, query_id: &str) -> Self {
+        PostgresSinkSettings {
+            url: url.into(),
+            progress_table: TableName {
+                schema: table.schema.clone(),
+                table: DEFAULT_PROGRESS_TABLE.into(),
+            },
+            sink_name: table.table.clone(),
+            table,
+            create_table: true,
+            write_method: WriteMethod::Auto,
+            copy_threshold: DEFAULT_COPY_THRESHOLD,
+            timeout: DEFAULT_TIMEOUT,
+            query_id: query_id.into(),
+            application_name: "weir".into(),
+        }
+    }
+}
+
 /// Parses a connection string and fills in what a long-running writer
 /// needs: a connect timeout, keepalives and an application name.
 pub fn connection_config(url: &str, timeout: Duration, app: &str) -> Result<postgres::Config> {
