@@ -118,7 +118,7 @@ fn main() {
     println!("\nSmall epochs: time per epoch (median of 50), INSERT vs COPY\n");
     println!("| rows per epoch | INSERT | COPY | COPY / INSERT |");
     println!("|---|---|---|---|");
-    for rows in [1usize, 10, 50, 100, 300, 1_000] {
+    for rows in [1usize, 2, 3, 5, 10, 100, 1_000] {
         let mut per_method = Vec::new();
         for (tag, method) in [("i", WriteMethod::Insert), ("c", WriteMethod::Copy)] {
             let table = format!("small_{tag}_{rows}");

@@ -443,3 +443,36 @@ fn sigkill_at_random_moments_leaves_the_rows_of_an_uninterrupted_run() {
         FILES as i64
     );
 }
+
+#[test]
+fn a_role_without_create_rights_writes_into_existing_tables() {
+    let pg = PgServer::start();
+    // Since PostgreSQL 15 only the owner may create in `public`; the DBA
+    // creates the tables and grants a writer role just what it needs.
+    let mut s = sink_settings(&pg, "facts");
+    PostgresSink::new(s.clone()).unwrap(); // creates the progress table as the owner
+    pg.execute(
+        "CREATE TABLE facts (doc jsonb, n integer);
+         CREATE ROLE writer LOGIN PASSWORD 'writer-pw';
+         GRANT SELECT, INSERT ON facts, weir_sink_progress TO writer;",
+    );
+    s.url = s.url.replace(
+        &format!("{}:{}", pg::USER, pg::PASSWORD),
+        "writer:writer-pw",
+    );
+    let mut sink = PostgresSink::new(s.clone()).unwrap();
+    sink.write_epoch(0, &[facts(&["{}"], &[1])]).unwrap();
+    assert_eq!(pg.count("SELECT count(*) FROM facts"), 1);
+
+    // A missing table it may not create is an error naming the privilege.
+    s.table.table = "elsewhere".into();
+    let mut sink = PostgresSink::new(s).unwrap();
+    let err = format!(
+        "{:#}",
+        sink.write_epoch(0, &[facts(&["{}"], &[1])]).unwrap_err()
+    );
+    assert!(
+        err.contains("permission denied") && err.contains("42501"),
+        "{err}"
+    );
+}

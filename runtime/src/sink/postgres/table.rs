@@ -134,13 +134,23 @@ pub struct ColumnPlan {
     pub target: Target,
 }
 
+/// The table's oid, or `None` if there is no such table. Checking first
+/// (rather than only `CREATE … IF NOT EXISTS`) lets a role without CREATE
+/// rights on the schema write into tables that exist.
+pub fn oid<C: GenericClient>(
+    client: &mut C,
+    table: &TableName,
+) -> Result<Option<u32>, postgres::Error> {
+    let row = client.query_one("SELECT to_regclass($1::text)::oid", &[&table.sql()])?;
+    Ok(row.get(0))
+}
+
 /// Columns of `table`, or `None` if there is no such table.
 pub fn columns<C: GenericClient>(
     client: &mut C,
     table: &TableName,
 ) -> Result<Option<Vec<TableColumn>>, postgres::Error> {
-    let row = client.query_one("SELECT to_regclass($1::text)::oid", &[&table.sql()])?;
-    let Some(oid): Option<u32> = row.get(0) else {
+    let Some(oid) = oid(client, table)? else {
         return Ok(None);
     };
     let rows = client.query(
