@@ -29,29 +29,13 @@ const ALERT_ALL: &str = r#"{ alert_threshold = 0.5, rules = [ { rule = "amount_a
 /// fraud-rules alerting on everything into `table`; `url: None` leaves the
 /// connection string to the environment; `extra` adds sink keys.
 fn pg_toml(dir: &Path, url: Option<&str>, table: &str, extra: &str) -> String {
+    let files_sink = format!("kind = \"files\"\npath = \"{}/out\"", dir.display());
     let url = url.map(|u| format!("url = \"{u}\"")).unwrap_or_default();
-    format!(
-        r#"name = "pg-test"
-checkpoint = "{dir}/checkpoint"
-[trigger]
-mode = "available-now"
-[source]
-kind = "files"
-path = "{dir}/input"
-max_files_per_trigger = 1
-{schema}
-[operator]
-path = "{op}"
-config = {ALERT_ALL}
-[sink]
-kind = "postgres"
-{url}
-table = "{table}"
-{extra}
-"#,
-        dir = dir.display(),
-        op = guest("fraud_rules").display(),
-        schema = weir::demo::generator::SCHEMA_TOML,
+    let toml = common::pipeline_toml(dir, &guest("fraud_rules"), ALERT_ALL, "", "");
+    assert!(toml.contains(&files_sink));
+    toml.replace(
+        &files_sink,
+        &format!("kind = \"postgres\"\n{url}\ntable = \"{table}\"\n{extra}"),
     )
 }
 
