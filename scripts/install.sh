@@ -7,11 +7,13 @@ cd "$(dirname "$0")/.."
 log() { printf '[install] %s\n' "$*"; }
 
 # Debian packages: a C toolchain for -sys crates (librdkafka is built from
-# the rdkafka crate's bundled sources), zlib, kcat for poking at Kafka by
+# the rdkafka crate's bundled sources), RocksDB (Debian's 7.8 library, linked
+# instead of compiling the crate's bundled C++: see .cargo/config.toml) and
+# libclang for its generated bindings, zlib, kcat for poking at Kafka by
 # hand, and the PostgreSQL server binaries (initdb, pg_ctl) the PostgreSQL
 # sink tests start their own throwaway clusters with.
 need_apt=()
-for pkg in build-essential pkg-config zlib1g-dev kcat postgresql; do
+for pkg in build-essential pkg-config zlib1g-dev libclang-dev librocksdb-dev kcat postgresql; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
 if ((${#need_apt[@]})); then

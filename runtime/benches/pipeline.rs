@@ -188,7 +188,9 @@ fn main() {
         .load(weir::FRAUD_RULES_WASM, Default::default())
         .unwrap();
     let limits = Limits::default();
-    let mut instance = loaded.instantiate("bench", 0, limits, &rules_json).unwrap();
+    let mut instance = loaded
+        .instantiate("bench", 0, limits, &rules_json, Default::default())
+        .unwrap();
     let wasm_alerts = instance
         .process("bench", 0, 0, batch.clone())
         .unwrap()
@@ -204,7 +206,9 @@ fn main() {
             .num_rows()
     });
     let fresh = time(100, || {
-        let mut i = loaded.instantiate("bench", 0, limits, &rules_json).unwrap();
+        let mut i = loaded
+            .instantiate("bench", 0, limits, &rules_json, Default::default())
+            .unwrap();
         i.process("bench", 0, 0, batch.clone()).unwrap().num_rows()
     });
 

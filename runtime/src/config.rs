@@ -28,6 +28,50 @@ pub struct PipelineConfig {
     /// Largest micro-batch handed to one `process` call, in rows.
     #[serde(default = "default_batch_rows")]
     pub batch_rows: usize,
+    /// Snapshots of the keyed state.
+    #[serde(default)]
+    pub state: StateConfig,
+}
+
+/// Snapshots of the keyed state (`checkpoint/state/snapshots/<N>`), from
+/// which a lost or corrupt working copy is rebuilt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StateConfig {
+    /// A snapshot after every this many epochs; 0 turns snapshots off.
+    #[serde(default = "default_snapshot_every")]
+    pub snapshot_every: u64,
+    /// How many snapshots are kept.
+    #[serde(default = "default_snapshots_retained")]
+    pub snapshots_retained: usize,
+}
+
+impl Default for StateConfig {
+    fn default() -> Self {
+        let p = crate::state::SnapshotPolicy::default();
+        StateConfig {
+            snapshot_every: p.every,
+            snapshots_retained: p.retain,
+        }
+    }
+}
+
+fn default_snapshot_every() -> u64 {
+    StateConfig::default().snapshot_every
+}
+
+fn default_snapshots_retained() -> usize {
+    StateConfig::default().snapshots_retained
+}
+
+impl StateConfig {
+    /// The store's snapshot policy.
+    pub fn policy(&self) -> crate::state::SnapshotPolicy {
+        crate::state::SnapshotPolicy {
+            every: self.snapshot_every,
+            retain: self.snapshots_retained,
+        }
+    }
 }
 
 fn default_batch_rows() -> usize {
@@ -200,6 +244,14 @@ pub struct OperatorConfig {
     /// Extra capabilities.
     #[serde(default)]
     pub grants: Grants,
+    /// Namespace of the operator's keyed state. Every version of the
+    /// operator deployed under it sees the same state.
+    #[serde(default = "default_state_namespace")]
+    pub state_namespace: String,
+}
+
+fn default_state_namespace() -> String {
+    "operator".into()
 }
 
 fn empty_table() -> toml::Value {
@@ -495,6 +547,18 @@ impl PipelineConfig {
             if timeout.is_zero() {
                 bail!("`sink.timeout` must be longer than zero");
             }
+        }
+        if self.operator.state_namespace.trim().is_empty()
+            || self.operator.state_namespace.len() > 255
+            || self.operator.state_namespace.starts_with("weir.")
+        {
+            bail!(
+                "`operator.state_namespace` must be 1 to 255 bytes and not start with `weir.` \
+                 (the host's own namespaces)"
+            );
+        }
+        if self.state.snapshot_every > 0 && self.state.snapshots_retained == 0 {
+            bail!("`state.snapshots_retained` must be at least 1 while snapshots are taken");
         }
         if self.operator.deadline.is_zero() {
             bail!("`operator.deadline` must be longer than zero");

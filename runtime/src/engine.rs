@@ -12,10 +12,11 @@
 use crate::checkpoint::Checkpoint;
 use crate::config::TriggerConfig;
 use crate::fsutil;
-use crate::operator::{Limits, LoadedOperator, OperatorFailure, WasmHost};
+use crate::operator::{EpochEnv, Limits, LoadedOperator, OperatorFailure, WasmHost};
 use crate::progress::{EpochProgress, Phases};
 use crate::sink::Sink;
-use crate::source::{DeadLetter, PlanLimit, Source};
+use crate::source::{DeadLetter, PlanLimit, Source, SourceBatch};
+use crate::state::{EpochState, Opened, StateStore};
 use crate::wal::{CommitEntry, OffsetEntry, OperatorRef, ENTRY_FORMAT};
 use anyhow::{bail, Context, Result};
 use arrow_array::RecordBatch;
@@ -70,6 +71,12 @@ pub struct Pipeline {
     /// Loaded operator versions by digest (the active one and any a replay needs).
     pub(crate) loaded: HashMap<String, Arc<LoadedOperator>>,
     pub(crate) configs: HashMap<String, String>,
+    /// Keyed state, committed with each epoch.
+    pub(crate) state: StateStore,
+    /// Whether opening the state rebuilt it from a snapshot (replay needed).
+    pub(crate) state_opened: Opened,
+    /// The operator's state namespace.
+    pub(crate) state_namespace: String,
 }
 
 fn now_ms() -> i64 {
@@ -166,10 +173,11 @@ impl Pipeline {
                 .restore(&entry.source)
                 .with_context(|| format!("restoring source progress from offsets/{epoch}"))?;
         }
+        let last_committed = self.checkpoint.commits.latest()?.map(|(e, _)| e);
+        self.recover_state(host, last_committed)?;
         let Some(&last_planned) = planned.last() else {
             return Ok((0, None));
         };
-        let last_committed = self.checkpoint.commits.latest()?.map(|(e, _)| e);
         if last_committed.is_some_and(|c| c >= last_planned) {
             return Ok((last_planned + 1, None));
         }
@@ -190,6 +198,86 @@ impl Pipeline {
         );
         let progress = self.execute(host, &entry, true, Phases::default())?;
         Ok((last_planned + 1, Some(progress)))
+    }
+
+    /// Brings the state to the last committed epoch: undoes the state of an
+    /// epoch that never committed, and after a rebuild from a snapshot
+    /// re-runs the operator (not the sink) over the epochs since.
+    fn recover_state(&mut self, host: &WasmHost, last_committed: Option<u64>) -> Result<()> {
+        self.state.roll_back_uncommitted(last_committed)?;
+        if let (Opened::Restored { .. }, Some(last)) = (self.state_opened, last_committed) {
+            let from = self.state.replay_from()?;
+            for epoch in from..=last {
+                let entry = self.offset_entry(epoch)?;
+                let input = self.read_input(&entry)?;
+                let (_, env) = self.run_operator(host, &entry, &input)?;
+                self.commit_state(epoch, env)?;
+            }
+            tracing::info!(
+                pipeline = %self.name,
+                epochs = last + 1 - from.min(last + 1),
+                "state rebuilt by replaying the operator over the epochs after the snapshot"
+            );
+        }
+        self.state_opened = Opened::Working;
+        Ok(())
+    }
+
+    fn commit_state(&mut self, epoch: u64, env: EpochEnv) -> Result<()> {
+        let changes = env.state.map(EpochState::into_changes).unwrap_or_default();
+        self.state
+            .commit(epoch, changes)
+            .with_context(|| format!("pipeline `{}` epoch {epoch}: committing state", self.name))
+    }
+
+    fn read_input(&mut self, entry: &OffsetEntry) -> Result<SourceBatch> {
+        self.source.read(&entry.source).with_context(|| {
+            format!(
+                "pipeline `{}` epoch {}: reading input",
+                self.name, entry.epoch
+            )
+        })
+    }
+
+    /// Runs the epoch's operator version over every micro-batch of `input`,
+    /// with the epoch's view of the state; returns the output and the state
+    /// changes.
+    fn run_operator(
+        &mut self,
+        host: &WasmHost,
+        entry: &OffsetEntry,
+        input: &SourceBatch,
+    ) -> Result<(Vec<RecordBatch>, EpochEnv)> {
+        let epoch = entry.epoch;
+        let operator = self.operator_for(host, &entry.operator.digest)?;
+        let config = self.config_for(&entry.operator.config_digest)?;
+        let mut env = EpochEnv {
+            state: Some(EpochState::new(self.state.reader(), entry.epoch_time_ms)),
+            namespace: self.state_namespace.clone(),
+            watermark: None,
+        };
+        let fail = |cause| EpochFailed {
+            pipeline: self.name.clone(),
+            epoch,
+            digest: entry.operator.digest.clone(),
+            cause,
+        };
+        let mut outputs: Vec<RecordBatch> = Vec::new();
+        if input.rows() > 0 {
+            let mut instance = operator
+                .instantiate(&self.name, epoch, self.active.limits, &config, env)
+                .map_err(fail)?;
+            for batch in input.batches.iter() {
+                let out = instance
+                    .process(&self.name, epoch, entry.epoch_time_ms, batch.clone())
+                    .map_err(fail)?;
+                if out.num_rows() > 0 {
+                    outputs.push(out);
+                }
+            }
+            env = instance.into_env();
+        }
+        Ok((outputs, env))
     }
 
     fn offset_entry(&self, epoch: u64) -> Result<OffsetEntry> {
@@ -263,38 +351,14 @@ impl Pipeline {
     ) -> Result<EpochProgress> {
         let started = Instant::now() - phases.plan - phases.wal;
         let epoch = entry.epoch;
-        let operator = self.operator_for(host, &entry.operator.digest)?;
-        let config = self.config_for(&entry.operator.config_digest)?;
 
         let t = Instant::now();
-        let input = self
-            .source
-            .read(&entry.source)
-            .with_context(|| format!("pipeline `{}` epoch {epoch}: reading input", self.name))?;
+        let input = self.read_input(entry)?;
         phases.read = t.elapsed();
         let rows_in = input.rows();
 
         let t = Instant::now();
-        let fail = |cause| EpochFailed {
-            pipeline: self.name.clone(),
-            epoch,
-            digest: entry.operator.digest.clone(),
-            cause,
-        };
-        let mut outputs: Vec<RecordBatch> = Vec::new();
-        if rows_in > 0 {
-            let mut instance = operator
-                .instantiate(&self.name, epoch, self.active.limits, &config)
-                .map_err(fail)?;
-            for batch in input.batches.iter() {
-                let out = instance
-                    .process(&self.name, epoch, entry.epoch_time_ms, batch.clone())
-                    .map_err(fail)?;
-                if out.num_rows() > 0 {
-                    outputs.push(out);
-                }
-            }
-        }
+        let (outputs, env) = self.run_operator(host, entry, &input)?;
         phases.operator = t.elapsed();
 
         let t = Instant::now();
@@ -309,6 +373,7 @@ impl Pipeline {
 
         let rows_out = outputs.iter().map(|b| b.num_rows() as u64).sum();
         let t = Instant::now();
+        self.commit_state(epoch, env)?;
         let commit = CommitEntry {
             format: ENTRY_FORMAT,
             epoch,
@@ -329,6 +394,7 @@ impl Pipeline {
             })
             .with_context(|| format!("writing commits/{epoch}"))?;
         self.source.committed(&entry.source)?;
+        self.state.after_commit(epoch)?;
         phases.commit = t.elapsed();
 
         Ok(EpochProgress {

@@ -4,6 +4,7 @@
 //! The host owns everything that must be correct; operators only compute.
 //! Modules follow the data: [`source`] → [`engine`] (planning into the
 //! [`wal`]) → [`operator`] (the Wasm host) → [`sink`] → commit in the [`wal`].
+//! [`state`] is the host-owned keyed state the operator reads and writes.
 //! [`checkpoint`] is the directory both logs live in, [`backoff`] paces
 //! waits for services that are down, [`pipeline`] builds a
 //! pipeline from its [`config`], [`demo`] is `weir demo`, [`cli`] the binary.
@@ -21,6 +22,7 @@ pub mod pipeline;
 pub mod progress;
 pub mod sink;
 pub mod source;
+pub mod state;
 pub mod wal;
 
 /// The bundled `fraud-rules` operator, built from `operators/fraud-rules`.

@@ -6,13 +6,14 @@
 use crate::checkpoint::{Checkpoint, Metadata, FORMAT_VERSION};
 use crate::config::{ColumnType, PipelineConfig, SinkConfig, SourceConfig};
 use crate::engine::{ActiveOperator, Pipeline};
-use crate::operator::{OperatorFailure, WasmHost};
+use crate::operator::{EpochEnv, OperatorFailure, WasmHost};
 use crate::sink::kafka::{KafkaSink, KafkaSinkSettings};
 use crate::sink::postgres::table::TableName;
 use crate::sink::postgres::{PostgresSink, PostgresSinkSettings};
 use crate::sink::{console::ConsoleSink, files::FileSink, Sink};
 use crate::source::kafka::{KafkaSettings, KafkaSource};
 use crate::source::{files::FileSource, Source};
+use crate::state::{EpochState, StateStore};
 use anyhow::{Context, Result};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use sha2::{Digest, Sha256};
@@ -154,6 +155,14 @@ pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<
         })?),
     };
 
+    let last_committed = checkpoint.commits.latest()?.map(|(e, _)| e);
+    let (state, state_opened) = StateStore::open(
+        &checkpoint.root().join("state"),
+        cfg.state.policy(),
+        last_committed,
+    )
+    .context("opening the state store")?;
+
     let wasm = read_operator(&cfg.operator.path)?;
     let operator = host
         .load(&wasm, cfg.operator.grants)
@@ -161,7 +170,13 @@ pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<
     let config_json = cfg.operator_config_json()?;
     let limits = cfg.limits()?;
     // Fail fast on a configuration the operator rejects.
-    match operator.instantiate(&cfg.name, 0, limits, &config_json) {
+    // `init` may read state; what it would write is dropped.
+    let env = EpochEnv {
+        state: Some(EpochState::new(state.reader(), 0)),
+        namespace: cfg.operator.state_namespace.clone(),
+        watermark: None,
+    };
+    match operator.instantiate(&cfg.name, 0, limits, &config_json, env) {
         Ok(_) => {}
         Err(e @ OperatorFailure::InvalidConfig(_)) => {
             return Err(anyhow::Error::new(e)).with_context(|| {
@@ -210,6 +225,9 @@ pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<
         config_hash: config_hash(cfg)?,
         loaded: HashMap::from([(digest, Arc::new(operator))]),
         configs: HashMap::from([(config_digest, config_json)]),
+        state,
+        state_opened,
+        state_namespace: cfg.operator.state_namespace.clone(),
     })
 }
 

@@ -7,7 +7,8 @@
 //! [`Float64Column`], [`Utf8Column`], [`BoolColumn`]) index them without
 //! per-row conversions. To emit a few matching rows, fetch just those rows of
 //! the remaining columns with [`Batch::utf8_rows`] and friends. Results go back
-//! through column builders collected in an [`Output`].
+//! through column builders collected in an [`Output`]. History that must
+//! outlive an epoch goes into the host's keyed [`state`].
 //!
 //! ```ignore
 //! use weir_sdk::{Batch, EpochContext, Error, Float64Builder, Operator, Output, Utf8Builder};
@@ -41,6 +42,7 @@ mod error;
 mod output;
 
 pub mod log;
+pub mod state;
 
 /// Raw bindings generated from `wit/operator.wit`. Operators normally use the
 /// typed wrappers of this crate instead; the bindings stay public so that the

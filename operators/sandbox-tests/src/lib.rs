@@ -1,12 +1,16 @@
 //! A deliberately misbehaving operator for the sandbox tests. Its config
-//! picks the behaviour: `{"mode": "echo" | "loop" | "bomb" | "trap" | "panic" | "fail" | "bad-output"}`.
-//! Every mode except `echo` should fail its epoch and leave the host healthy.
+//! picks the behaviour: `{"mode": "echo" | "count" | "loop" | "bomb" | "trap" | "panic" | "fail" | "bad-output" | "state-bomb"}`.
+//! Every mode except `echo` and `count` should fail its epoch and leave the
+//! host healthy. `count` exercises keyed state: each row comes out with the
+//! number of rows its card has had so far, across epochs.
 
 use weir_sdk::{Batch, EpochContext, Error, Int64Builder, Operator, Output, Utf8Builder};
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Mode {
     Echo,
+    Count,
+    StateBomb,
     Loop,
     Bomb,
     Trap,
@@ -28,6 +32,8 @@ fn parse_mode(config: &str) -> Result<Mode, Error> {
         .ok_or_else(|| Error::config("expected {\"mode\": \"...\"}"))?;
     Ok(match mode {
         "echo" => Mode::Echo,
+        "count" => Mode::Count,
+        "state-bomb" => Mode::StateBomb,
         "loop" => Mode::Loop,
         "bomb" => Mode::Bomb,
         "trap" => Mode::Trap,
@@ -54,6 +60,15 @@ impl Operator for SandboxTest {
                     out.push_option(ids.get(row));
                 }
                 Output::new().with("txn_id", out).build()
+            }
+            Mode::Count => count_per_card(batch),
+            Mode::StateBomb => {
+                // Keeps writing state until the host refuses.
+                let value = vec![7u8; 1 << 20];
+                for i in 0u64.. {
+                    weir_sdk::state::put(&i.to_le_bytes(), &value);
+                }
+                Output::empty()
             }
             Mode::Loop => {
                 let mut x: u64 = batch.num_rows() as u64;
@@ -87,3 +102,46 @@ impl Operator for SandboxTest {
 }
 
 weir_sdk::export_operator!(SandboxTest);
+
+/// Each row with its card's running count, kept in state as a little-endian
+/// u64 per card; one batched read and one batched write per batch.
+fn count_per_card(batch: &Batch) -> Result<Output, Error> {
+    let ids = batch.utf8("txn_id")?;
+    let cards = batch.utf8("card_id")?;
+    let rows = batch.num_rows();
+    let mut distinct: Vec<&str> = (0..rows).filter_map(|r| cards.get(r)).collect();
+    distinct.sort_unstable();
+    distinct.dedup();
+    let stored = weir_sdk::state::get_many(&distinct);
+    let mut counts: Vec<u64> = (0..distinct.len())
+        .map(|i| {
+            stored
+                .get(i)
+                .and_then(|v| v.try_into().ok())
+                .map_or(0, u64::from_le_bytes)
+        })
+        .collect();
+    let (mut out_ids, mut out_cards, mut seen) =
+        (Utf8Builder::new(), Utf8Builder::new(), Int64Builder::new());
+    for r in 0..rows {
+        let Some(card) = cards.get(r) else { continue };
+        let Ok(i) = distinct.binary_search(&card) else {
+            continue;
+        };
+        counts[i] += 1;
+        out_ids.push_option(ids.get(r));
+        out_cards.push(card);
+        seen.push(counts[i] as i64);
+    }
+    let updates: Vec<(&str, [u8; 8])> = distinct
+        .iter()
+        .zip(&counts)
+        .map(|(c, n)| (*c, n.to_le_bytes()))
+        .collect();
+    weir_sdk::state::put_many(&updates, None);
+    Output::new()
+        .with("txn_id", out_ids)
+        .with("card_id", out_cards)
+        .with("seen", seen)
+        .build()
+}

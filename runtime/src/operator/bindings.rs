@@ -1,5 +1,6 @@
 //! Host side of the `weir:operator` world: generated bindings plus the host
-//! functions operators import (the batch resource and logging).
+//! functions operators import (the batch resource and logging; state and
+//! event time are in `state_host.rs`).
 
 use super::columns::column_to_wit;
 use super::store::HostState;
@@ -15,6 +16,12 @@ wasmtime::component::bindgen!({
     imports: {
         "weir:operator/types.[method]batch.column": trappable,
         "weir:operator/types.[method]batch.take": trappable,
+        "weir:operator/state.get": trappable,
+        "weir:operator/state.put": trappable,
+        "weir:operator/state.delete": trappable,
+        "weir:operator/state.get-many": trappable,
+        "weir:operator/state.put-many": trappable,
+        "weir:operator/state.delete-many": trappable,
     },
 });
 

@@ -13,6 +13,7 @@ mod cache;
 mod columns;
 mod error;
 mod sandbox;
+mod state_host;
 mod store;
 
 pub use cache::default_cache_root;
@@ -209,6 +210,17 @@ pub struct ComponentReport {
     pub verdict: std::result::Result<(), String>,
 }
 
+/// What an instance sees beyond its batch: the epoch's keyed state (in the
+/// operator's namespace) and the watermark. The default has neither: state
+/// calls then trap.
+#[derive(Default)]
+pub struct EpochEnv {
+    pub state: Option<crate::state::EpochState>,
+    /// State namespace: the same for every version of the operator.
+    pub namespace: String,
+    pub watermark: Option<i64>,
+}
+
 /// A compiled, linked operator version, ready to be instantiated per epoch.
 pub struct LoadedOperator {
     digest: String,
@@ -235,13 +247,14 @@ impl LoadedOperator {
         self.size
     }
 
-    /// A fresh instance with `config` passed to `init`.
+    /// A fresh instance with `config` passed to `init`, seeing `env`.
     pub fn instantiate(
         &self,
         pipeline: &str,
         epoch: u64,
         limits: Limits,
         config: &str,
+        env: EpochEnv,
     ) -> Result<OperatorInstance, OperatorFailure> {
         let stdout = MemoryOutputPipe::new(CAPTURED_OUTPUT);
         let stderr = MemoryOutputPipe::new(CAPTURED_OUTPUT);
@@ -262,6 +275,9 @@ impl LoadedOperator {
                 epoch,
                 digest: self.digest.clone(),
             },
+            state_prefix: crate::state::namespace_prefix(&env.namespace),
+            env,
+            state_budget: limits.memory_bytes,
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.limiter);
@@ -326,6 +342,12 @@ impl OperatorInstance {
             message: format!("{err:#}").replace('\n', " "),
             stderr,
         }
+    }
+
+    /// Ends the instance and hands back what it saw, with the state changes
+    /// its calls made.
+    pub fn into_env(mut self) -> EpochEnv {
+        std::mem::take(&mut self.store.data_mut().env)
     }
 
     /// Runs `process` over one batch and validates what comes back.

@@ -31,6 +31,8 @@ pub struct Grants {
 const ALWAYS: &[&str] = &[
     "weir:operator/types",
     "weir:operator/host",
+    "weir:operator/state",
+    "weir:operator/event-time",
     "wasi:io/error",
     "wasi:io/poll",
     "wasi:io/streams",

@@ -1,6 +1,6 @@
 //! What each operator instance's `Store` holds: its WASI context (with no
-//! ambient authority), the resource table, the memory limiter and the tags
-//! that name it in logs and errors.
+//! ambient authority), the resource table, the memory limiter, the epoch's
+//! state and the tags that name it in logs and errors.
 
 use super::bindings::InputBatch;
 use wasmtime::component::{Resource, ResourceTable};
@@ -21,6 +21,12 @@ pub struct HostState {
     pub(crate) wasi: WasiCtx,
     pub(crate) limiter: Limiter,
     pub(crate) tags: Tags,
+    /// The epoch's keyed state and watermark (see `state_host.rs`).
+    pub(crate) env: super::EpochEnv,
+    /// Key prefix of the operator's state namespace.
+    pub(crate) state_prefix: Vec<u8>,
+    /// Most bytes of state changes one epoch may hold in host memory.
+    pub(crate) state_budget: usize,
 }
 
 impl HostState {

@@ -1,0 +1,238 @@
+//! What one epoch sees and changes: reads go through the epoch's own
+//! changes to the committed store; writes stay in memory until the engine
+//! commits the epoch, so nothing an epoch does is visible to anyone until
+//! `commits/N` is about to be written, and a failed epoch leaves no trace.
+//!
+//! Keys are namespaced (`d`, namespace length, namespace, key), so the
+//! operator's keys and the host's (dedup) never meet, and a new version of
+//! an operator finds its predecessor's state. A value carries an optional
+//! expiry in epoch time (the trigger time recorded in `offsets/N`, so a
+//! replay expires exactly what the first run expired).
+
+use super::store::{StateReader, DATA};
+use anyhow::{bail, Result};
+use std::collections::BTreeMap;
+
+/// The state one epoch reads and writes.
+pub struct EpochState {
+    store: StateReader,
+    /// Epoch time in Unix ms: the clock TTLs are measured against.
+    now_ms: i64,
+    changes: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+    /// Bytes of keys and values in `changes`.
+    bytes: usize,
+}
+
+/// A namespace's key prefix.
+pub fn namespace_prefix(namespace: &str) -> Vec<u8> {
+    let mut k = Vec::with_capacity(3 + namespace.len());
+    k.push(DATA);
+    k.extend_from_slice(&(namespace.len() as u16).to_be_bytes());
+    k.extend_from_slice(namespace.as_bytes());
+    k
+}
+
+fn full_key(prefix: &[u8], key: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(prefix.len() + key.len());
+    k.extend_from_slice(prefix);
+    k.extend_from_slice(key);
+    k
+}
+
+/// Stored value: a flag byte (0: no expiry, 1: expiry follows), the expiry
+/// as big-endian Unix ms, then the value.
+fn encode(value: &[u8], expires_ms: Option<i64>) -> Vec<u8> {
+    let mut v = Vec::with_capacity(value.len() + 9);
+    match expires_ms {
+        None => v.push(0),
+        Some(t) => {
+            v.push(1);
+            v.extend_from_slice(&t.to_be_bytes());
+        }
+    }
+    v.extend_from_slice(value);
+    v
+}
+
+/// The value if it has not expired at `now_ms`.
+fn decode(stored: &[u8], now_ms: i64) -> Result<Option<&[u8]>> {
+    match stored.split_first() {
+        Some((0, value)) => Ok(Some(value)),
+        Some((1, rest)) if rest.len() >= 8 => {
+            let (t, value) = rest.split_at(8);
+            let expires = i64::from_be_bytes(t.try_into().unwrap_or([0; 8]));
+            Ok((now_ms < expires).then_some(value))
+        }
+        _ => bail!("a stored state value is corrupt"),
+    }
+}
+
+impl EpochState {
+    /// An empty overlay over `store` at epoch time `now_ms`.
+    pub fn new(store: StateReader, now_ms: i64) -> Self {
+        EpochState {
+            store,
+            now_ms,
+            changes: BTreeMap::new(),
+            bytes: 0,
+        }
+    }
+
+    /// Epoch time in Unix ms.
+    pub fn now_ms(&self) -> i64 {
+        self.now_ms
+    }
+
+    /// Reads `key` of the namespace with `prefix`.
+    pub fn get(&self, prefix: &[u8], key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let full = full_key(prefix, key);
+        let stored = match self.changes.get(&full) {
+            Some(change) => change.clone(),
+            None => self.store.get(&full)?,
+        };
+        Ok(match stored {
+            None => None,
+            Some(s) => decode(&s, self.now_ms)?.map(<[u8]>::to_vec),
+        })
+    }
+
+    /// Reads many keys: the epoch's own changes first, the rest from the
+    /// store in one batched lookup.
+    pub fn get_many(&self, prefix: &[u8], keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
+        let fulls: Vec<Vec<u8>> = keys.iter().map(|k| full_key(prefix, k)).collect();
+        let mut out: Vec<Option<Option<Vec<u8>>>> =
+            fulls.iter().map(|f| self.changes.get(f).cloned()).collect();
+        let missing: Vec<&[u8]> = fulls
+            .iter()
+            .zip(&out)
+            .filter(|(_, o)| o.is_none())
+            .map(|(f, _)| f.as_slice())
+            .collect();
+        if !missing.is_empty() {
+            let mut found = self.store.get_many(&missing)?.into_iter();
+            for slot in out.iter_mut().filter(|o| o.is_none()) {
+                *slot = Some(found.next().flatten());
+            }
+        }
+        out.into_iter()
+            .map(|stored| match stored.flatten() {
+                None => Ok(None),
+                Some(s) => Ok(decode(&s, self.now_ms)?.map(<[u8]>::to_vec)),
+            })
+            .collect()
+    }
+
+    /// Sets `key`; with `ttl_ms` it reads as absent from epoch time
+    /// `now + ttl` on.
+    pub fn put(&mut self, prefix: &[u8], key: &[u8], value: &[u8], ttl_ms: Option<u64>) {
+        let expires = ttl_ms.map(|t| self.now_ms.saturating_add(t.min(i64::MAX as u64) as i64));
+        self.change(full_key(prefix, key), Some(encode(value, expires)));
+    }
+
+    /// Removes `key`.
+    pub fn delete(&mut self, prefix: &[u8], key: &[u8]) {
+        self.change(full_key(prefix, key), None);
+    }
+
+    fn change(&mut self, key: Vec<u8>, value: Option<Vec<u8>>) {
+        let size = |k: &[u8], v: &Option<Vec<u8>>| k.len() + v.as_ref().map_or(0, Vec::len);
+        self.bytes += size(&key, &value);
+        let key_len = key.len();
+        if let Some(old) = self.changes.insert(key, value) {
+            self.bytes -= key_len + old.as_ref().map_or(0, Vec::len);
+        }
+    }
+
+    /// Bytes of keys and values this epoch holds in memory until commit.
+    pub fn pending_bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// Keys of the namespace with `prefix` whose key starts with `from` and
+    /// sorts below `until` (committed state plus this epoch's changes), for
+    /// sweeps over a time-ordered index.
+    pub fn keys_between(&self, prefix: &[u8], from: &[u8], until: &[u8]) -> Result<Vec<Vec<u8>>> {
+        let start = full_key(prefix, from);
+        let end = full_key(prefix, until);
+        let mut keys = Vec::new();
+        self.store.scan_prefix(&start, |k, _| {
+            if k >= end.as_slice() {
+                return false;
+            }
+            keys.push(k.to_vec());
+            true
+        })?;
+        for (k, v) in self.changes.range(start.clone()..end) {
+            match v {
+                Some(_) => keys.push(k.clone()),
+                None => keys.retain(|x| x != k),
+            }
+        }
+        keys.sort();
+        keys.dedup();
+        Ok(keys
+            .into_iter()
+            .map(|k| k[prefix.len()..].to_vec())
+            .collect())
+    }
+
+    /// Number of keys this epoch changed.
+    pub fn changed(&self) -> usize {
+        self.changes.len()
+    }
+
+    /// The epoch's changes, for [`super::StateStore::commit`].
+    pub fn into_changes(self) -> BTreeMap<Vec<u8>, Option<Vec<u8>>> {
+        self.changes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::store::{SnapshotPolicy, StateStore};
+    use super::*;
+
+    #[test]
+    fn reads_see_own_writes_then_the_store_and_ttl_uses_epoch_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut store, _) = StateStore::open(dir.path(), SnapshotPolicy::default(), None).unwrap();
+        let ns = namespace_prefix("op");
+        let other = namespace_prefix("weir.dedup");
+        let mut e0 = EpochState::new(store.reader(), 1_000);
+        e0.put(&ns, b"a", b"1", None);
+        e0.put(&ns, b"short", b"x", Some(500));
+        assert_eq!(e0.get(&ns, b"a").unwrap().as_deref(), Some(&b"1"[..]));
+        assert_eq!(e0.get(&other, b"a").unwrap(), None, "namespaces are apart");
+        let changes = e0.into_changes();
+        store.commit(0, changes).unwrap();
+
+        let mut e1 = EpochState::new(store.reader(), 1_499);
+        assert_eq!(e1.get(&ns, b"short").unwrap().as_deref(), Some(&b"x"[..]));
+        e1.delete(&ns, b"a");
+        e1.put(&ns, b"b", b"2", None);
+        let got = e1.get_many(&ns, &[b"a", b"b", b"short", b"none"]).unwrap();
+        assert_eq!(got, [None, Some(b"2".to_vec()), Some(b"x".to_vec()), None]);
+        let before = e1.pending_bytes();
+        e1.put(&ns, b"b", b"22", None);
+        assert_eq!(e1.pending_bytes(), before + 1, "a rewrite counts once");
+        let e2 = EpochState::new(store.reader(), 1_500);
+        assert_eq!(e2.get(&ns, b"short").unwrap(), None, "expired at now + ttl");
+    }
+
+    #[test]
+    fn key_ranges_merge_committed_and_pending_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut store, _) = StateStore::open(dir.path(), SnapshotPolicy::default(), None).unwrap();
+        let ns = namespace_prefix("idx");
+        let mut e0 = EpochState::new(store.reader(), 0);
+        for k in ["t1", "t3", "t5", "u1"] {
+            e0.put(&ns, k.as_bytes(), b"", None);
+        }
+        store.commit(0, e0.into_changes()).unwrap();
+        let mut e1 = EpochState::new(store.reader(), 0);
+        e1.put(&ns, b"t2", b"", None);
+        e1.delete(&ns, b"t3");
+        let keys = e1.keys_between(&ns, b"t", b"t5").unwrap();
+        assert_eq!(keys, [b"t1".to_vec(), b"t2".to_vec()]);
+    }
+}
