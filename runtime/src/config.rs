@@ -31,6 +31,32 @@ pub struct PipelineConfig {
     /// Snapshots of the keyed state.
     #[serde(default)]
     pub state: StateConfig,
+    /// The event-time column and allowed lateness (the watermark).
+    #[serde(default)]
+    pub event_time: Option<EventTimeConfig>,
+    /// Host-provided deduplication on a key column within the watermark.
+    #[serde(default)]
+    pub dedup: Option<DedupConfig>,
+}
+
+/// Which column holds event time and how late rows may arrive: the
+/// watermark is the largest event time seen minus `allowed_lateness`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EventTimeConfig {
+    /// An int64 column of Unix milliseconds.
+    pub column: String,
+    #[serde(default, with = "humantime_serde_compat")]
+    pub allowed_lateness: Duration,
+}
+
+/// Drop rows whose key was already seen within the watermark (Spark's
+/// `dropDuplicatesWithinWatermark`). Needs `[event_time]`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DedupConfig {
+    /// A utf8 or int64 column.
+    pub column: String,
 }
 
 /// Snapshots of the keyed state (`checkpoint/state/snapshots/<N>`), from
@@ -555,6 +581,12 @@ impl PipelineConfig {
             bail!(
                 "`operator.state_namespace` must be 1 to 255 bytes and not start with `weir.` \
                  (the host's own namespaces)"
+            );
+        }
+        if self.dedup.is_some() && self.event_time.is_none() {
+            bail!(
+                "`dedup` needs `[event_time]`: keys are remembered until the watermark passes \
+                 them (add e.g. [event_time] column = \"ts\", allowed_lateness = \"1m\")"
             );
         }
         if self.state.snapshot_every > 0 && self.state.snapshots_retained == 0 {

@@ -11,6 +11,8 @@
 
 use crate::checkpoint::Checkpoint;
 use crate::config::TriggerConfig;
+use crate::dedup::{Dedup, Dropped};
+use crate::event_time::{EventTime, Observed};
 use crate::fsutil;
 use crate::operator::{EpochEnv, Limits, LoadedOperator, OperatorFailure, WasmHost};
 use crate::progress::{EpochProgress, Phases};
@@ -77,6 +79,18 @@ pub struct Pipeline {
     pub(crate) state_opened: Opened,
     /// The operator's state namespace.
     pub(crate) state_namespace: String,
+    /// The event-time column and running maximum, with `[event_time]`.
+    pub(crate) event_time: Option<EventTime>,
+    /// The host's dedup, with `[dedup]`.
+    pub(crate) dedup: Option<Dedup>,
+}
+
+/// An epoch's input as the operator gets it, with the state view.
+struct Prepared {
+    batches: Vec<RecordBatch>,
+    env: EpochEnv,
+    observed: Observed,
+    dropped: Dropped,
 }
 
 fn now_ms() -> i64 {
@@ -173,7 +187,11 @@ impl Pipeline {
                 .restore(&entry.source)
                 .with_context(|| format!("restoring source progress from offsets/{epoch}"))?;
         }
-        let last_committed = self.checkpoint.commits.latest()?.map(|(e, _)| e);
+        let latest = self.checkpoint.commits.latest()?;
+        let last_committed = latest.as_ref().map(|(e, _)| *e);
+        if let Some(et) = &mut self.event_time {
+            et.restore(latest.and_then(|(_, c)| c.max_event_time_ms));
+        }
         self.recover_state(host, last_committed)?;
         let Some(&last_planned) = planned.last() else {
             return Ok((0, None));
@@ -210,7 +228,8 @@ impl Pipeline {
             for epoch in from..=last {
                 let entry = self.offset_entry(epoch)?;
                 let input = self.read_input(&entry)?;
-                let (_, env) = self.run_operator(host, &entry, &input)?;
+                let prepared = self.prepare(&entry, input.batches)?;
+                let (_, env) = self.run_operator(host, &entry, &prepared.batches, prepared.env)?;
                 self.commit_state(epoch, env)?;
             }
             tracing::info!(
@@ -239,23 +258,43 @@ impl Pipeline {
         })
     }
 
-    /// Runs the epoch's operator version over every micro-batch of `input`,
-    /// with the epoch's view of the state; returns the output and the state
-    /// changes.
+    /// The epoch's view of the state, and its input after event-time
+    /// accounting and the host's dedup.
+    fn prepare(&self, entry: &OffsetEntry, batches: Vec<RecordBatch>) -> Result<Prepared> {
+        let mut state = EpochState::new(self.state.reader(), entry.epoch_time_ms);
+        let observed = match &self.event_time {
+            Some(et) => et.observe(&batches, entry.watermark_ms)?,
+            None => Observed::default(),
+        };
+        let (batches, dropped) = match &self.dedup {
+            Some(d) => d.apply(batches, entry.watermark_ms, &mut state)?,
+            None => (batches, Dropped::default()),
+        };
+        let env = EpochEnv {
+            state: Some(state),
+            namespace: self.state_namespace.clone(),
+            watermark: entry.watermark_ms,
+        };
+        Ok(Prepared {
+            batches,
+            env,
+            observed,
+            dropped,
+        })
+    }
+
+    /// Runs the epoch's operator version over every micro-batch, with the
+    /// epoch's view of the state; returns the output and the state changes.
     fn run_operator(
         &mut self,
         host: &WasmHost,
         entry: &OffsetEntry,
-        input: &SourceBatch,
+        batches: &[RecordBatch],
+        mut env: EpochEnv,
     ) -> Result<(Vec<RecordBatch>, EpochEnv)> {
         let epoch = entry.epoch;
         let operator = self.operator_for(host, &entry.operator.digest)?;
         let config = self.config_for(&entry.operator.config_digest)?;
-        let mut env = EpochEnv {
-            state: Some(EpochState::new(self.state.reader(), entry.epoch_time_ms)),
-            namespace: self.state_namespace.clone(),
-            watermark: None,
-        };
         let fail = |cause| EpochFailed {
             pipeline: self.name.clone(),
             epoch,
@@ -263,11 +302,11 @@ impl Pipeline {
             cause,
         };
         let mut outputs: Vec<RecordBatch> = Vec::new();
-        if input.rows() > 0 {
+        if batches.iter().any(|b| b.num_rows() > 0) {
             let mut instance = operator
                 .instantiate(&self.name, epoch, self.active.limits, &config, env)
                 .map_err(fail)?;
-            for batch in input.batches.iter() {
+            for batch in batches {
                 let out = instance
                     .process(&self.name, epoch, entry.epoch_time_ms, batch.clone())
                     .map_err(fail)?;
@@ -304,6 +343,7 @@ impl Pipeline {
                 config_digest: self.active.config_digest.clone(),
             },
             config_hash: self.config_hash.clone(),
+            watermark_ms: self.event_time.as_ref().and_then(EventTime::watermark),
         };
         let wal_started = Instant::now();
         self.checkpoint
@@ -353,13 +393,19 @@ impl Pipeline {
         let epoch = entry.epoch;
 
         let t = Instant::now();
-        let input = self.read_input(entry)?;
+        let mut input = self.read_input(entry)?;
         phases.read = t.elapsed();
         let rows_in = input.rows();
+        let micro_batches = input.batches.len();
 
         let t = Instant::now();
-        let (outputs, env) = self.run_operator(host, entry, &input)?;
+        let prepared = self.prepare(entry, std::mem::take(&mut input.batches))?;
+        let (outputs, env) = self.run_operator(host, entry, &prepared.batches, prepared.env)?;
         phases.operator = t.elapsed();
+        let max_event_time_ms = self
+            .event_time
+            .as_ref()
+            .and_then(|et| et.max_through(&prepared.observed));
 
         let t = Instant::now();
         self.write_dead_letters(epoch, &input.dead_letters)?;
@@ -380,6 +426,7 @@ impl Pipeline {
             committed_at_ms: now_ms(),
             rows_in,
             rows_out,
+            max_event_time_ms,
         };
         self.checkpoint
             .commits
@@ -395,6 +442,9 @@ impl Pipeline {
             .with_context(|| format!("writing commits/{epoch}"))?;
         self.source.committed(&entry.source)?;
         self.state.after_commit(epoch)?;
+        if let Some(et) = &mut self.event_time {
+            et.restore(max_event_time_ms);
+        }
         phases.commit = t.elapsed();
 
         Ok(EpochProgress {
@@ -404,7 +454,10 @@ impl Pipeline {
             rows_in,
             rows_out,
             dead_letters: input.dead_letters.len() as u64,
-            micro_batches: input.batches.len(),
+            late_rows: prepared.observed.late,
+            duplicates: prepared.dropped.duplicates,
+            watermark_ms: entry.watermark_ms,
+            micro_batches,
             operator_digest: entry.operator.digest.clone(),
             range: self.source.describe(&entry.source),
             phases,

@@ -4,7 +4,8 @@
 //! The host owns everything that must be correct; operators only compute.
 //! Modules follow the data: [`source`] → [`engine`] (planning into the
 //! [`wal`]) → [`operator`] (the Wasm host) → [`sink`] → commit in the [`wal`].
-//! [`state`] is the host-owned keyed state the operator reads and writes.
+//! [`state`] is the host-owned keyed state the operator reads and writes;
+//! [`event_time`] the watermark and [`dedup`] the host's deduplication on it.
 //! [`checkpoint`] is the directory both logs live in, [`backoff`] paces
 //! waits for services that are down, [`pipeline`] builds a
 //! pipeline from its [`config`], [`demo`] is `weir demo`, [`cli`] the binary.
@@ -13,8 +14,10 @@ pub mod backoff;
 pub mod checkpoint;
 pub mod cli;
 pub mod config;
+pub mod dedup;
 pub mod demo;
 pub mod engine;
+pub mod event_time;
 pub mod feed;
 pub mod fsutil;
 pub mod operator;

@@ -5,7 +5,9 @@
 
 use crate::checkpoint::{Checkpoint, Metadata, FORMAT_VERSION};
 use crate::config::{ColumnType, PipelineConfig, SinkConfig, SourceConfig};
+use crate::dedup::Dedup;
 use crate::engine::{ActiveOperator, Pipeline};
+use crate::event_time::EventTime;
 use crate::operator::{EpochEnv, OperatorFailure, WasmHost};
 use crate::sink::kafka::{KafkaSink, KafkaSinkSettings};
 use crate::sink::postgres::table::TableName;
@@ -93,6 +95,15 @@ pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<
             batch_rows: cfg.batch_rows,
             policy: *on_malformed,
         })?),
+    };
+    let event_time = cfg
+        .event_time
+        .as_ref()
+        .map(|c| EventTime::new(c, &source.schema()))
+        .transpose()?;
+    let dedup = match (&cfg.dedup, &event_time) {
+        (Some(d), Some(et)) => Some(Dedup::new(&d.column, &source.schema(), et.index())?),
+        _ => None,
     };
     let expected = Metadata {
         format_version: FORMAT_VERSION,
@@ -228,6 +239,8 @@ pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<
         state,
         state_opened,
         state_namespace: cfg.operator.state_namespace.clone(),
+        event_time,
+        dedup,
     })
 }
 

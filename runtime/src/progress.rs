@@ -33,6 +33,12 @@ pub struct EpochProgress {
     pub rows_in: u64,
     pub rows_out: u64,
     pub dead_letters: u64,
+    /// Rows older than the epoch's watermark.
+    pub late_rows: u64,
+    /// Rows the host's dedup dropped as repeats.
+    pub duplicates: u64,
+    /// The watermark the epoch ran with (Unix ms).
+    pub watermark_ms: Option<i64>,
     pub micro_batches: usize,
     pub operator_digest: String,
     /// Human summary of the source range.
@@ -76,6 +82,13 @@ impl fmt::Display for EpochProgress {
             ms(p.sink),
             ms(p.commit),
             self.range,
-        )
+        )?;
+        if let Some(w) = self.watermark_ms {
+            write!(f, "  watermark {w} late {}", self.late_rows)?;
+        }
+        if self.duplicates > 0 {
+            write!(f, " duplicates dropped {}", self.duplicates)?;
+        }
+        Ok(())
     }
 }

@@ -35,6 +35,9 @@ pub struct OffsetEntry {
     pub operator: OperatorRef,
     /// Hash of the pipeline config when the epoch was planned.
     pub config_hash: String,
+    /// The watermark the epoch runs with (Unix ms), with `[event_time]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watermark_ms: Option<i64>,
 }
 
 /// `commits/<N>`: epoch N's output is in the sink.
@@ -45,6 +48,9 @@ pub struct CommitEntry {
     pub committed_at_ms: i64,
     pub rows_in: u64,
     pub rows_out: u64,
+    /// Largest event time of this and all earlier epochs (Unix ms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_event_time_ms: Option<i64>,
 }
 
 /// A directory of numbered JSON entries, one file per epoch, each written
@@ -156,6 +162,7 @@ mod tests {
 
     fn commit(epoch: u64, rows: u64) -> CommitEntry {
         CommitEntry {
+            max_event_time_ms: None,
             format: ENTRY_FORMAT,
             epoch,
             committed_at_ms: 0,

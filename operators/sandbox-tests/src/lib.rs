@@ -1,8 +1,9 @@
 //! A deliberately misbehaving operator for the sandbox tests. Its config
-//! picks the behaviour: `{"mode": "echo" | "count" | "loop" | "bomb" | "trap" | "panic" | "fail" | "bad-output" | "state-bomb"}`.
+//! picks the behaviour: `{"mode": "echo" | "count" | "watermark" | "loop" | "bomb" | "trap" | "panic" | "fail" | "bad-output" | "state-bomb"}`.
 //! Every mode except `echo` and `count` should fail its epoch and leave the
 //! host healthy. `count` exercises keyed state: each row comes out with the
-//! number of rows its card has had so far, across epochs.
+//! number of rows its card has had so far, across epochs. `watermark` echoes
+//! each row's `txn_id` with the epoch's watermark.
 
 use weir_sdk::{Batch, EpochContext, Error, Int64Builder, Operator, Output, Utf8Builder};
 
@@ -10,6 +11,7 @@ use weir_sdk::{Batch, EpochContext, Error, Int64Builder, Operator, Output, Utf8B
 enum Mode {
     Echo,
     Count,
+    Watermark,
     StateBomb,
     Loop,
     Bomb,
@@ -33,6 +35,7 @@ fn parse_mode(config: &str) -> Result<Mode, Error> {
     Ok(match mode {
         "echo" => Mode::Echo,
         "count" => Mode::Count,
+        "watermark" => Mode::Watermark,
         "state-bomb" => Mode::StateBomb,
         "loop" => Mode::Loop,
         "bomb" => Mode::Bomb,
@@ -62,6 +65,19 @@ impl Operator for SandboxTest {
                 Output::new().with("txn_id", out).build()
             }
             Mode::Count => count_per_card(batch),
+            Mode::Watermark => {
+                let ids = batch.utf8("txn_id")?;
+                let watermark = weir_sdk::state::watermark();
+                let (mut out, mut marks) = (Utf8Builder::new(), Int64Builder::new());
+                for row in 0..batch.num_rows() {
+                    out.push_option(ids.get(row));
+                    marks.push_option(watermark);
+                }
+                Output::new()
+                    .with("txn_id", out)
+                    .with("watermark", marks)
+                    .build()
+            }
             Mode::StateBomb => {
                 // Keeps writing state until the host refuses.
                 let value = vec![7u8; 1 << 20];
