@@ -21,7 +21,7 @@ const RATE: u64 = 2_000;
 const LATENCY_SECS: u64 = 15;
 
 fn toml(dir: &std::path::Path, bootstrap: &str, topic: &str, trigger: &str) -> String {
-    let demo = weir::demo::pipeline_toml(1);
+    let demo = weir::demo::pipeline_toml(1, weir::demo::DemoOperator::Rules);
     let ops = &demo[demo.find("[operator]").unwrap()..demo.find("[sink]").unwrap()];
     format!(
         r#"name = "kafka-bench"

@@ -15,7 +15,7 @@ use fraud_rules::rules::{Hit, Payments, RuleSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use weir::config::PipelineConfig;
-use weir::demo::{self, generator, DemoOptions};
+use weir::demo::{self, generator, DemoOperator, DemoOptions};
 use weir::operator::{Limits, WasmHost};
 
 const ROWS: u64 = 10_000;
@@ -158,6 +158,7 @@ fn main() {
         &DemoOptions {
             payments: 1,
             files: 1,
+            operator: DemoOperator::Rules,
             ..Default::default()
         },
     )
@@ -214,14 +215,20 @@ fn main() {
 
     // 2. The demo pipeline end to end, and parsing alone as its baseline.
     let payments = 200_000u64;
-    let dir = scratch.path().join("e2e");
-    let opts = DemoOptions {
-        dir: Some(dir.clone()),
-        payments,
-        ..DemoOptions::default()
+    let run_demo = |operator: DemoOperator| {
+        let dir = scratch.path().join(format!("e2e-{operator:?}"));
+        let opts = DemoOptions {
+            dir: Some(dir.clone()),
+            payments,
+            operator,
+            ..DemoOptions::default()
+        };
+        (demo::run(&opts, &mut |_| {}).unwrap(), dir, opts)
     };
-    let report = demo::run(&opts, &mut |_| {}).unwrap();
+    let (velocity_report, _, _) = run_demo(DemoOperator::Velocity);
+    let (report, dir, opts) = run_demo(DemoOperator::Rules);
     let e2e = report.elapsed;
+    let e2e_velocity = velocity_report.elapsed;
     let mut input = Vec::new();
     for f in 0..opts.files {
         input.extend(std::fs::read(dir.join(format!("input/payments-{f:04}.jsonl"))).unwrap());
@@ -263,9 +270,17 @@ fn main() {
     );
     let rate = |rows: u64, d: Duration| rows as f64 / d.as_secs_f64();
     row(
-        "demo pipeline end to end",
+        "demo pipeline end to end (fraud-rules)",
         format!("{:.0} rec/s", rate(report.rows_in, e2e)),
         &format!("{} payments, {} epochs", report.rows_in, report.epochs),
+    );
+    row(
+        "demo pipeline end to end (fraud-velocity)",
+        format!("{:.0} rec/s", rate(velocity_report.rows_in, e2e_velocity)),
+        &format!(
+            "{:.2}x the fraud-rules time; keyed state per card",
+            e2e_velocity.as_secs_f64() / e2e.as_secs_f64()
+        ),
     );
     row(
         "JSON parse alone (baseline)",

@@ -2,7 +2,7 @@
 
 use crate::checkpoint::Checkpoint;
 use crate::config::PipelineConfig;
-use crate::demo::{self, DemoOptions};
+use crate::demo::{self, DemoOperator, DemoOptions};
 use crate::operator::{default_cache_root, Grants, WasmHost};
 use crate::pipeline::{self, OpenOptions};
 use anyhow::{Context, Result};
@@ -54,6 +54,10 @@ enum Command {
         /// Seed of the generated stream.
         #[arg(long, default_value_t = 0x5EED)]
         seed: u64,
+        /// The bundled operator: `velocity` (rules + per-card velocity over
+        /// keyed state) or `rules` (stateless rules only).
+        #[arg(long, value_enum, default_value_t = DemoOperator::Velocity)]
+        operator: DemoOperator,
         /// Print only the summary.
         #[arg(long, short)]
         quiet: bool,
@@ -167,6 +171,7 @@ fn dispatch(cli: Cli) -> Result<()> {
             files,
             files_per_epoch,
             seed,
+            operator,
             quiet,
         } => {
             anyhow::ensure!(payments > 0, "--payments must be at least 1");
@@ -178,6 +183,7 @@ fn dispatch(cli: Cli) -> Result<()> {
                 files,
                 files_per_epoch,
                 seed,
+                operator,
             };
             println!("weir demo: {payments} payments in {files} files, {files_per_epoch} files per epoch");
             let report = demo::run(&opts, &mut |p| {

@@ -32,5 +32,10 @@ pub mod wal;
 pub const FRAUD_RULES_WASM: &[u8] =
     include_bytes!(concat!(env!("WEIR_GUEST_DIR"), "/fraud_rules.wasm"));
 
+/// The bundled `fraud-velocity` operator (fraud-rules plus a per-card
+/// velocity rule over keyed state), built from `operators/fraud-velocity`.
+pub const FRAUD_VELOCITY_WASM: &[u8] =
+    include_bytes!(concat!(env!("WEIR_GUEST_DIR"), "/fraud_velocity.wasm"));
+
 /// Directory holding the bundled guest components (for tests and benches).
 pub const GUEST_DIR: &str = env!("WEIR_GUEST_DIR");

@@ -1,16 +1,22 @@
 //! `weir demo`'s alerts must equal those of an independent native reference
-//! scorer over the same generated payments.
+//! scorer over the same generated payments: the rules, and the velocity rule
+//! kept in the host's state across epochs.
 
 use std::collections::BTreeMap;
 use weir::config::PipelineConfig;
 use weir::demo::{self, generator, DemoOptions};
 
 /// A row-at-a-time scorer written from the rule definitions, sharing no code
-/// with the operator: (txn_id → (score, reasons)).
+/// with the operator: (txn_id → (score, reasons)). Velocity: more than
+/// `max_payments` payments of the card in `(ts - window_ms, ts]`.
 fn reference(
     payments: &[generator::Payment],
     rules: &serde_json::Value,
 ) -> BTreeMap<String, (f64, String)> {
+    let velocity = &rules["velocity"];
+    let window = velocity["window_ms"].as_i64().unwrap();
+    let max = velocity["max_payments"].as_u64().unwrap() as usize;
+    let mut by_card: std::collections::HashMap<&str, Vec<i64>> = Default::default();
     let threshold = rules["alert_threshold"].as_f64().unwrap();
     let list = |v: &serde_json::Value, key: &str| -> Vec<String> {
         v[key]
@@ -36,6 +42,17 @@ fn reference(
                 score += r["weight"].as_f64().unwrap();
                 reasons.push(name);
             }
+        }
+        let times = by_card.entry(&p.card_id).or_default();
+        times.push(p.ts);
+        if times
+            .iter()
+            .filter(|&&t| t > p.ts - window && t <= p.ts)
+            .count()
+            > max
+        {
+            score += velocity["weight"].as_f64().unwrap();
+            reasons.push("velocity");
         }
         if !reasons.is_empty() && score >= threshold {
             out.insert(p.txn_id.clone(), (score, reasons.join(",")));
@@ -91,6 +108,11 @@ fn demo_alerts_equal_the_native_reference() {
         report.planted_caught, report.planted,
         "every planted fraud is caught"
     );
+    let bursts = report
+        .alerts
+        .iter()
+        .filter(|a| a.reasons.contains("velocity"));
+    assert!(bursts.count() >= 3 * 20, "the planted bursts are flagged");
 
     // The summary names where the alerts are.
     let text = demo::summary_text(&report);

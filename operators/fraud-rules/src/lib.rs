@@ -5,43 +5,14 @@
 //! `country`, `card_country`, `ts` (others are ignored).
 //! Output columns: `txn_id`, `card_id`, `amount`, `score`, `reasons`, `ts`.
 
+pub mod columns;
 pub mod rules;
 
-use rules::{Hit, Payments, RuleSet};
+use columns::Columns;
+use rules::{Hit, RuleSet};
 use weir_sdk::{
-    Batch, EpochContext, Error, Float64Builder, Float64Column, Int64Builder, Operator, Output,
-    Utf8Builder, Utf8Column,
+    Batch, EpochContext, Error, Float64Builder, Int64Builder, Operator, Output, Utf8Builder,
 };
-
-/// The columns the rules read, fetched once per batch.
-struct Columns {
-    amount: Float64Column,
-    currency: Utf8Column,
-    country: Utf8Column,
-    card_country: Utf8Column,
-    merchant_id: Utf8Column,
-}
-
-impl Payments for Columns {
-    fn len(&self) -> usize {
-        self.amount.len()
-    }
-    fn amount(&self, row: usize) -> Option<f64> {
-        self.amount.get(row)
-    }
-    fn currency(&self, row: usize) -> Option<&[u8]> {
-        self.currency.get_bytes(row)
-    }
-    fn country(&self, row: usize) -> Option<&[u8]> {
-        self.country.get_bytes(row)
-    }
-    fn card_country(&self, row: usize) -> Option<&[u8]> {
-        self.card_country.get_bytes(row)
-    }
-    fn merchant_id(&self, row: usize) -> Option<&[u8]> {
-        self.merchant_id.get_bytes(row)
-    }
-}
 
 /// The operator instance: the compiled rule set.
 pub struct FraudRules {
@@ -58,13 +29,7 @@ impl Operator for FraudRules {
     }
 
     fn process(&mut self, _ctx: &EpochContext, batch: &Batch) -> Result<Output, Error> {
-        let columns = Columns {
-            amount: batch.f64("amount")?,
-            currency: batch.utf8("currency")?,
-            country: batch.utf8("country")?,
-            card_country: batch.utf8("card_country")?,
-            merchant_id: batch.utf8("merchant_id")?,
-        };
+        let columns = Columns::read(batch)?;
         self.hits.clear();
         self.rules.score_all(&columns, &mut self.hits);
         if self.hits.is_empty() {

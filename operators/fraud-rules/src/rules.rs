@@ -131,17 +131,21 @@ impl RuleSet {
     pub fn from_json(config: &str) -> Result<Self, String> {
         let raw: RawConfig =
             serde_json::from_str(config).map_err(|e| format!("fraud-rules config: {e}"))?;
-        if raw.rules.is_empty() {
+        Self::new(raw.alert_threshold, raw.rules)
+    }
+
+    /// Compiles `rules` (at most 63, leaving a bit for a caller's own rule).
+    pub fn new(alert_threshold: f64, rules: Vec<Rule>) -> Result<Self, String> {
+        if rules.is_empty() {
             return Err("fraud-rules config: `rules` is empty".into());
         }
-        if raw.rules.len() > 64 {
-            return Err("fraud-rules config: at most 64 rules".into());
+        if rules.len() > 63 {
+            return Err("fraud-rules config: at most 63 rules".into());
         }
-        if !raw.alert_threshold.is_finite() {
+        if !alert_threshold.is_finite() {
             return Err("fraud-rules config: `alert_threshold` must be a finite number".into());
         }
-        let rules = raw
-            .rules
+        let rules = rules
             .into_iter()
             .map(|rule| {
                 let (name, weight) = (rule.name(), rule.weight());
@@ -159,9 +163,24 @@ impl RuleSet {
             })
             .collect();
         Ok(RuleSet {
-            alert_threshold: raw.alert_threshold,
+            alert_threshold,
             rules,
         })
+    }
+
+    /// Number of rules; bit `len()` of `fired` is free for a caller's rule.
+    pub fn len(&self) -> usize {
+        self.rules.len()
+    }
+
+    /// Whether there are no rules (never, once constructed).
+    pub fn is_empty(&self) -> bool {
+        self.rules.is_empty()
+    }
+
+    /// The score at which a payment is alerted.
+    pub fn alert_threshold(&self) -> f64 {
+        self.alert_threshold
     }
 
     /// Scores every row and appends the ones at or above the threshold.
@@ -170,6 +189,17 @@ impl RuleSet {
     /// row by row: each pass is a tight loop over one or two columns, which
     /// suits the columnar input and both native and Wasm code generation.
     pub fn score_all<P: Payments>(&self, payments: &P, hits: &mut Vec<Hit>) {
+        let (scores, fired) = self.score_rows(payments);
+        for (row, (&score, &fired)) in scores.iter().zip(&fired).enumerate() {
+            if fired != 0 && score >= self.alert_threshold {
+                hits.push(Hit { row, score, fired });
+            }
+        }
+    }
+
+    /// Every row's score and fired-rule bits, alerting or not (for callers
+    /// that add rules of their own before comparing with the threshold).
+    pub fn score_rows<P: Payments>(&self, payments: &P) -> (Vec<f64>, Vec<u64>) {
         let n = payments.len();
         let mut scores = vec![0.0f64; n];
         let mut fired = vec![0u64; n];
@@ -214,11 +244,7 @@ impl RuleSet {
                 }
             }
         }
-        for (row, (&score, &fired)) in scores.iter().zip(&fired).enumerate() {
-            if fired != 0 && score >= self.alert_threshold {
-                hits.push(Hit { row, score, fired });
-            }
-        }
+        (scores, fired)
     }
 
     /// The names of the rules in `fired`, comma-separated, in config order.

@@ -24,7 +24,19 @@ pub enum Planted {
     LargeAbroad,
     /// A known-bad merchant.
     BadMerchant,
+    /// One of a burst of payments on one card within a fraction of a second
+    /// (card testing), past the fifth: what a velocity rule of "more than 5
+    /// in 60 s" flags.
+    Burst,
 }
+
+/// Every `BURST_EVERY` payments start a burst of `BURST_LEN` consecutive
+/// payments (37 ms apart) on one card.
+pub const BURST_EVERY: u64 = 2_500;
+/// Payments in a burst.
+pub const BURST_LEN: u64 = 8;
+/// Burst payments from this position on are planted fraud (the sixth on).
+const BURST_FLAGGED_FROM: u64 = 5;
 
 /// splitmix64: tiny, fast, and the same on every platform.
 #[derive(Debug, Clone)]
@@ -79,16 +91,26 @@ pub const START_MS: i64 = 1_767_225_600_000;
 /// Generates payment `i` of the stream seeded with `seed`.
 pub fn payment(seed: u64, i: u64) -> (Payment, Option<Planted>) {
     let mut rng = Rng::new(seed ^ i.wrapping_mul(0xA24B_AED4_963E_E407));
-    let card = rng.below(CARDS);
+    let burst = (i % BURST_EVERY < BURST_LEN).then_some(i % BURST_EVERY);
+    let drawn_card = rng.below(CARDS);
+    let card = match burst {
+        Some(_) => (i / BURST_EVERY).wrapping_mul(7_919).wrapping_add(13) % CARDS,
+        None => drawn_card,
+    };
     let home = COUNTRIES[(card % COUNTRIES.len() as u64) as usize].0;
-    let planted = match rng.below(1000) {
-        0..=3 => Some(Planted::LargeAbroad),
-        4..=5 => Some(Planted::BadMerchant),
+    let drawn = rng.below(1000);
+    let planted = match (burst, drawn) {
+        (Some(pos), _) if pos >= BURST_FLAGGED_FROM => Some(Planted::Burst),
+        (Some(_), _) => None,
+        (None, 0..=3) => Some(Planted::LargeAbroad),
+        (None, 4..=5) => Some(Planted::BadMerchant),
         _ => None,
     };
     let abroad = match planted {
         Some(Planted::LargeAbroad) => true,
         Some(Planted::BadMerchant) => rng.below(2) == 0,
+        Some(Planted::Burst) => false,
+        None if burst.is_some() => false,
         None => rng.below(100) < 6,
     };
     let (country, currency) = if abroad {

@@ -1,7 +1,8 @@
 //! `weir demo`: the whole product in one command, with no services and no
 //! config. It writes a synthetic payment stream with planted fraud into a
 //! fresh directory, writes a pipeline file next to it, runs that pipeline
-//! with the bundled `fraud-rules` operator, and summarises the alerts.
+//! with the bundled `fraud-velocity` operator (the `fraud-rules` rules plus a
+//! per-card velocity rule over keyed state), and summarises the alerts.
 
 pub mod generator;
 
@@ -29,6 +30,46 @@ pub struct DemoOptions {
     pub files_per_epoch: usize,
     /// Stream seed.
     pub seed: u64,
+    /// Which bundled operator scores the payments.
+    pub operator: DemoOperator,
+}
+
+/// The bundled operators the demo can run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum DemoOperator {
+    /// `fraud-rules`: per-payment rules only, no state.
+    Rules,
+    /// `fraud-velocity`: the same rules plus "more than 5 payments on a card
+    /// in 60 s of event time", kept in the host's state.
+    #[default]
+    Velocity,
+}
+
+impl DemoOperator {
+    fn file(self) -> &'static str {
+        match self {
+            DemoOperator::Rules => "fraud_rules.wasm",
+            DemoOperator::Velocity => "fraud_velocity.wasm",
+        }
+    }
+
+    fn wasm(self) -> &'static [u8] {
+        match self {
+            DemoOperator::Rules => crate::FRAUD_RULES_WASM,
+            DemoOperator::Velocity => crate::FRAUD_VELOCITY_WASM,
+        }
+    }
+
+    /// The `[operator.config]` table.
+    pub fn config_toml(self) -> String {
+        match self {
+            DemoOperator::Rules => RULES_TOML.to_string(),
+            DemoOperator::Velocity => format!(
+                "{RULES_TOML}
+{VELOCITY_TOML}"
+            ),
+        }
+    }
 }
 
 impl Default for DemoOptions {
@@ -39,6 +80,7 @@ impl Default for DemoOptions {
             files: 20,
             files_per_epoch: 2,
             seed: 0x5EED,
+            operator: DemoOperator::default(),
         }
     }
 }
@@ -53,6 +95,9 @@ rules = [
   { rule = "currency_not_in", currencies = ["USD", "EUR", "GBP"], weight = 0.2 },
 ]"#;
 
+/// The velocity rule `fraud-velocity` adds to [`RULES_TOML`].
+pub const VELOCITY_TOML: &str = "velocity = { window_ms = 60000, max_payments = 5, weight = 0.7 }";
+
 /// One alert as written by the sink.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct Alert {
@@ -62,6 +107,9 @@ pub struct Alert {
     pub score: f64,
     pub reasons: String,
     pub ts: i64,
+    /// The card's payments in the velocity window (`fraud-velocity` only).
+    #[serde(default)]
+    pub window_count: Option<i64>,
 }
 
 /// What the demo did.
@@ -79,7 +127,7 @@ pub struct DemoReport {
 }
 
 /// The pipeline file the demo writes (paths relative to the demo directory).
-pub fn pipeline_toml(files_per_epoch: usize) -> String {
+pub fn pipeline_toml(files_per_epoch: usize, operator: DemoOperator) -> String {
     format!(
         r#"# Written by `weir demo`; run it again with `weir run pipeline.toml`.
 name = "fraud-demo"
@@ -95,7 +143,7 @@ max_files_per_trigger = {files_per_epoch}
 {schema}
 
 [operator]
-path = "fraud_rules.wasm"
+path = "{file}"
 deadline = "10s"
 memory = "256MiB"
 {rules}
@@ -105,7 +153,8 @@ kind = "files"
 path = "alerts"
 "#,
         schema = generator::SCHEMA_TOML,
-        rules = RULES_TOML
+        file = operator.file(),
+        rules = operator.config_toml(),
     )
 }
 
@@ -133,11 +182,14 @@ pub fn prepare(dir: &Path, opts: &DemoOptions) -> Result<PathBuf> {
         crate::fsutil::write_atomic(&input.join(format!("payments-{f:04}.jsonl")), &bytes)?;
         start += count;
     }
-    std::fs::write(dir.join("fraud_rules.wasm"), crate::FRAUD_RULES_WASM)
+    std::fs::write(dir.join(opts.operator.file()), opts.operator.wasm())
         .context("writing the bundled operator")?;
     let pipeline_file = dir.join("pipeline.toml");
-    std::fs::write(&pipeline_file, pipeline_toml(opts.files_per_epoch))
-        .context("writing pipeline.toml")?;
+    std::fs::write(
+        &pipeline_file,
+        pipeline_toml(opts.files_per_epoch, opts.operator),
+    )
+    .context("writing pipeline.toml")?;
     Ok(pipeline_file)
 }
 

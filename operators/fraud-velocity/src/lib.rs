@@ -1,0 +1,164 @@
+//! `fraud-velocity`: the rules of `fraud-rules` plus a velocity rule — more
+//! than `max_payments` payments on one card within `window_ms` of event
+//! time — using the host's keyed state, so the count spans epochs, restarts
+//! and operator upgrades.
+//!
+//! Config: the `fraud-rules` config plus
+//! `"velocity": {"window_ms": 60000, "max_payments": 5, "weight": 0.7}` and
+//! optionally `"state_ttl_ms"` (default one hour of epoch time), after which
+//! a card that stopped paying is forgotten.
+//!
+//! Input columns: those of `fraud-rules`. Output columns: those of
+//! `fraud-rules` plus `window_count`, the card's payments in the window up
+//! to and including this one. A fired velocity rule shows as `velocity` in
+//! `reasons`, after the configured rules.
+
+#[path = "../../fraud-rules/src/columns.rs"]
+pub mod columns;
+#[path = "../../fraud-rules/src/rules.rs"]
+pub mod rules;
+pub mod window;
+
+use columns::Columns;
+use rules::{Rule, RuleSet};
+use serde::Deserialize;
+use weir_sdk::{
+    state, Batch, EpochContext, Error, Float64Builder, Int64Builder, Operator, Output, Utf8Builder,
+};
+use window::Window;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Velocity {
+    window_ms: i64,
+    max_payments: usize,
+    weight: f64,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Config {
+    alert_threshold: f64,
+    rules: Vec<Rule>,
+    velocity: Velocity,
+    #[serde(default = "one_hour")]
+    state_ttl_ms: u64,
+}
+
+fn one_hour() -> u64 {
+    3_600_000
+}
+
+/// The operator: the compiled rules and the velocity settings.
+pub struct FraudVelocity {
+    rules: RuleSet,
+    velocity: Velocity,
+    ttl_ms: u64,
+}
+
+impl Operator for FraudVelocity {
+    fn init(config: &str) -> Result<Self, Error> {
+        let c: Config = serde_json::from_str(config)
+            .map_err(|e| Error::config(format!("fraud-velocity config: {e}")))?;
+        if c.velocity.window_ms <= 0 || c.velocity.max_payments == 0 {
+            return Err(Error::config(
+                "fraud-velocity config: `velocity.window_ms` and `velocity.max_payments` must be positive",
+            ));
+        }
+        Ok(FraudVelocity {
+            rules: RuleSet::new(c.alert_threshold, c.rules).map_err(Error::config)?,
+            velocity: c.velocity,
+            ttl_ms: c.state_ttl_ms,
+        })
+    }
+
+    fn process(&mut self, _ctx: &EpochContext, batch: &Batch) -> Result<Output, Error> {
+        let columns = Columns::read(batch)?;
+        let (mut scores, mut fired) = self.rules.score_rows(&columns);
+        let counts = self.velocity_counts(batch)?;
+        let velocity_bit = 1u64 << self.rules.len();
+        for (row, count) in counts.iter().enumerate() {
+            if count.is_some_and(|c| c > self.velocity.max_payments) {
+                scores[row] += self.velocity.weight;
+                fired[row] |= velocity_bit;
+            }
+        }
+        let hits: Vec<u32> = (0..batch.num_rows())
+            .filter(|&r| fired[r] != 0 && scores[r] >= self.rules.alert_threshold())
+            .map(|r| r as u32)
+            .collect();
+        if hits.is_empty() {
+            return Output::empty();
+        }
+        let txn_id = batch.utf8_rows("txn_id", &hits)?;
+        let card_id = batch.utf8_rows("card_id", &hits)?;
+        let ts = batch.i64_rows("ts", &hits)?;
+        let (mut o_txn, mut o_card, mut o_reasons) =
+            (Utf8Builder::new(), Utf8Builder::new(), Utf8Builder::new());
+        let (mut o_amount, mut o_score) = (Float64Builder::new(), Float64Builder::new());
+        let (mut o_ts, mut o_count) = (Int64Builder::new(), Int64Builder::new());
+        for (k, &row) in hits.iter().enumerate() {
+            let row = row as usize;
+            o_txn.push_option(txn_id.get(k));
+            o_card.push_option(card_id.get(k));
+            o_amount.push_option(columns.amount.get(row));
+            o_score.push(scores[row]);
+            let mut reasons = self.rules.reasons(fired[row] & !velocity_bit);
+            if fired[row] & velocity_bit != 0 {
+                if !reasons.is_empty() {
+                    reasons.push(',');
+                }
+                reasons.push_str("velocity");
+            }
+            o_reasons.push(&reasons);
+            o_ts.push_option(ts.get(k));
+            o_count.push_option(counts[row].map(|c| c as i64));
+        }
+        Output::new()
+            .with("txn_id", o_txn)
+            .with("card_id", o_card)
+            .with("amount", o_amount)
+            .with("score", o_score)
+            .with("reasons", o_reasons)
+            .with("ts", o_ts)
+            .with("window_count", o_count)
+            .build()
+    }
+}
+
+impl FraudVelocity {
+    /// Each row's count of its card's payments in the window (`None` for a
+    /// row without card or time), reading and writing every card of the
+    /// batch with one batched state call each.
+    fn velocity_counts(&self, batch: &Batch) -> Result<Vec<Option<usize>>, Error> {
+        let cards = batch.utf8("card_id")?;
+        let times = batch.i64("ts")?;
+        let rows = batch.num_rows();
+        let mut distinct: Vec<&str> = (0..rows).filter_map(|r| cards.get(r)).collect();
+        distinct.sort_unstable();
+        distinct.dedup();
+        let stored = state::get_many(&distinct);
+        let mut windows: Vec<Window> = (0..distinct.len())
+            .map(|i| stored.get(i).map(Window::decode).unwrap_or_default())
+            .collect();
+        let mut counts = vec![None; rows];
+        for (row, count) in counts.iter_mut().enumerate() {
+            let (Some(card), Some(t)) = (cards.get(row), times.get(row)) else {
+                continue;
+            };
+            if let Ok(i) = distinct.binary_search(&card) {
+                *count = Some(windows[i].record(t, self.velocity.window_ms));
+            }
+        }
+        let updates: Vec<(&str, Vec<u8>)> = distinct
+            .iter()
+            .zip(windows.iter_mut())
+            .filter(|(_, w)| !w.is_empty())
+            .map(|(c, w)| (*c, w.encode()))
+            .collect();
+        state::put_many(&updates, Some(self.ttl_ms));
+        Ok(counts)
+    }
+}
+
+weir_sdk::export_operator!(FraudVelocity);
