@@ -1,9 +1,11 @@
 //! A deliberately misbehaving operator for the sandbox tests. Its config
-//! picks the behaviour: `{"mode": "echo" | "count" | "watermark" | "loop" | "bomb" | "trap" | "panic" | "fail" | "bad-output" | "state-bomb"}`.
+//! picks the behaviour: `{"mode": "echo" | "count" | "touch" | "watermark" | "loop" | "bomb" | "trap" | "panic" | "fail" | "bad-output" | "state-bomb"}`.
 //! Every mode except `echo` and `count` should fail its epoch and leave the
 //! host healthy. `count` exercises keyed state: each row comes out with the
 //! number of rows its card has had so far, across epochs. `watermark` echoes
-//! each row's `txn_id` with the epoch's watermark.
+//! each row's `txn_id` with the epoch's watermark. `touch` reads and
+//! rewrites the state of every `card_id` with one batched call each and
+//! outputs nothing (the state benchmark).
 
 use weir_sdk::{Batch, EpochContext, Error, Int64Builder, Operator, Output, Utf8Builder};
 
@@ -11,6 +13,7 @@ use weir_sdk::{Batch, EpochContext, Error, Int64Builder, Operator, Output, Utf8B
 enum Mode {
     Echo,
     Count,
+    Touch,
     Watermark,
     StateBomb,
     Loop,
@@ -35,6 +38,7 @@ fn parse_mode(config: &str) -> Result<Mode, Error> {
     Ok(match mode {
         "echo" => Mode::Echo,
         "count" => Mode::Count,
+        "touch" => Mode::Touch,
         "watermark" => Mode::Watermark,
         "state-bomb" => Mode::StateBomb,
         "loop" => Mode::Loop,
@@ -65,6 +69,24 @@ impl Operator for SandboxTest {
                 Output::new().with("txn_id", out).build()
             }
             Mode::Count => count_per_card(batch),
+            Mode::Touch => {
+                let cards = batch.utf8("card_id")?;
+                let keys: Vec<&str> = (0..batch.num_rows()).filter_map(|r| cards.get(r)).collect();
+                let found = weir_sdk::state::get_many(&keys);
+                let updates: Vec<(&str, [u8; 8])> = keys
+                    .iter()
+                    .enumerate()
+                    .map(|(i, k)| {
+                        let n = found
+                            .get(i)
+                            .and_then(|v| v.try_into().ok())
+                            .map_or(0, u64::from_le_bytes);
+                        (*k, (n + 1).to_le_bytes())
+                    })
+                    .collect();
+                weir_sdk::state::put_many(&updates, None);
+                Output::empty()
+            }
             Mode::Watermark => {
                 let ids = batch.utf8("txn_id")?;
                 let watermark = weir_sdk::state::watermark();
