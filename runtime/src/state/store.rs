@@ -186,6 +186,13 @@ impl StateStore {
                     (db, Opened::Working)
                 }
             }
+            Some(Err(e)) if e.to_string().to_ascii_lowercase().contains("lock") => {
+                bail!(
+                    "the state store {} is in use ({e}); is another `weir run` using this \
+                     checkpoint?",
+                    working.display()
+                )
+            }
             Some(Err(e)) => {
                 tracing::warn!(
                     state = %working.display(),
@@ -630,6 +637,22 @@ mod tests {
         let (s, opened) = open(dir.path(), Some(1));
         assert_eq!(opened, Opened::Restored { from: Some(1) });
         assert_eq!(get(&s, "a").as_deref(), Some("2"));
+    }
+
+    #[test]
+    fn a_store_in_use_is_refused_not_rebuilt() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut s, _) = open(dir.path(), None);
+        s.commit(0, [put("a", "1")]).unwrap();
+        let err = StateStore::open(dir.path(), SnapshotPolicy::default(), Some(0))
+            .err()
+            .unwrap();
+        assert!(format!("{err:#}").contains("in use"), "{err:#}");
+        assert_eq!(
+            get(&s, "a").as_deref(),
+            Some("1"),
+            "the live store is untouched"
+        );
     }
 
     #[test]
