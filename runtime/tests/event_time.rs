@@ -7,23 +7,11 @@ mod common;
 
 use common::{guest, open_pipeline, pipeline_toml, sink_files};
 use std::path::Path;
-use std::sync::atomic::AtomicBool;
-use weir::demo::generator::{json_lines, payment, START_MS};
+use weir::demo::generator::{payment, START_MS};
 use weir::operator::WasmHost;
 
-/// Writes payments `range` (seed 5) as the next input file `n`.
 fn write_file(dir: &Path, n: u64, range: std::ops::Range<u64>) {
-    let input = dir.join("input");
-    std::fs::create_dir_all(&input).unwrap();
-    let path = input.join(format!("payments-{n:04}.jsonl"));
-    std::fs::write(&path, json_lines(5, range.start, range.end - range.start)).unwrap();
-    let t = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000 + n);
-    std::fs::File::options()
-        .write(true)
-        .open(&path)
-        .unwrap()
-        .set_modified(t)
-        .unwrap();
+    common::write_payments(dir, 5, n, range);
 }
 
 fn toml(dir: &Path, mode: &str, tables: &str) -> String {
@@ -38,14 +26,7 @@ fn toml(dir: &Path, mode: &str, tables: &str) -> String {
 }
 
 fn run(dir: &Path, toml: &str) -> Vec<weir::progress::EpochProgress> {
-    let host = WasmHost::new(None).unwrap();
-    let mut p = open_pipeline(dir, toml, &host).unwrap();
-    let mut epochs = Vec::new();
-    p.run(&host, &AtomicBool::new(false), &mut |e| {
-        epochs.push(e.clone())
-    })
-    .unwrap();
-    epochs
+    common::run_epochs(dir, toml).unwrap()
 }
 
 fn rows(dir: &Path) -> Vec<serde_json::Value> {

@@ -44,14 +44,7 @@ path = "{dir}/out"
 }
 
 fn run(dir: &Path, toml: &str) -> Vec<weir::progress::EpochProgress> {
-    let host = WasmHost::new(None).unwrap();
-    let mut p = open_pipeline(dir, toml, &host).unwrap();
-    let mut epochs = Vec::new();
-    p.run(&host, &AtomicBool::new(false), &mut |e| {
-        epochs.push(e.clone())
-    })
-    .unwrap();
-    epochs
+    common::run_epochs(dir, toml).unwrap()
 }
 
 fn ranges(dir: &Path, epoch: u64) -> Vec<(i32, i64, i64)> {

@@ -13,7 +13,6 @@ use arrow_schema::{DataType, Field, Schema};
 use common::{guest, open_pipeline, wait_for, write_input, Background};
 use pg::PgServer;
 use std::path::Path;
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use weir::operator::WasmHost;
@@ -40,13 +39,7 @@ fn pg_toml(dir: &Path, url: Option<&str>, table: &str, extra: &str) -> String {
 }
 
 fn run_in_process(dir: &Path, toml: &str) -> anyhow::Result<Vec<weir::progress::EpochProgress>> {
-    let host = WasmHost::new(None)?;
-    let mut p = open_pipeline(dir, toml, &host)?;
-    let mut epochs = Vec::new();
-    p.run(&host, &AtomicBool::new(false), &mut |e| {
-        epochs.push(e.clone())
-    })?;
-    Ok(epochs)
+    common::run_epochs(dir, toml)
 }
 
 fn query_id(dir: &Path) -> String {
@@ -340,11 +333,8 @@ fn bad_credentials_missing_databases_and_unreachable_servers_fail_at_start() {
 
 /// Files `first..first + count` of generated payments, `per_file` each.
 fn write_files(dir: &Path, seed: u64, first: u64, count: u64, per_file: u64) {
-    let input = dir.join("input");
-    std::fs::create_dir_all(&input).unwrap();
     for f in first..first + count {
-        let bytes = weir::demo::generator::json_lines(seed, f * per_file, per_file);
-        std::fs::write(input.join(format!("payments-{f:04}.jsonl")), bytes).unwrap();
+        common::write_payments(dir, seed, f, f * per_file..(f + 1) * per_file);
     }
 }
 

@@ -7,30 +7,16 @@
 
 mod common;
 
-use common::{guest, open_pipeline, pipeline_toml, sink_files};
+use common::{guest, pipeline_toml, sink_files};
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
-use std::sync::atomic::AtomicBool;
-use weir::operator::WasmHost;
 
 const PER_FILE: u64 = 400;
 
-/// Input files `first..first + count`, in the order the source takes them.
+/// Input files `first..first + count` of `PER_FILE` payments each.
 fn write_files(dir: &Path, first: u64, count: u64) {
-    let input = dir.join("input");
-    std::fs::create_dir_all(&input).unwrap();
     for f in first..first + count {
-        let bytes = weir::demo::generator::json_lines(3, f * PER_FILE, PER_FILE);
-        let path = input.join(format!("payments-{f:04}.jsonl"));
-        std::fs::write(&path, bytes).unwrap();
-        // Arrival order is modification time, then name: space them out.
-        let t = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000 + f);
-        std::fs::File::options()
-            .write(true)
-            .open(&path)
-            .unwrap()
-            .set_modified(t)
-            .unwrap();
+        common::write_payments(dir, 3, f, f * PER_FILE..(f + 1) * PER_FILE);
     }
 }
 
@@ -46,10 +32,8 @@ fn count_toml(dir: &Path, tables: &str) -> String {
     format!("{toml}\n{tables}\n")
 }
 
-fn run(dir: &Path, toml: &str) -> anyhow::Result<weir::engine::RunSummary> {
-    let host = WasmHost::new(None)?;
-    let mut p = open_pipeline(dir, toml, &host)?;
-    p.run(&host, &AtomicBool::new(false), &mut |_| {})
+fn run(dir: &Path, toml: &str) -> anyhow::Result<Vec<weir::progress::EpochProgress>> {
+    common::run_epochs(dir, toml)
 }
 
 /// `txn_id -> seen` as the native reference computes it over files `0..files`.
@@ -110,11 +94,11 @@ fn counts_carry_across_epochs_and_restarts() {
     let dir = tempfile::tempdir().unwrap();
     write_files(dir.path(), 0, 3);
     let toml = count_toml(dir.path(), "");
-    assert_eq!(run(dir.path(), &toml).unwrap().epochs, 3);
+    assert_eq!(run(dir.path(), &toml).unwrap().len(), 3);
     assert_eq!(output_counts(dir.path()), expected_counts(3));
     // New data after a restart continues from the committed state.
     write_files(dir.path(), 3, 2);
-    assert_eq!(run(dir.path(), &toml).unwrap().epochs, 2);
+    assert_eq!(run(dir.path(), &toml).unwrap().len(), 2);
     let counts = output_counts(dir.path());
     assert_eq!(counts, expected_counts(5));
     assert!(counts.values().any(|&n| n > 1), "some card pays twice");
@@ -131,8 +115,8 @@ fn state_written_by_an_epoch_that_never_committed_is_not_seen() {
     // The run "died" after epoch 3's state was written, before commits/3:
     // its replay must read the state of epoch 2, not its own writes.
     std::fs::remove_file(dir.path().join("checkpoint/commits/3")).unwrap();
-    let summary = run(dir.path(), &toml).unwrap();
-    assert_eq!(summary.replayed, 1);
+    let epochs = run(dir.path(), &toml).unwrap();
+    assert_eq!(epochs.iter().filter(|e| e.replay).count(), 1);
     assert_eq!(sink_files(&dir.path().join("out")), before);
     assert_eq!(state_dump(dir.path()), state_before);
     assert_eq!(output_counts(dir.path()), expected_counts(4));
@@ -149,8 +133,8 @@ fn a_deleted_working_copy_is_rebuilt_from_a_snapshot_and_replay() {
     assert!(snapshots.join("1").is_dir() && snapshots.join("3").is_dir());
     std::fs::remove_dir_all(dir.path().join("checkpoint/state/working")).unwrap();
     // Snapshot 3 + a replay of epoch 4 (operator only) give the state back.
-    let summary = run(dir.path(), &toml).unwrap();
-    assert_eq!(summary.epochs, 0, "nothing new to process");
+    let epochs = run(dir.path(), &toml).unwrap();
+    assert!(epochs.is_empty(), "nothing new to process");
     assert_eq!(state_dump(dir.path()), state_before);
     // New input then counts on from the rebuilt state.
     std::fs::remove_dir_all(dir.path().join("checkpoint/state/working")).unwrap();

@@ -11,12 +11,41 @@ pub fn guest(name: &str) -> PathBuf {
 
 /// Writes `count` generated payments per file into `dir/input`.
 pub fn write_input(dir: &Path, seed: u64, files: u64, per_file: u64) {
+    for f in 0..files {
+        write_payments(dir, seed, f, f * per_file..(f + 1) * per_file);
+    }
+}
+
+/// Writes generated payments `range` as input file number `n`
+/// (`dir/input/payments-<n>.jsonl`), dated so that the file source takes
+/// files in the order of `n` (it orders by modification time, then name).
+pub fn write_payments(dir: &Path, seed: u64, n: u64, range: std::ops::Range<u64>) {
     let input = dir.join("input");
     std::fs::create_dir_all(&input).unwrap();
-    for f in 0..files {
-        let bytes = weir::demo::generator::json_lines(seed, f * per_file, per_file);
-        std::fs::write(input.join(format!("payments-{f:04}.jsonl")), bytes).unwrap();
-    }
+    let bytes = weir::demo::generator::json_lines(seed, range.start, range.end - range.start);
+    let path = input.join(format!("payments-{n:04}.jsonl"));
+    std::fs::write(&path, bytes).unwrap();
+    let t = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000 + n);
+    std::fs::File::options()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_modified(t)
+        .unwrap();
+}
+
+/// Opens and runs the pipeline of `toml` to its end on a new host; returns
+/// the progress of every epoch.
+pub fn run_epochs(dir: &Path, toml: &str) -> anyhow::Result<Vec<weir::progress::EpochProgress>> {
+    let host = weir::operator::WasmHost::new(None)?;
+    let mut p = open_pipeline(dir, toml, &host)?;
+    let mut epochs = Vec::new();
+    p.run(
+        &host,
+        &std::sync::atomic::AtomicBool::new(false),
+        &mut |e| epochs.push(e.clone()),
+    )?;
+    Ok(epochs)
 }
 
 /// A pipeline file over `dir/input` → `dir/out` with the given operator.
