@@ -11,7 +11,29 @@
 
 use super::store::{StateReader, DATA};
 use anyhow::{bail, Result};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+
+/// Most bytes of committed values an epoch remembers from its reads, so
+/// that the commit's undo record needs no second read of them.
+const PRE_IMAGE_BYTES: usize = 64 << 20;
+
+/// An epoch's writes (`None` = delete), plus the committed values it read
+/// of keys before writing them, for [`super::StateStore::commit`].
+#[derive(Debug, Default)]
+pub struct Changes {
+    pub(crate) writes: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+    pub(crate) before: HashMap<Vec<u8>, Option<Vec<u8>>>,
+}
+
+impl Changes {
+    /// Writes without known pre-images (the commit reads them).
+    pub fn writes(writes: impl IntoIterator<Item = (Vec<u8>, Option<Vec<u8>>)>) -> Self {
+        Changes {
+            writes: writes.into_iter().collect(),
+            before: HashMap::new(),
+        }
+    }
+}
 
 /// The state one epoch reads and writes.
 pub struct EpochState {
@@ -21,6 +43,9 @@ pub struct EpochState {
     changes: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
     /// Bytes of keys and values in `changes`.
     bytes: usize,
+    /// Committed values read from the store, by full key (capped).
+    before: HashMap<Vec<u8>, Option<Vec<u8>>>,
+    before_bytes: usize,
 }
 
 /// A namespace's key prefix.
@@ -75,6 +100,8 @@ impl EpochState {
             now_ms,
             changes: BTreeMap::new(),
             bytes: 0,
+            before: HashMap::new(),
+            before_bytes: 0,
         }
     }
 
@@ -84,11 +111,15 @@ impl EpochState {
     }
 
     /// Reads `key` of the namespace with `prefix`.
-    pub fn get(&self, prefix: &[u8], key: &[u8]) -> Result<Option<Vec<u8>>> {
+    pub fn get(&mut self, prefix: &[u8], key: &[u8]) -> Result<Option<Vec<u8>>> {
         let full = full_key(prefix, key);
         let stored = match self.changes.get(&full) {
             Some(change) => change.clone(),
-            None => self.store.get(&full)?,
+            None => {
+                let stored = self.store.get(&full)?;
+                self.remember(full, &stored);
+                stored
+            }
         };
         Ok(match stored {
             None => None,
@@ -98,20 +129,17 @@ impl EpochState {
 
     /// Reads many keys: the epoch's own changes first, the rest from the
     /// store in one batched lookup.
-    pub fn get_many(&self, prefix: &[u8], keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
+    pub fn get_many(&mut self, prefix: &[u8], keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
         let fulls: Vec<Vec<u8>> = keys.iter().map(|k| full_key(prefix, k)).collect();
         let mut out: Vec<Option<Option<Vec<u8>>>> =
             fulls.iter().map(|f| self.changes.get(f).cloned()).collect();
-        let missing: Vec<&[u8]> = fulls
-            .iter()
-            .zip(&out)
-            .filter(|(_, o)| o.is_none())
-            .map(|(f, _)| f.as_slice())
-            .collect();
+        let missing: Vec<usize> = (0..fulls.len()).filter(|&i| out[i].is_none()).collect();
         if !missing.is_empty() {
-            let mut found = self.store.get_many(&missing)?.into_iter();
-            for slot in out.iter_mut().filter(|o| o.is_none()) {
-                *slot = Some(found.next().flatten());
+            let lookups: Vec<&[u8]> = missing.iter().map(|&i| fulls[i].as_slice()).collect();
+            let found = self.store.get_many(&lookups)?;
+            for (&i, stored) in missing.iter().zip(found) {
+                self.remember(fulls[i].clone(), &stored);
+                out[i] = Some(stored);
             }
         }
         out.into_iter()
@@ -132,6 +160,15 @@ impl EpochState {
     /// Removes `key`.
     pub fn delete(&mut self, prefix: &[u8], key: &[u8]) {
         self.change(full_key(prefix, key), None);
+    }
+
+    /// Keeps a committed value read from the store, while under the cap.
+    fn remember(&mut self, full: Vec<u8>, stored: &Option<Vec<u8>>) {
+        let size = full.len() + stored.as_ref().map_or(0, Vec::len);
+        if self.before_bytes + size <= PRE_IMAGE_BYTES && !self.before.contains_key(&full) {
+            self.before_bytes += size;
+            self.before.insert(full, stored.clone());
+        }
     }
 
     fn change(&mut self, key: Vec<u8>, value: Option<Vec<u8>>) {
@@ -182,8 +219,13 @@ impl EpochState {
     }
 
     /// The epoch's changes, for [`super::StateStore::commit`].
-    pub fn into_changes(self) -> BTreeMap<Vec<u8>, Option<Vec<u8>>> {
-        self.changes
+    pub fn into_changes(self) -> Changes {
+        let mut before = self.before;
+        before.retain(|k, _| self.changes.contains_key(k));
+        Changes {
+            writes: self.changes,
+            before,
+        }
     }
 }
 
@@ -215,8 +257,34 @@ mod tests {
         let before = e1.pending_bytes();
         e1.put(&ns, b"b", b"22", None);
         assert_eq!(e1.pending_bytes(), before + 1, "a rewrite counts once");
-        let e2 = EpochState::new(store.reader(), 1_500);
+        let mut e2 = EpochState::new(store.reader(), 1_500);
         assert_eq!(e2.get(&ns, b"short").unwrap(), None, "expired at now + ttl");
+    }
+
+    #[test]
+    fn values_read_before_writing_become_the_undo_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut store, _) = StateStore::open(dir.path(), SnapshotPolicy::default(), None).unwrap();
+        let ns = namespace_prefix("op");
+        let mut e0 = EpochState::new(store.reader(), 0);
+        e0.put(&ns, b"a", b"old", None);
+        store.commit(0, e0.into_changes()).unwrap();
+
+        let mut e1 = EpochState::new(store.reader(), 0);
+        assert_eq!(e1.get_many(&ns, &[b"a", b"b"]).unwrap().len(), 2);
+        e1.put(&ns, b"a", b"new", None);
+        e1.put(&ns, b"b", b"born", None);
+        let changes = e1.into_changes();
+        assert_eq!(
+            changes.before.len(),
+            2,
+            "both pre-images came from the reads"
+        );
+        store.commit(1, changes).unwrap();
+        store.roll_back_uncommitted(Some(0)).unwrap();
+        let mut e = EpochState::new(store.reader(), 0);
+        assert_eq!(e.get(&ns, b"a").unwrap().as_deref(), Some(&b"old"[..]));
+        assert_eq!(e.get(&ns, b"b").unwrap(), None);
     }
 
     #[test]

@@ -10,5 +10,5 @@
 pub mod epoch;
 pub mod store;
 
-pub use epoch::{namespace_prefix, EpochState};
+pub use epoch::{namespace_prefix, Changes, EpochState};
 pub use store::{Opened, SnapshotPolicy, StateReader, StateStore};

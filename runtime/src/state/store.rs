@@ -15,6 +15,7 @@
 //! from the newest snapshot not past the last committed epoch, and the
 //! engine replays the epochs after it.
 
+use super::epoch::Changes;
 use crate::fsutil;
 use anyhow::{bail, Context, Result};
 use rocksdb::{WriteBatch, WriteOptions, DB};
@@ -314,29 +315,34 @@ impl StateStore {
         self.reader().get_many(keys)
     }
 
-    /// Applies epoch `epoch`'s changes (`None` = delete) with the marker and
-    /// the undo record, atomically and durably.
-    pub fn commit(
-        &mut self,
-        epoch: u64,
-        changes: impl IntoIterator<Item = (Vec<u8>, Option<Vec<u8>>)>,
-    ) -> Result<()> {
+    /// Applies epoch `epoch`'s changes with the marker and the undo record,
+    /// atomically and durably. Pre-images the epoch read are used as they
+    /// are; the rest are read here.
+    pub fn commit(&mut self, epoch: u64, changes: Changes) -> Result<()> {
         if let Some(at) = self.epoch {
             if epoch != at + 1 {
                 bail!("state is at epoch {at}; cannot commit epoch {epoch}");
             }
         }
-        let changes: Vec<_> = changes.into_iter().collect();
-        let keys: Vec<&[u8]> = changes.iter().map(|(k, _)| k.as_slice()).collect();
-        let old = self.get_many(&keys)?;
+        let Changes { writes, mut before } = changes;
+        let unread: Vec<&[u8]> = writes
+            .keys()
+            .filter(|k| !before.contains_key(*k))
+            .map(Vec::as_slice)
+            .collect();
+        let read = self.get_many(&unread)?;
+        let read: Vec<(Vec<u8>, Option<Vec<u8>>)> =
+            unread.iter().map(|k| k.to_vec()).zip(read).collect();
+        before.extend(read);
         let mut batch = WriteBatch::default();
-        let mut undo: Undo = Vec::with_capacity(changes.len());
-        for ((key, new), old) in changes.iter().zip(old) {
-            match new {
-                Some(v) => batch.put(key, v),
-                None => batch.delete(key),
+        let mut undo: Undo = Vec::with_capacity(writes.len());
+        for (key, new) in writes {
+            match &new {
+                Some(v) => batch.put(&key, v),
+                None => batch.delete(&key),
             }
-            undo.push((key.clone(), old));
+            let old = before.remove(&key).flatten();
+            undo.push((key, old));
         }
         batch.put(undo_key(epoch), encode_undo(&undo));
         if let Some(prev) = epoch.checked_sub(1) {
@@ -543,8 +549,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (mut s, opened) = open(dir.path(), None);
         assert_eq!(opened, Opened::Working);
-        s.commit(0, [put("a", "1"), put("b", "2")]).unwrap();
-        s.commit(1, [put("a", "3"), (b"b".to_vec(), None)]).unwrap();
+        s.commit(0, Changes::writes([put("a", "1"), put("b", "2")]))
+            .unwrap();
+        s.commit(1, Changes::writes([put("a", "3"), (b"b".to_vec(), None)]))
+            .unwrap();
         drop(s);
         let (s, opened) = open(dir.path(), Some(1));
         assert_eq!(opened, Opened::Working);
@@ -557,10 +565,14 @@ mod tests {
     fn an_uncommitted_epoch_is_rolled_back_exactly() {
         let dir = tempfile::tempdir().unwrap();
         let (mut s, _) = open(dir.path(), None);
-        s.commit(0, [put("a", "1"), put("b", "2")]).unwrap();
-        // Epoch 1's state is written, then the run dies before commits/1.
-        s.commit(1, [put("a", "9"), put("c", "new"), (b"b".to_vec(), None)])
+        s.commit(0, Changes::writes([put("a", "1"), put("b", "2")]))
             .unwrap();
+        // Epoch 1's state is written, then the run dies before commits/1.
+        s.commit(
+            1,
+            Changes::writes([put("a", "9"), put("c", "new"), (b"b".to_vec(), None)]),
+        )
+        .unwrap();
         drop(s);
         let (mut s, _) = open(dir.path(), Some(0));
         s.roll_back_uncommitted(Some(0)).unwrap();
@@ -569,7 +581,7 @@ mod tests {
         assert_eq!(get(&s, "b").as_deref(), Some("2"));
         assert_eq!(get(&s, "c"), None);
         // The replay commits epoch 1 again, and it sticks.
-        s.commit(1, [put("a", "9")]).unwrap();
+        s.commit(1, Changes::writes([put("a", "9")])).unwrap();
         s.roll_back_uncommitted(Some(1)).unwrap();
         assert_eq!(get(&s, "a").as_deref(), Some("9"));
     }
@@ -578,7 +590,7 @@ mod tests {
     fn the_very_first_epoch_rolls_back_to_nothing() {
         let dir = tempfile::tempdir().unwrap();
         let (mut s, _) = open(dir.path(), None);
-        s.commit(0, [put("a", "1")]).unwrap();
+        s.commit(0, Changes::writes([put("a", "1")])).unwrap();
         s.roll_back_uncommitted(None).unwrap();
         assert_eq!(s.epoch(), None);
         assert_eq!(get(&s, "a"), None);
@@ -589,7 +601,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (mut s, _) = open(dir.path(), None);
         for epoch in 0..5 {
-            s.commit(epoch, [put("n", &epoch.to_string())]).unwrap();
+            s.commit(epoch, Changes::writes([put("n", &epoch.to_string())]))
+                .unwrap();
             s.after_commit(epoch).unwrap();
         }
         // every = 2: snapshots after epochs 1 and 3.
@@ -608,7 +621,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (mut s, _) = open(dir.path(), None);
         for epoch in 0..8 {
-            s.commit(epoch, [put("n", "x")]).unwrap();
+            s.commit(epoch, Changes::writes([put("n", "x")])).unwrap();
             s.after_commit(epoch).unwrap();
         }
         assert_eq!(StateStore::snapshots(dir.path()).unwrap(), [5, 7]);
@@ -618,9 +631,9 @@ mod tests {
     fn a_corrupt_working_copy_is_set_aside_and_rebuilt() {
         let dir = tempfile::tempdir().unwrap();
         let (mut s, _) = open(dir.path(), None);
-        s.commit(0, [put("a", "1")]).unwrap();
+        s.commit(0, Changes::writes([put("a", "1")])).unwrap();
         s.after_commit(0).unwrap();
-        s.commit(1, [put("a", "2")]).unwrap();
+        s.commit(1, Changes::writes([put("a", "2")])).unwrap();
         s.after_commit(1).unwrap();
         drop(s);
         let working = dir.path().join("working");
@@ -643,7 +656,7 @@ mod tests {
     fn a_store_in_use_is_refused_not_rebuilt() {
         let dir = tempfile::tempdir().unwrap();
         let (mut s, _) = open(dir.path(), None);
-        s.commit(0, [put("a", "1")]).unwrap();
+        s.commit(0, Changes::writes([put("a", "1")])).unwrap();
         let err = StateStore::open(dir.path(), SnapshotPolicy::default(), Some(0))
             .err()
             .unwrap();
