@@ -12,6 +12,7 @@ const GUESTS: &[&str] = &[
     "fraud-velocity",
     "sandbox-tests",
     "sandbox-escape",
+    "wrong-world",
 ];
 
 fn main() {

@@ -153,8 +153,35 @@ impl Checkpoint {
 
     /// Stores `bytes` under their digest and returns `sha256:<hex>`.
     pub fn put_blob(&self, bytes: &[u8]) -> Result<String> {
+        self.blobs().put(bytes)
+    }
+
+    /// Reads a blob back, verifying its digest.
+    pub fn get_blob(&self, digest: &str) -> Result<Vec<u8>> {
+        self.blobs().get(digest)
+    }
+
+    /// The blob store, for code that outlives a borrow of the checkpoint
+    /// (the admin API stores uploads in it).
+    pub fn blobs(&self) -> Blobs {
+        Blobs {
+            dir: self.root.join("blobs"),
+        }
+    }
+}
+
+/// `checkpoint/blobs/`: byte strings stored under their sha256, written
+/// once and verified on every read.
+#[derive(Debug, Clone)]
+pub struct Blobs {
+    dir: PathBuf,
+}
+
+impl Blobs {
+    /// Stores `bytes` under their digest and returns `sha256:<hex>`.
+    pub fn put(&self, bytes: &[u8]) -> Result<String> {
         let hex = hex::encode(Sha256::digest(bytes));
-        let path = self.root.join("blobs").join(&hex);
+        let path = self.dir.join(&hex);
         if !path.exists() {
             fsutil::write_atomic(&path, bytes)?;
         }
@@ -162,11 +189,12 @@ impl Checkpoint {
     }
 
     /// Reads a blob back, verifying its digest.
-    pub fn get_blob(&self, digest: &str) -> Result<Vec<u8>> {
+    pub fn get(&self, digest: &str) -> Result<Vec<u8>> {
         let hex = digest
             .strip_prefix("sha256:")
+            .filter(|h| h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit()))
             .with_context(|| format!("`{digest}` is not a sha256 digest"))?;
-        let path = self.root.join("blobs").join(hex);
+        let path = self.dir.join(hex);
         let bytes = std::fs::read(&path)
             .with_context(|| format!("checkpoint is missing blob {digest} ({})", path.display()))?;
         let actual = hex::encode(Sha256::digest(&bytes));

@@ -1,10 +1,12 @@
 //! The `weir` command line.
 
+use crate::admin::{client, AdminServer, AdminSettings};
 use crate::checkpoint::Checkpoint;
 use crate::config::PipelineConfig;
 use crate::demo::{self, DemoOperator, DemoOptions};
 use crate::operator::{default_cache_root, Grants, WasmHost};
 use crate::pipeline::{self, OpenOptions};
+use crate::watch::Watcher;
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -27,12 +29,100 @@ enum Command {
     ///
     /// Resumes from the checkpoint: an epoch planned but not committed by an
     /// earlier run is re-run first, with the same input and operator version.
+    ///
+    /// With an `[admin]` section (or `--admin`), serves the admin API that
+    /// `weir deploy`, `weir rollback` and `weir versions` talk to: operators
+    /// are swapped between epochs without a restart.
     Run {
         /// The pipeline file (see README, "Pipeline config").
         pipeline: PathBuf,
         /// Print only the summary, not a line per epoch.
         #[arg(long, short)]
         quiet: bool,
+        /// Redeploy the operator whenever its .wasm file changes (development).
+        #[arg(long)]
+        watch: bool,
+        /// Serve the admin API on this address (overrides `admin.listen`;
+        /// `127.0.0.1:0` picks a free port, written to <checkpoint>/admin-url).
+        #[arg(long, value_name = "HOST:PORT")]
+        admin: Option<String>,
+    },
+    /// Upload an operator version to a running pipeline and activate it at the next epoch.
+    ///
+    /// The upload is validated first (it compiles, implements the
+    /// weir:operator world, `init` accepts the config, golden files pass);
+    /// a refused upload changes nothing. With --shadow the version runs
+    /// beside the active one and only reports how its output differs.
+    Deploy {
+        #[command(flatten)]
+        target: TargetArgs,
+        /// The component (.wasm).
+        file: PathBuf,
+        /// Operator config (.json, or .toml); default: the active version's.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// A note kept with the version (e.g. the rule change).
+        #[arg(long)]
+        label: Option<String>,
+        /// Input rows (JSON lines, source schema) the version must turn into --golden-output.
+        #[arg(long, requires = "golden_output")]
+        golden_input: Option<PathBuf>,
+        /// The exact output rows (JSON lines) expected for --golden-input.
+        #[arg(long, requires = "golden_input")]
+        golden_output: Option<PathBuf>,
+        /// Run in shadow: same epochs as the active version, nothing written; see `weir status`.
+        #[arg(long, conflicts_with = "stage")]
+        shadow: bool,
+        /// Output column that identifies a row when shadow output is compared (default: the first).
+        #[arg(long, requires = "shadow")]
+        key: Option<String>,
+        /// Only register the version; activate it later with `weir activate`.
+        #[arg(long)]
+        stage: bool,
+        /// Wait until an epoch has run with the new version (at most this long, e.g. 30s).
+        #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+        wait: Option<std::time::Duration>,
+    },
+    /// List the operator versions of a running pipeline.
+    Versions {
+        #[command(flatten)]
+        target: TargetArgs,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Go back to the previously active operator version (or --to N), at the next epoch.
+    Rollback {
+        #[command(flatten)]
+        target: TargetArgs,
+        /// The version to go back to.
+        #[arg(long)]
+        to: Option<u32>,
+    },
+    /// Activate a registered operator version at the next epoch.
+    Activate {
+        #[command(flatten)]
+        target: TargetArgs,
+        /// Version number (see `weir versions`).
+        version: u32,
+    },
+    /// Make the version running in shadow the active one, at the next epoch.
+    Promote {
+        #[command(flatten)]
+        target: TargetArgs,
+    },
+    /// Stop the shadow run.
+    Unshadow {
+        #[command(flatten)]
+        target: TargetArgs,
+    },
+    /// Show what a running pipeline runs: active version, shadow differences, last epoch.
+    Status {
+        #[command(flatten)]
+        target: TargetArgs,
+        /// Print JSON (with every shadow report kept).
+        #[arg(long)]
+        json: bool,
     },
     /// Generate payments with planted fraud and score them with the bundled operator.
     ///
@@ -96,6 +186,35 @@ enum Command {
         #[command(subcommand)]
         command: OperatorCommand,
     },
+}
+
+/// Which running pipeline an admin command talks to.
+#[derive(Debug, clap::Args)]
+struct TargetArgs {
+    /// The pipeline's name (its `name` in the pipeline file).
+    #[arg(long, short)]
+    pipeline: String,
+    /// The pipeline's admin API.
+    #[arg(long, env = "WEIR_ADMIN_URL", default_value = "http://127.0.0.1:7878")]
+    admin: String,
+    /// Bearer token of the admin API.
+    #[arg(long, env = "WEIR_ADMIN_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+}
+
+impl TargetArgs {
+    fn target(self) -> client::Target {
+        let url = if self.admin.contains("://") {
+            self.admin
+        } else {
+            format!("http://{}", self.admin)
+        };
+        client::Target {
+            url,
+            pipeline: self.pipeline,
+            token: self.token,
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -164,7 +283,101 @@ fn stop_flag() -> Result<Arc<AtomicBool>> {
 
 fn dispatch(cli: Cli) -> Result<()> {
     match cli.command {
-        Command::Run { pipeline, quiet } => run(pipeline, quiet),
+        Command::Run {
+            pipeline,
+            quiet,
+            watch,
+            admin,
+        } => run(pipeline, quiet, watch, admin),
+        Command::Deploy {
+            target,
+            file,
+            config,
+            label,
+            golden_input,
+            golden_output,
+            shadow,
+            key,
+            stage,
+            wait,
+        } => {
+            let then = if shadow {
+                "shadow"
+            } else if stage {
+                "stage"
+            } else {
+                "activate"
+            };
+            let target = target.target();
+            let started = std::time::Instant::now();
+            let v = target.deploy(&client::DeployRequest {
+                component: file,
+                config,
+                label,
+                golden: golden_input.zip(golden_output),
+                then: then.into(),
+                key,
+            })?;
+            let number = v["number"].as_u64().unwrap_or(0);
+            println!(
+                "version {number} ({}) validated and registered; {}",
+                v["digest"].as_str().unwrap_or("?"),
+                match then {
+                    "shadow" => "runs in shadow from the next epoch (see `weir status`)",
+                    "stage" => "not active (use `weir activate`)",
+                    _ => "active from the next epoch",
+                }
+            );
+            if let Some(timeout) = wait.filter(|_| then == "activate") {
+                let epoch = target.wait_for_epoch_on(number, timeout)?;
+                println!(
+                    "epoch {epoch} ran with version {number}, {:.2}s after the upload started",
+                    started.elapsed().as_secs_f64()
+                );
+            }
+            Ok(())
+        }
+        Command::Versions { target, json } => print_versions(&target.target().versions()?, json),
+        Command::Rollback { target, to } => {
+            let v = target.target().rollback(to)?;
+            println!(
+                "rolled back: version {} is active from the next epoch",
+                v["number"]
+            );
+            Ok(())
+        }
+        Command::Activate { target, version } => {
+            target.target().activate(version)?;
+            println!("version {version} is active from the next epoch");
+            Ok(())
+        }
+        Command::Promote { target } => {
+            let v = target.target().promote()?;
+            println!(
+                "promoted: version {} is active from the next epoch",
+                v["number"]
+            );
+            Ok(())
+        }
+        Command::Unshadow { target } => {
+            target.target().unshadow()?;
+            println!("shadow run stopped");
+            Ok(())
+        }
+        Command::Status { target, json } => {
+            let target = target.target();
+            let status = target.status()?;
+            if json {
+                let doc = serde_json::json!({
+                    "status": status,
+                    "shadow_reports": target.shadow_reports()?,
+                });
+                println!("{}", serde_json::to_string_pretty(&doc)?);
+            } else {
+                print!("{}", status_text(&status));
+            }
+            Ok(())
+        }
         Command::Demo {
             dir,
             payments,
@@ -226,10 +439,40 @@ fn dispatch(cli: Cli) -> Result<()> {
     }
 }
 
-fn run(path: PathBuf, quiet: bool) -> Result<()> {
-    let cfg = PipelineConfig::load(&path)?;
+fn run(path: PathBuf, quiet: bool, watch: bool, admin: Option<String>) -> Result<()> {
+    let mut cfg = PipelineConfig::load(&path)?;
+    if let Some(listen) = admin {
+        cfg.admin.get_or_insert_with(Default::default).listen = listen;
+    }
+    let admin = cfg
+        .admin
+        .as_ref()
+        .map(AdminSettings::resolve)
+        .transpose()
+        .context("`[admin]`")?;
     let host = WasmHost::new(default_cache_root())?;
     let mut pipeline = pipeline::open(&cfg, &host, OpenOptions::default())?;
+    let _server = admin
+        .map(|settings| {
+            AdminServer::start(
+                settings,
+                pipeline.control(),
+                Some(pipeline.checkpoint().root().join("admin-url")),
+            )
+        })
+        .transpose()?;
+    let _watcher = if watch {
+        Some(
+            Watcher::start(
+                cfg.operator.path.clone(),
+                cfg.operator_config_json()?,
+                pipeline.control(),
+            )
+            .context("starting the operator watcher")?,
+        )
+    } else {
+        None
+    };
     let stop = stop_flag()?;
     let summary = pipeline.run(&host, &stop, &mut |p| {
         if !quiet {
@@ -318,6 +561,94 @@ fn show_checkpoint(dir: PathBuf, json: bool) -> Result<()> {
         println!("\nPLANNED: offsets written, commit missing; the next run re-runs that epoch.");
     }
     Ok(())
+}
+
+fn print_versions(list: &serde_json::Value, json: bool) -> Result<()> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(list)?);
+        return Ok(());
+    }
+    println!(
+        "{:>7}  {:<8}  {:<19}  {:<19}  {:>9}  {:<24}  label",
+        "version", "state", "component", "config", "size", "registered (UTC)"
+    );
+    for v in list.as_array().into_iter().flatten() {
+        let state = if v["active"].as_bool() == Some(true) {
+            "ACTIVE"
+        } else if v["shadow"].as_bool() == Some(true) {
+            "shadow"
+        } else {
+            ""
+        };
+        let short = |k: &str| {
+            v[k].as_str()
+                .and_then(|d| d.get(..19))
+                .unwrap_or("")
+                .to_string()
+        };
+        let when = v["registered_ms"]
+            .as_u64()
+            .map(|ms| {
+                humantime::format_rfc3339_seconds(
+                    std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms),
+                )
+                .to_string()
+            })
+            .unwrap_or_default();
+        let origin = match v["origin"]["kind"].as_str() {
+            Some("file") => format!("file {}", v["origin"]["path"].as_str().unwrap_or("")),
+            Some("watch") => "watch".to_string(),
+            _ => "upload".to_string(),
+        };
+        println!(
+            "{:>7}  {:<8}  {:<19}  {:<19}  {:>9}  {:<24}  {} ({origin})",
+            v["number"],
+            state,
+            short("digest"),
+            short("config_digest"),
+            v["size"],
+            when,
+            v["label"].as_str().unwrap_or("")
+        );
+    }
+    Ok(())
+}
+
+fn status_text(s: &serde_json::Value) -> String {
+    let mut out = format!("pipeline {}\n", s["pipeline"].as_str().unwrap_or("?"));
+    let a = &s["active"];
+    out += &format!(
+        "  active   version {} {}{}\n",
+        a["number"],
+        a["digest"].as_str().unwrap_or(""),
+        s["active_since_epoch"]
+            .as_u64()
+            .map(|e| format!(" (since epoch {e})"))
+            .unwrap_or_else(|| " (no epoch yet)".into())
+    );
+    if let Some(sh) = s["shadow"].as_object() {
+        out += &format!(
+            "  shadow   version {} over {} epochs: {} agreed; rows added {}, removed {}, changed {}; {} failed\n",
+            sh["version"]["number"],
+            sh["epochs"],
+            sh["epochs_agreeing"],
+            sh["added"],
+            sh["removed"],
+            sh["changed"],
+            sh["failed_epochs"],
+        );
+    }
+    if let Some(e) = s["last_epoch"].as_object() {
+        out += &format!(
+            "  last     epoch {} on version {}: {} rows in, {} out, {:.1} ms\n",
+            e["epoch"],
+            e["version"],
+            e["rows_in"],
+            e["rows_out"],
+            e["total_ms"].as_f64().unwrap_or(0.0)
+        );
+    }
+    out
 }
 
 fn check_operator(file: PathBuf, grant_names: Vec<String>) -> Result<()> {

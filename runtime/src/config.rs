@@ -37,6 +37,49 @@ pub struct PipelineConfig {
     /// Host-provided deduplication on a key column within the watermark.
     #[serde(default)]
     pub dedup: Option<DedupConfig>,
+    /// The admin HTTP API (deploy, roll back, shadow). Off unless present.
+    /// Not part of the config hash: where the API listens and its token
+    /// change nothing about what epochs compute.
+    #[serde(default, skip_serializing)]
+    pub admin: Option<AdminConfig>,
+}
+
+/// `[admin]`: the HTTP API that swaps operators while the pipeline runs.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AdminConfig {
+    /// host:port; `127.0.0.1:0` picks a free port (written to
+    /// `<checkpoint>/admin-url`).
+    #[serde(default = "default_admin_listen")]
+    pub listen: String,
+    /// The bearer token; prefer `token_env` to keep it out of the file.
+    #[serde(default)]
+    pub token: Option<String>,
+    /// Environment variable holding the token (default `WEIR_ADMIN_TOKEN`).
+    #[serde(default)]
+    pub token_env: Option<String>,
+    /// Largest upload accepted, e.g. "64MiB" (Python components are ~40 MB).
+    #[serde(default = "default_max_upload")]
+    pub max_upload: String,
+}
+
+impl Default for AdminConfig {
+    fn default() -> Self {
+        AdminConfig {
+            listen: default_admin_listen(),
+            token: None,
+            token_env: None,
+            max_upload: default_max_upload(),
+        }
+    }
+}
+
+fn default_admin_listen() -> String {
+    crate::admin::DEFAULT_LISTEN.into()
+}
+
+fn default_max_upload() -> String {
+    "64MiB".into()
 }
 
 /// Which column holds event time and how late rows may arrive: the
@@ -594,6 +637,9 @@ impl PipelineConfig {
         }
         if self.operator.deadline.is_zero() {
             bail!("`operator.deadline` must be longer than zero");
+        }
+        if let Some(admin) = &self.admin {
+            crate::admin::AdminSettings::resolve(admin).context("`[admin]`")?;
         }
         let memory = parse_size(&self.operator.memory).context("`operator.memory`")?;
         if memory < (1 << 20) {

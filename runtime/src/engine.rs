@@ -12,10 +12,13 @@
 use crate::checkpoint::Checkpoint;
 use crate::config::TriggerConfig;
 use crate::dedup::{Dedup, Dropped};
+use crate::deploy::shadow::{self, ShadowReport};
+use crate::deploy::Control;
 use crate::event_time::{EventTime, Observed};
 use crate::fsutil;
 use crate::operator::{EpochEnv, Limits, LoadedOperator, OperatorFailure, WasmHost};
 use crate::progress::{EpochProgress, Phases};
+use crate::registry::Version;
 use crate::sink::Sink;
 use crate::source::{DeadLetter, PlanLimit, Source, SourceBatch};
 use crate::state::{EpochState, Opened, StateStore};
@@ -43,6 +46,8 @@ pub struct EpochFailed {
 /// The operator version new epochs are planned with.
 #[derive(Debug, Clone)]
 pub struct ActiveOperator {
+    /// Registry number (see [`crate::registry`]).
+    pub version: u32,
     pub digest: String,
     pub config_digest: String,
     pub limits: Limits,
@@ -83,6 +88,14 @@ pub struct Pipeline {
     pub(crate) event_time: Option<EventTime>,
     /// The host's dedup, with `[dedup]`.
     pub(crate) dedup: Option<Dedup>,
+    /// Where operator swaps come from (admin API, `--watch`).
+    pub(crate) control: Arc<Control>,
+    /// Component digest of the newest planned epoch: a different active
+    /// digest at planning time means the next epoch is the first of a new
+    /// version and runs its `migrate` hook.
+    pub(crate) last_digest: Option<String>,
+    /// The version running in shadow, and the key its rows are matched on.
+    pub(crate) shadow: Option<(Version, Option<String>)>,
 }
 
 /// An epoch's input as the operator gets it, with the state view.
@@ -109,6 +122,38 @@ impl Pipeline {
     /// The checkpoint directory.
     pub fn checkpoint(&self) -> &Checkpoint {
         &self.checkpoint
+    }
+
+    /// The control plane: deploy, roll back and shadow operator versions
+    /// while [`Pipeline::run`] runs (the admin API and `--watch` use it).
+    pub fn control(&self) -> Arc<Control> {
+        self.control.clone()
+    }
+
+    /// Takes up what the control plane says new epochs run with. Called
+    /// between epochs only, so a swap happens at an epoch boundary.
+    fn follow_control(&mut self) {
+        let Some(planned) = self.control.planned() else {
+            return;
+        };
+        let a = &planned.active;
+        if a.digest != self.active.digest || a.config_digest != self.active.config_digest {
+            tracing::info!(
+                pipeline = %self.name,
+                from = self.active.version,
+                to = a.number,
+                digest = %a.digest,
+                "operator swap: new epochs run version {}",
+                a.number
+            );
+            self.active = ActiveOperator {
+                version: a.number,
+                digest: a.digest.clone(),
+                config_digest: a.config_digest.clone(),
+                limits: self.active.limits,
+            };
+        }
+        self.shadow = planned.shadow;
     }
 
     /// Runs epochs according to the trigger until the trigger is done or
@@ -142,6 +187,7 @@ impl Pipeline {
                 tracing::info!(pipeline = %self.name, "stop requested; last epoch committed");
                 break;
             }
+            self.follow_control();
             let trigger_start = Instant::now();
             let limit = match self.trigger {
                 TriggerConfig::Once => PlanLimit::Unbounded,
@@ -196,6 +242,7 @@ impl Pipeline {
         let Some(&last_planned) = planned.last() else {
             return Ok((0, None));
         };
+        self.last_digest = Some(self.offset_entry(last_planned)?.operator.digest);
         if last_committed.is_some_and(|c| c >= last_planned) {
             return Ok((last_planned + 1, None));
         }
@@ -229,7 +276,8 @@ impl Pipeline {
                 let entry = self.offset_entry(epoch)?;
                 let input = self.read_input(&entry)?;
                 let prepared = self.prepare(&entry, input.batches)?;
-                let (_, env) = self.run_operator(host, &entry, &prepared.batches, prepared.env)?;
+                let (_, env, _) =
+                    self.run_operator(host, &entry, &prepared.batches, prepared.env)?;
                 self.commit_state(epoch, env)?;
             }
             tracing::info!(
@@ -290,33 +338,129 @@ impl Pipeline {
         host: &WasmHost,
         entry: &OffsetEntry,
         batches: &[RecordBatch],
-        mut env: EpochEnv,
-    ) -> Result<(Vec<RecordBatch>, EpochEnv)> {
-        let epoch = entry.epoch;
-        let operator = self.operator_for(host, &entry.operator.digest)?;
-        let config = self.config_for(&entry.operator.config_digest)?;
-        let fail = |cause| EpochFailed {
-            pipeline: self.name.clone(),
-            epoch,
-            digest: entry.operator.digest.clone(),
-            cause,
+        env: EpochEnv,
+    ) -> Result<(Vec<RecordBatch>, EpochEnv, bool)> {
+        let run = VersionRun {
+            epoch: entry.epoch,
+            epoch_time_ms: entry.epoch_time_ms,
+            digest: &entry.operator.digest,
+            config_digest: &entry.operator.config_digest,
+            migrate_from: entry.migrate_from.as_deref(),
         };
+        match self.run_version(host, &run, batches, env)? {
+            Ok(done) => Ok(done),
+            Err(cause) => Err(EpochFailed {
+                pipeline: self.name.clone(),
+                epoch: entry.epoch,
+                digest: entry.operator.digest.clone(),
+                cause,
+            }
+            .into()),
+        }
+    }
+
+    /// Runs one version over the batches in one fresh instance: `init`,
+    /// `migrate` when asked for, then `process` per batch. The outer error
+    /// is the host's; the inner one the operator's.
+    #[allow(clippy::type_complexity)]
+    fn run_version(
+        &mut self,
+        host: &WasmHost,
+        run: &VersionRun<'_>,
+        batches: &[RecordBatch],
+        mut env: EpochEnv,
+    ) -> Result<Result<(Vec<RecordBatch>, EpochEnv, bool), OperatorFailure>> {
+        let operator = self.operator_for(host, run.digest)?;
+        let config = self.config_for(run.config_digest)?;
         let mut outputs: Vec<RecordBatch> = Vec::new();
-        if batches.iter().any(|b| b.num_rows() > 0) {
-            let mut instance = operator
-                .instantiate(&self.name, epoch, self.active.limits, &config, env)
-                .map_err(fail)?;
+        let mut migrated = false;
+        if run.migrate_from.is_some() || batches.iter().any(|b| b.num_rows() > 0) {
+            let mut instance =
+                match operator.instantiate(&self.name, run.epoch, self.active.limits, &config, env)
+                {
+                    Ok(i) => i,
+                    Err(e) => return Ok(Err(e)),
+                };
+            if let Some(from) = run.migrate_from {
+                match instance.migrate(from) {
+                    Ok(called) => migrated = called,
+                    Err(e) => return Ok(Err(e)),
+                }
+            }
             for batch in batches {
-                let out = instance
-                    .process(&self.name, epoch, entry.epoch_time_ms, batch.clone())
-                    .map_err(fail)?;
-                if out.num_rows() > 0 {
-                    outputs.push(out);
+                match instance.process(&self.name, run.epoch, run.epoch_time_ms, batch.clone()) {
+                    Ok(out) if out.num_rows() > 0 => outputs.push(out),
+                    Ok(_) => {}
+                    Err(e) => return Ok(Err(e)),
                 }
             }
             env = instance.into_env();
         }
-        Ok((outputs, env))
+        Ok(Ok((outputs, env, migrated)))
+    }
+
+    /// Runs the shadow candidate over the epoch's input (against the
+    /// committed state; its writes are dropped) and compares its output
+    /// with the active version's.
+    fn run_shadow(
+        &mut self,
+        host: &WasmHost,
+        entry: &OffsetEntry,
+        batches: &[RecordBatch],
+        outputs: &[RecordBatch],
+    ) -> Option<ShadowReport> {
+        let (candidate, key) = self.shadow.clone()?;
+        let started = Instant::now();
+        let env = EpochEnv {
+            state: Some(EpochState::new(self.state.reader(), entry.epoch_time_ms)),
+            namespace: self.state_namespace.clone(),
+            watermark: entry.watermark_ms,
+        };
+        let run = VersionRun {
+            epoch: entry.epoch,
+            epoch_time_ms: entry.epoch_time_ms,
+            digest: &candidate.digest,
+            config_digest: &candidate.config_digest,
+            migrate_from: None,
+        };
+        let result = self.run_version(host, &run, batches, env);
+        let active_version = self
+            .control
+            .version_of(&entry.operator.digest, &entry.operator.config_digest)
+            .unwrap_or(0);
+        let mut report = match result {
+            Ok(Ok((theirs, _, _))) => {
+                let key = shadow::key_column(key.as_deref(), outputs, &theirs);
+                match (shadow::rows_as_json(outputs), shadow::rows_as_json(&theirs)) {
+                    (Ok(a), Ok(b)) => shadow::diff(&key, &a, &b),
+                    (Err(e), _) | (_, Err(e)) => ShadowReport {
+                        error: Some(format!("{e:#}")),
+                        ..ShadowReport::default()
+                    },
+                }
+            }
+            Ok(Err(failure)) => ShadowReport {
+                error: Some(failure.to_string()),
+                ..ShadowReport::default()
+            },
+            Err(e) => ShadowReport {
+                error: Some(format!("{e:#}")),
+                ..ShadowReport::default()
+            },
+        };
+        report.epoch = entry.epoch;
+        report.active_version = active_version;
+        report.candidate_version = candidate.number;
+        report.candidate_ms = started.elapsed().as_secs_f64() * 1e3;
+        if let Some(e) = &report.error {
+            tracing::warn!(
+                pipeline = %self.name,
+                epoch = entry.epoch,
+                candidate = candidate.number,
+                "shadow version failed on this epoch (the pipeline is not affected): {e}"
+            );
+        }
+        Some(report)
     }
 
     fn offset_entry(&self, epoch: u64) -> Result<OffsetEntry> {
@@ -333,7 +477,13 @@ impl Pipeline {
         range: serde_json::Value,
         plan: Duration,
     ) -> Result<EpochProgress> {
+        let migrate_from = self
+            .last_digest
+            .as_ref()
+            .filter(|d| **d != self.active.digest)
+            .cloned();
         let entry = OffsetEntry {
+            migrate_from,
             format: ENTRY_FORMAT,
             epoch,
             epoch_time_ms: now_ms(),
@@ -350,6 +500,7 @@ impl Pipeline {
             .offsets
             .write(epoch, &entry)
             .with_context(|| format!("writing offsets/{epoch}"))?;
+        self.last_digest = Some(entry.operator.digest.clone());
         let phases = Phases {
             plan,
             wal: wal_started.elapsed(),
@@ -361,6 +512,10 @@ impl Pipeline {
     fn operator_for(&mut self, host: &WasmHost, digest: &str) -> Result<Arc<LoadedOperator>> {
         if let Some(op) = self.loaded.get(digest) {
             return Ok(op.clone());
+        }
+        if let Some(op) = self.control.loaded(digest) {
+            self.loaded.insert(digest.to_string(), op.clone());
+            return Ok(op);
         }
         let wasm = self.checkpoint.get_blob(digest)?;
         let op = Arc::new(
@@ -400,8 +555,12 @@ impl Pipeline {
 
         let t = Instant::now();
         let prepared = self.prepare(entry, std::mem::take(&mut input.batches))?;
-        let (outputs, env) = self.run_operator(host, entry, &prepared.batches, prepared.env)?;
+        let (outputs, env, migrated) =
+            self.run_operator(host, entry, &prepared.batches, prepared.env)?;
         phases.operator = t.elapsed();
+        let t = Instant::now();
+        let shadow = self.run_shadow(host, entry, &prepared.batches, &outputs);
+        phases.shadow = t.elapsed();
         let max_event_time_ms = self
             .event_time
             .as_ref()
@@ -447,7 +606,10 @@ impl Pipeline {
         }
         phases.commit = t.elapsed();
 
-        Ok(EpochProgress {
+        if let Some(report) = &shadow {
+            self.control.shadow_done(report.clone());
+        }
+        let progress = EpochProgress {
             pipeline: self.name.clone(),
             epoch,
             replay,
@@ -459,10 +621,18 @@ impl Pipeline {
             watermark_ms: entry.watermark_ms,
             micro_batches,
             operator_digest: entry.operator.digest.clone(),
+            operator_version: self
+                .control
+                .version_of(&entry.operator.digest, &entry.operator.config_digest),
+            migrated,
+            shadow,
             range: self.source.describe(&entry.source),
             phases,
             total: started.elapsed(),
-        })
+        };
+        self.control
+            .epoch_done(&progress, &entry.operator.config_digest);
+        Ok(progress)
     }
 
     fn write_dead_letters(&self, epoch: u64, letters: &[DeadLetter]) -> Result<()> {
@@ -487,6 +657,15 @@ impl Pipeline {
         );
         fsutil::write_atomic(&path, &bytes)
     }
+}
+
+/// Which version to run over an epoch's batches, and how.
+struct VersionRun<'a> {
+    epoch: u64,
+    epoch_time_ms: i64,
+    digest: &'a str,
+    config_digest: &'a str,
+    migrate_from: Option<&'a str>,
 }
 
 fn sleep_until(deadline: Instant, stop: &AtomicBool) {

@@ -6,16 +6,20 @@
 //! [`wal`]) → [`operator`] (the Wasm host) → [`sink`] → commit in the [`wal`].
 //! [`state`] is the host-owned keyed state the operator reads and writes;
 //! [`event_time`] the watermark and [`dedup`] the host's deduplication on it.
+//! [`registry`] lists the operator versions a pipeline was given and
+//! [`deploy`] swaps them between epochs (driven by [`admin`], the HTTP API).
 //! [`checkpoint`] is the directory both logs live in, [`backoff`] paces
 //! waits for services that are down, [`pipeline`] builds a
 //! pipeline from its [`config`], [`demo`] is `weir demo`, [`cli`] the binary.
 
+pub mod admin;
 pub mod backoff;
 pub mod checkpoint;
 pub mod cli;
 pub mod config;
 pub mod dedup;
 pub mod demo;
+pub mod deploy;
 pub mod engine;
 pub mod event_time;
 pub mod feed;
@@ -23,10 +27,12 @@ pub mod fsutil;
 pub mod operator;
 pub mod pipeline;
 pub mod progress;
+pub mod registry;
 pub mod sink;
 pub mod source;
 pub mod state;
 pub mod wal;
+pub mod watch;
 
 /// The bundled `fraud-rules` operator, built from `operators/fraud-rules`.
 pub const FRAUD_RULES_WASM: &[u8] =

@@ -6,9 +6,13 @@
 use crate::checkpoint::{Checkpoint, Metadata, FORMAT_VERSION};
 use crate::config::{ColumnType, PipelineConfig, SinkConfig, SourceConfig};
 use crate::dedup::Dedup;
+use crate::deploy::validate::Checks;
+use crate::deploy::Control;
 use crate::engine::{ActiveOperator, Pipeline};
 use crate::event_time::EventTime;
+use crate::operator::LoadedOperator;
 use crate::operator::{EpochEnv, OperatorFailure, WasmHost};
+use crate::registry::{Origin, Registry, Version};
 use crate::sink::kafka::{KafkaSink, KafkaSinkSettings};
 use crate::sink::postgres::table::TableName;
 use crate::sink::postgres::{PostgresSink, PostgresSinkSettings};
@@ -206,6 +210,40 @@ pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<
     }
     let digest = checkpoint.put_blob(&wasm)?;
     let config_digest = checkpoint.put_blob(config_json.as_bytes())?;
+    let checks = Checks {
+        pipeline: cfg.name.clone(),
+        host: host.clone(),
+        grants: cfg.operator.grants,
+        limits,
+        namespace: cfg.operator.state_namespace.clone(),
+        state: state.reader(),
+        input_schema: source.schema(),
+        batch_rows: cfg.batch_rows,
+    };
+    let (registry, active, active_loaded) = choose_active(
+        &checkpoint,
+        &checks,
+        Version {
+            number: 0,
+            digest: digest.clone(),
+            config_digest: config_digest.clone(),
+            registered_ms: crate::registry::now_ms(),
+            origin: Origin::File {
+                path: cfg.operator.path.clone(),
+            },
+            label: None,
+            size: wasm.len() as u64,
+            golden: None,
+        },
+        operator,
+    )?;
+    let control = Arc::new(Control::new(
+        checks,
+        checkpoint.blobs(),
+        registry,
+        checkpoint.root(),
+        active_loaded.clone(),
+    ));
     let dead_letter_dir = match &cfg.source {
         SourceConfig::Files { dead_letter, .. } | SourceConfig::Kafka { dead_letter, .. } => {
             dead_letter
@@ -217,7 +255,8 @@ pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<
         pipeline = %cfg.name,
         checkpoint = %checkpoint.root().display(),
         query_id = %checkpoint.metadata.query_id,
-        operator = %digest,
+        operator = %active.digest,
+        version = active.number,
         "pipeline opened"
     );
     Ok(Pipeline {
@@ -227,21 +266,83 @@ pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<
         sink,
         trigger: cfg.trigger,
         active: ActiveOperator {
-            digest: digest.clone(),
-            config_digest: config_digest.clone(),
+            version: active.number,
+            digest: active.digest.clone(),
+            config_digest: active.config_digest.clone(),
             limits,
         },
         grants: cfg.operator.grants,
         dead_letter_dir,
         config_hash: config_hash(cfg)?,
-        loaded: HashMap::from([(digest, Arc::new(operator))]),
+        loaded: HashMap::from([(active.digest.clone(), active_loaded)]),
         configs: HashMap::from([(config_digest, config_json)]),
         state,
         state_opened,
         state_namespace: cfg.operator.state_namespace.clone(),
         event_time,
         dedup,
+        control,
+        last_digest: None,
+        shadow: None,
     })
+}
+
+/// Registers the pipeline file's operator and decides which version runs:
+/// the file's when it changed since the last start (or on a new
+/// checkpoint), else the version deployed last, so a restart never quietly
+/// undoes a deploy. A deployed version is checked again (`init` with its
+/// config) before the pipeline starts.
+fn choose_active(
+    checkpoint: &Checkpoint,
+    checks: &Checks,
+    from_file: Version,
+    file_operator: LoadedOperator,
+) -> Result<(Registry, Version, Arc<LoadedOperator>)> {
+    let mut registry = Registry::open(checkpoint.root())?;
+    let file_version = registry.register(from_file)?;
+    let edited = registry.set_file_version(file_version.number)?;
+    if edited || registry.active().is_none() {
+        if let Some(old) = registry
+            .active()
+            .filter(|a| a.number != file_version.number)
+        {
+            tracing::info!(
+                replaced = old.number,
+                "the pipeline file names a new operator; it replaces deployed version {}",
+                old.number
+            );
+        }
+        registry.activate(
+            file_version.number,
+            "activate",
+            Some("pipeline file".into()),
+        )?;
+    }
+    let active = registry
+        .active()
+        .cloned()
+        .context("the registry has no active version")?;
+    if active.number == file_version.number {
+        return Ok((registry, active, Arc::new(file_operator)));
+    }
+    tracing::info!(
+        version = active.number,
+        digest = %active.digest,
+        "running deployed version {} (the pipeline file's operator is unchanged since the last start; \
+         edit it, or `weir rollback`, to change that)",
+        active.number
+    );
+    let wasm = checkpoint.get_blob(&active.digest)?;
+    let config = String::from_utf8(checkpoint.get_blob(&active.config_digest)?)
+        .context("the deployed version's config is not UTF-8")?;
+    let loaded = checks.component(&wasm, &config).map_err(|why| {
+        anyhow::anyhow!(
+            "deployed operator version {} ({}) no longer passes its checks: {why}",
+            active.number,
+            active.digest
+        )
+    })?;
+    Ok((registry, active, Arc::new(loaded)))
 }
 
 fn read_operator(path: &Path) -> Result<Vec<u8>> {

@@ -21,6 +21,9 @@ pub struct Phases {
     pub sink: Duration,
     /// Writing `commits/<N>`.
     pub commit: Duration,
+    /// Running the shadow candidate and comparing its output (not part of
+    /// the other phases).
+    pub shadow: Duration,
 }
 
 /// The report of one finished epoch.
@@ -41,6 +44,12 @@ pub struct EpochProgress {
     pub watermark_ms: Option<i64>,
     pub micro_batches: usize,
     pub operator_digest: String,
+    /// Registry number of the version the epoch ran with.
+    pub operator_version: Option<u32>,
+    /// Whether the epoch ran the new version's `migrate` hook first.
+    pub migrated: bool,
+    /// How a version running in shadow differed on this epoch.
+    pub shadow: Option<crate::deploy::shadow::ShadowReport>,
     /// Human summary of the source range.
     pub range: String,
     pub phases: Phases,
@@ -88,6 +97,26 @@ impl fmt::Display for EpochProgress {
         }
         if self.duplicates > 0 {
             write!(f, " duplicates dropped {}", self.duplicates)?;
+        }
+        if let Some(v) = self.operator_version {
+            write!(f, "  v{v}")?;
+        }
+        if self.migrated {
+            write!(f, " (migrated)")?;
+        }
+        if let Some(s) = &self.shadow {
+            match &s.error {
+                Some(e) => write!(f, "  shadow v{} FAILED: {e}", s.candidate_version)?,
+                None => write!(
+                    f,
+                    "  shadow v{} +{} -{} ~{} ({})",
+                    s.candidate_version,
+                    s.added,
+                    s.removed,
+                    s.changed,
+                    ms(self.phases.shadow)
+                )?,
+            }
         }
         Ok(())
     }

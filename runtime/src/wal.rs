@@ -38,6 +38,11 @@ pub struct OffsetEntry {
     /// The watermark the epoch runs with (Unix ms), with `[event_time]`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub watermark_ms: Option<i64>,
+    /// Set on the first epoch after the operator's component changed: the
+    /// digest of the one before, passed to the new version's `migrate` hook
+    /// (again on replay, so the epoch's state changes are the same).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub migrate_from: Option<String>,
 }
 
 /// `commits/<N>`: epoch N's output is in the sink.

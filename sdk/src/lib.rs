@@ -51,7 +51,7 @@ pub mod state;
 pub mod bindings {
     wit_bindgen::generate!({
         path: "../wit",
-        world: "operator",
+        world: "migrating-operator",
         pub_export_macro: true,
         export_macro_name: "export_guest",
         default_bindings_module: "weir_sdk::bindings",
@@ -88,6 +88,16 @@ pub trait Operator: Sized + 'static {
     /// Turns one batch into output rows. An error fails the epoch, which is
     /// then not committed.
     fn process(&mut self, ctx: &EpochContext, batch: &Batch) -> Result<Output, Error>;
+
+    /// Runs once when this version takes over from another one (a hot
+    /// swap), after `init` and before its first batch; `from_version` is the
+    /// previous version's component digest. Convert state written in an
+    /// older format here: the changes are committed with the epoch, exactly
+    /// once. The default does nothing.
+    fn migrate(&mut self, from_version: &str) -> Result<(), Error> {
+        let _ = from_version;
+        Ok(())
+    }
 }
 
 /// Exports an [`Operator`] implementation as the component's `init` and
@@ -103,6 +113,12 @@ macro_rules! export_operator {
                 config: ::std::string::String,
             ) -> ::std::result::Result<(), $crate::bindings::weir::operator::types::OperatorError> {
                 $crate::__private::init::<$operator>(&config)
+            }
+
+            fn migrate(
+                from_version: ::std::string::String,
+            ) -> ::std::result::Result<(), $crate::bindings::weir::operator::types::OperatorError> {
+                $crate::__private::migrate::<$operator>(&from_version)
             }
 
             fn process(
@@ -138,6 +154,17 @@ pub mod __private {
         let operator = O::init(config).map_err(Error::into_wit)?;
         INSTANCE.with(|slot| *slot.borrow_mut() = Some(Box::new(operator)));
         Ok(())
+    }
+
+    pub fn migrate<O: Operator>(from_version: &str) -> Result<(), wit::OperatorError> {
+        INSTANCE.with(|slot| {
+            let mut slot = slot.borrow_mut();
+            let operator = slot
+                .as_mut()
+                .and_then(|any| any.downcast_mut::<O>())
+                .ok_or_else(|| Error::failed("migrate called before init").into_wit())?;
+            operator.migrate(from_version).map_err(Error::into_wit)
+        })
     }
 
     pub fn process<O: Operator>(

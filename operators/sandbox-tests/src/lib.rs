@@ -1,7 +1,11 @@
 //! A deliberately misbehaving operator for the sandbox tests. Its config
 //! picks the behaviour: `{"mode": "echo" | "count" | "touch" | "watermark" | "loop" | "bomb" | "trap" | "panic" | "fail" | "bad-output" | "state-bomb"}`.
-//! Every mode except `echo` and `count` should fail its epoch and leave the
-//! host healthy. `count` exercises keyed state: each row comes out with the
+//! Every mode except `echo`, `count`, `touch`, `watermark` and `migrations`
+//! should fail its epoch and leave the host healthy. `echo` also takes
+//! `"tag": "..."` (added to each row as column `tag`, so tests can tell
+//! versions apart); every mode takes `"spin": N` (N iterations of busy work
+//! per batch: a slow but deterministic operator). `migrations` counts in state how often
+//! `migrate` ran and emits, per row, that count and the last `from-version`. `count` exercises keyed state: each row comes out with the
 //! number of rows its card has had so far, across epochs. `watermark` echoes
 //! each row's `txn_id` with the epoch's watermark. `touch` reads and
 //! rewrites the state of every `card_id` with one batched call each and
@@ -15,6 +19,7 @@ enum Mode {
     Count,
     Touch,
     Watermark,
+    Migrations,
     StateBomb,
     Loop,
     Bomb,
@@ -27,19 +32,35 @@ enum Mode {
 /// The operator; behaviour chosen at `init`.
 pub struct SandboxTest {
     mode: Mode,
+    tag: Option<String>,
+    spin: u64,
+}
+
+/// The string value of `"key"` in a flat JSON object (this guest has no JSON parser).
+fn string_field<'a>(config: &'a str, key: &str) -> Option<&'a str> {
+    config.split('"').skip_while(|s| *s != key).nth(2)
+}
+
+/// The number value of `"key"` in a flat JSON object.
+fn number_field(config: &str, key: &str) -> Option<u64> {
+    let after = config.split(&format!("\"{key}\"")).nth(1)?;
+    let digits: String = after
+        .trim_start_matches([' ', ':'])
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
 }
 
 fn parse_mode(config: &str) -> Result<Mode, Error> {
-    let mode = config
-        .split('"')
-        .skip_while(|s| *s != "mode")
-        .nth(2)
+    let mode = string_field(config, "mode")
         .ok_or_else(|| Error::config("expected {\"mode\": \"...\"}"))?;
     Ok(match mode {
         "echo" => Mode::Echo,
         "count" => Mode::Count,
         "touch" => Mode::Touch,
         "watermark" => Mode::Watermark,
+        "migrations" => Mode::Migrations,
         "state-bomb" => Mode::StateBomb,
         "loop" => Mode::Loop,
         "bomb" => Mode::Bomb,
@@ -55,18 +76,61 @@ impl Operator for SandboxTest {
     fn init(config: &str) -> Result<Self, Error> {
         Ok(SandboxTest {
             mode: parse_mode(config)?,
+            tag: string_field(config, "tag").map(str::to_string),
+            spin: number_field(config, "spin").unwrap_or(0),
         })
     }
 
+    fn migrate(&mut self, from_version: &str) -> Result<(), Error> {
+        if self.mode == Mode::Migrations {
+            let n = weir_sdk::state::get(b"migrations")
+                .and_then(|v| v.try_into().ok())
+                .map_or(0, u64::from_le_bytes);
+            weir_sdk::state::put(b"migrations", &(n + 1).to_le_bytes());
+            weir_sdk::state::put(b"migrated-from", from_version.as_bytes());
+        }
+        Ok(())
+    }
+
     fn process(&mut self, _ctx: &EpochContext, batch: &Batch) -> Result<Output, Error> {
+        let mut x = 0u64;
+        for i in 0..self.spin {
+            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(i));
+        }
         match self.mode {
             Mode::Echo => {
                 let ids = batch.utf8("txn_id")?;
                 let mut out = Utf8Builder::new();
+                let mut tags = Utf8Builder::new();
                 for row in 0..batch.num_rows() {
                     out.push_option(ids.get(row));
+                    tags.push_option(self.tag.as_deref());
                 }
-                Output::new().with("txn_id", out).build()
+                let output = Output::new().with("txn_id", out);
+                match self.tag {
+                    Some(_) => output.with("tag", tags).build(),
+                    None => output.build(),
+                }
+            }
+            Mode::Migrations => {
+                let n = weir_sdk::state::get(b"migrations")
+                    .and_then(|v| v.try_into().ok())
+                    .map_or(0, u64::from_le_bytes);
+                let from = weir_sdk::state::get(b"migrated-from")
+                    .map(|v| String::from_utf8_lossy(&v).into_owned());
+                let ids = batch.utf8("txn_id")?;
+                let (mut out, mut counts, mut froms) =
+                    (Utf8Builder::new(), Int64Builder::new(), Utf8Builder::new());
+                for row in 0..batch.num_rows() {
+                    out.push_option(ids.get(row));
+                    counts.push(n as i64);
+                    froms.push_option(from.as_deref());
+                }
+                Output::new()
+                    .with("txn_id", out)
+                    .with("migrations", counts)
+                    .with("migrated_from", froms)
+                    .build()
             }
             Mode::Count => count_per_card(batch),
             Mode::Touch => {

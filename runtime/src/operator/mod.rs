@@ -76,11 +76,28 @@ impl Default for Limits {
 }
 
 /// The process-wide wasmtime engine, its compile cache and epoch ticker.
+/// Clones share all three (the admin API validates uploads on the same
+/// engine the pipeline runs them on); the ticker stops with the last clone.
+#[derive(Clone)]
 pub struct WasmHost {
     engine: Engine,
-    cache: Option<ComponentCache>,
+    cache: Option<Arc<ComponentCache>>,
+    _ticker: Arc<Ticker>,
+}
+
+/// The thread that advances the engine's epoch every [`TICK`].
+struct Ticker {
     stop: Arc<AtomicBool>,
-    ticker: Option<JoinHandle<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Drop for Ticker {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
 }
 
 impl WasmHost {
@@ -92,9 +109,9 @@ impl WasmHost {
         config.epoch_interruption(true);
         config.cranelift_opt_level(wasmtime::OptLevel::Speed);
         let engine = Engine::new(&config).wasm_context("creating the wasmtime engine")?;
-        let cache = cache_root.map(|root| ComponentCache::new(&engine, &root));
+        let cache = cache_root.map(|root| Arc::new(ComponentCache::new(&engine, &root)));
         let stop = Arc::new(AtomicBool::new(false));
-        let ticker = {
+        let thread = {
             let (engine, stop) = (engine.clone(), stop.clone());
             std::thread::Builder::new()
                 .name("weir-epoch-ticker".into())
@@ -109,8 +126,10 @@ impl WasmHost {
         Ok(WasmHost {
             engine,
             cache,
-            stop,
-            ticker: Some(ticker),
+            _ticker: Arc::new(Ticker {
+                stop,
+                thread: Some(thread),
+            }),
         })
     }
 
@@ -169,15 +188,6 @@ impl WasmHost {
             exports,
             verdict,
         })
-    }
-}
-
-impl Drop for WasmHost {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.ticker.take() {
-            let _ = t.join();
-        }
     }
 }
 
@@ -285,14 +295,19 @@ impl LoadedOperator {
         let mut instance = OperatorInstance {
             store,
             bindings: None,
+            instance: None,
             limits,
             stderr,
         };
         instance.arm();
-        let bindings = self
+        let raw = self
             .pre
+            .instance_pre()
             .instantiate(&mut instance.store)
             .map_err(|e| instance.classify(e))?;
+        let bindings =
+            bindings::Operator::new(&mut instance.store, &raw).map_err(|e| instance.classify(e))?;
+        instance.instance = Some(raw);
         instance.arm();
         let init = bindings
             .call_init(&mut instance.store, config)
@@ -311,6 +326,8 @@ impl LoadedOperator {
 pub struct OperatorInstance {
     store: Store<HostState>,
     bindings: Option<bindings::Operator>,
+    /// The raw instance, for optional exports outside the world (`migrate`).
+    instance: Option<wasmtime::component::Instance>,
     limits: Limits,
     stderr: MemoryOutputPipe,
 }
@@ -341,6 +358,31 @@ impl OperatorInstance {
         OperatorFailure::Trap {
             message: format!("{err:#}").replace('\n', " "),
             stderr,
+        }
+    }
+
+    /// Calls the optional `migrate(from-version)` export, if the component
+    /// has one: a new version's chance to convert state written by the
+    /// version before it (`from` is that version's digest). Returns whether
+    /// it was called; an error fails the epoch like a failing `process`.
+    pub fn migrate(&mut self, from: &str) -> Result<bool, OperatorFailure> {
+        let Some(instance) = self.instance else {
+            return Ok(false);
+        };
+        let Ok(func) = instance
+            .get_typed_func::<(&str,), (Result<(), OperatorError>,)>(&mut self.store, "migrate")
+        else {
+            return Ok(false);
+        };
+        self.arm();
+        let (result,) = func
+            .call(&mut self.store, (from,))
+            .map_err(|e| self.classify(e))?;
+        match result {
+            Ok(()) => Ok(true),
+            Err(OperatorError::Failed(m)) | Err(OperatorError::InvalidConfig(m)) => {
+                Err(OperatorFailure::Failed(format!("`migrate` failed: {m}")))
+            }
         }
     }
 

@@ -5,7 +5,7 @@
 //! starts with `.` or `_` are ignored, so writers can create a file under a
 //! hidden name and rename it into place when it is complete.
 
-use super::json::{JsonDecoder, Record};
+use super::json::{lines, JsonDecoder};
 use super::{PlanLimit, Source, SourceBatch};
 use crate::config::MalformedPolicy;
 use anyhow::{bail, Context, Result};
@@ -143,18 +143,7 @@ impl Source for FileSource {
                 );
             }
             let origin = path.display().to_string();
-            let part = self.decoder.decode(&data, || {
-                // Lines numbered from 1; blank lines are skipped but counted.
-                data.split(|&b| b == b'\n')
-                    .enumerate()
-                    .filter(|(_, l)| !l.iter().all(u8::is_ascii_whitespace))
-                    .map(|(i, bytes)| Record {
-                        bytes,
-                        origin: origin.clone(),
-                        line: Some(i as u64 + 1),
-                    })
-                    .collect()
-            })?;
+            let part = self.decoder.decode(&data, || lines(&data, &origin))?;
             out.batches.extend(part.batches);
             out.dead_letters.extend(part.dead_letters);
         }

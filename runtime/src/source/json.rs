@@ -139,6 +139,20 @@ pub struct Record<'a> {
     pub line: Option<u64>,
 }
 
+/// The records of a JSON-lines text, numbered from 1; blank lines are
+/// skipped but counted.
+pub fn lines<'a>(data: &'a [u8], origin: &str) -> Vec<Record<'a>> {
+    data.split(|&b| b == b'\n')
+        .enumerate()
+        .filter(|(_, l)| !l.iter().all(u8::is_ascii_whitespace))
+        .map(|(i, bytes)| Record {
+            bytes,
+            origin: origin.to_string(),
+            line: Some(i as u64 + 1),
+        })
+        .collect()
+}
+
 /// Decodes newline-separated JSON with arrow-json into batches of at most
 /// `batch_rows` rows; whitespace between records is ignored.
 fn decode_all(schema: &SchemaRef, data: &[u8], batch_rows: usize) -> Result<Vec<RecordBatch>> {

@@ -1,0 +1,193 @@
+//! The client side of the admin API, for `weir deploy`, `weir versions`,
+//! `weir rollback`, `weir promote`, `weir unshadow` and `weir status`.
+
+use anyhow::{bail, Context, Result};
+use reqwest::blocking::{multipart, Client, RequestBuilder, Response};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Where the admin API is and how to authenticate.
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// `http://host:port`
+    pub url: String,
+    pub pipeline: String,
+    pub token: Option<String>,
+}
+
+/// What to upload with `weir deploy`.
+#[derive(Debug, Clone, Default)]
+pub struct DeployRequest {
+    pub component: PathBuf,
+    /// JSON or TOML file with the operator config; none keeps the active one's.
+    pub config: Option<PathBuf>,
+    pub label: Option<String>,
+    pub golden: Option<(PathBuf, PathBuf)>,
+    /// `stage`, `activate` or `shadow`.
+    pub then: String,
+    pub key: Option<String>,
+}
+
+impl Target {
+    fn client() -> Result<Client> {
+        // Validation compiles the component; give it time.
+        Client::builder()
+            .timeout(Duration::from_secs(300))
+            .build()
+            .context("creating the HTTP client")
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!(
+            "{}/v1/pipelines/{}{path}",
+            self.url.trim_end_matches('/'),
+            self.pipeline
+        )
+    }
+
+    fn send(&self, request: RequestBuilder) -> Result<Value> {
+        let request = match &self.token {
+            Some(t) => request.bearer_auth(t),
+            None => request,
+        };
+        let response = request.send().map_err(|e| {
+            anyhow::anyhow!(
+                "cannot reach the admin API at {}: {e}. Is `weir run` running with an \
+                 [admin] section (or --admin)? Point --admin / WEIR_ADMIN_URL at it.",
+                self.url
+            )
+        })?;
+        answer(response)
+    }
+
+    /// `GET /v1/pipelines/NAME`
+    pub fn status(&self) -> Result<Value> {
+        self.send(Self::client()?.get(self.url("")))
+    }
+
+    /// `GET …/versions`
+    pub fn versions(&self) -> Result<Value> {
+        self.send(Self::client()?.get(self.url("/versions")))
+    }
+
+    /// `POST …/versions/N/activate`
+    pub fn activate(&self, n: u32) -> Result<Value> {
+        self.send(Self::client()?.post(self.url(&format!("/versions/{n}/activate"))))
+    }
+
+    /// `POST …/rollback`
+    pub fn rollback(&self, to: Option<u32>) -> Result<Value> {
+        let url = match to {
+            Some(n) => self.url(&format!("/rollback?to={n}")),
+            None => self.url("/rollback"),
+        };
+        self.send(Self::client()?.post(url))
+    }
+
+    /// `POST …/shadow/promote`
+    pub fn promote(&self) -> Result<Value> {
+        self.send(Self::client()?.post(self.url("/shadow/promote")))
+    }
+
+    /// `DELETE …/shadow`
+    pub fn unshadow(&self) -> Result<Value> {
+        self.send(Self::client()?.delete(self.url("/shadow")))
+    }
+
+    /// `GET …/shadow`
+    pub fn shadow_reports(&self) -> Result<Value> {
+        self.send(Self::client()?.get(self.url("/shadow")))
+    }
+
+    /// `POST …/versions`: uploads the component with its config and golden files.
+    pub fn deploy(&self, d: &DeployRequest) -> Result<Value> {
+        let file_name = d
+            .component
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "operator.wasm".into());
+        let wasm = read(&d.component)?;
+        let mut form = multipart::Form::new().part(
+            "component",
+            multipart::Part::bytes(wasm).file_name(file_name),
+        );
+        if let Some(path) = &d.config {
+            form = form.text("config", config_json(path)?);
+        }
+        if let Some(label) = &d.label {
+            form = form.text("label", label.clone());
+        }
+        if let Some((input, output)) = &d.golden {
+            form = form
+                .part("golden_input", multipart::Part::bytes(read(input)?))
+                .part("golden_output", multipart::Part::bytes(read(output)?));
+        }
+        let mut url = format!("{}?then={}", self.url("/versions"), d.then);
+        if let Some(k) = &d.key {
+            url.push_str(&format!("&key={k}"));
+        }
+        self.send(Self::client()?.post(url).multipart(form))
+    }
+
+    /// Polls the status until the active version is `number` and has run
+    /// an epoch; returns that epoch.
+    pub fn wait_for_epoch_on(&self, number: u64, timeout: Duration) -> Result<u64> {
+        let deadline = std::time::Instant::now() + timeout;
+        loop {
+            let s = self.status()?;
+            let active = s["active"]["number"].as_u64();
+            if active != Some(number) {
+                bail!("version {number} is no longer active (now {active:?})");
+            }
+            if let Some(e) = s["active_since_epoch"].as_u64() {
+                return Ok(e);
+            }
+            if std::time::Instant::now() > deadline {
+                bail!(
+                    "version {number} is active but no epoch has run with it after {timeout:?} \
+                     (no new input?)"
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+fn read(path: &Path) -> Result<Vec<u8>> {
+    std::fs::read(path).with_context(|| format!("reading {}", path.display()))
+}
+
+/// The operator config file as JSON: `.toml` files are converted, anything
+/// else must be JSON.
+pub fn config_json(path: &Path) -> Result<String> {
+    let text = String::from_utf8(read(path)?)
+        .with_context(|| format!("{} is not UTF-8", path.display()))?;
+    if path.extension().is_some_and(|e| e == "toml") {
+        let value: toml::Value = toml::from_str(&text)
+            .with_context(|| format!("{} is not valid TOML", path.display()))?;
+        return Ok(serde_json::to_string(&value)?);
+    }
+    let value: Value = serde_json::from_str(&text).with_context(|| {
+        format!(
+            "{} is not valid JSON (use a .toml name for TOML)",
+            path.display()
+        )
+    })?;
+    Ok(value.to_string())
+}
+
+fn answer(response: Response) -> Result<Value> {
+    let status = response.status();
+    let body = response.text().unwrap_or_default();
+    let value: Value = if body.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_str(&body).unwrap_or(Value::String(body.clone()))
+    };
+    if status.is_success() {
+        return Ok(value);
+    }
+    let message = value["error"].as_str().map(str::to_string).unwrap_or(body);
+    bail!("refused ({status}): {message}")
+}

@@ -1,0 +1,756 @@
+//! Hot swap: operator versions deployed to a running pipeline through the
+//! admin API (`weir deploy`), taking effect at an epoch boundary with the
+//! digest in `offsets/N`; replay after a crash uses the recorded version;
+//! refused uploads leave the active version running; shadow runs report
+//! exactly the rows a candidate changes.
+
+mod common;
+
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::Duration;
+use weir::deploy::{Then, Upload};
+use weir::registry::Origin;
+
+const TOKEN: &str = "test-token-0123456789";
+
+/// `wasm` with a custom section appended: the same code under another
+/// digest, i.e. a new version as far as the registry and the WAL go.
+fn variant(wasm: &[u8], name: &str) -> Vec<u8> {
+    fn leb(out: &mut Vec<u8>, mut n: usize) {
+        loop {
+            let byte = (n & 0x7f) as u8;
+            n >>= 7;
+            if n == 0 {
+                out.push(byte);
+                return;
+            }
+            out.push(byte | 0x80);
+        }
+    }
+    let mut payload = Vec::new();
+    leb(&mut payload, name.len());
+    payload.extend_from_slice(name.as_bytes());
+    payload.extend_from_slice(b"a test variant");
+    let mut out = wasm.to_vec();
+    out.push(0);
+    leb(&mut out, payload.len());
+    out.extend(payload);
+    out
+}
+
+fn digest(bytes: &[u8]) -> String {
+    weir::operator::digest_of(bytes)
+}
+
+fn sandbox_wasm() -> Vec<u8> {
+    std::fs::read(common::guest("sandbox_tests")).unwrap()
+}
+
+/// A pipeline over `dir/input` (one `txn_id` column) → `dir/out`, running
+/// every 50 ms, with the admin API on a free port.
+fn swap_pipeline(dir: &Path, operator: &Path, config: &str, extra: &str) -> PathBuf {
+    let toml = format!(
+        r#"name = "swap"
+checkpoint = "{dir}/checkpoint"
+[trigger]
+mode = "processing-time"
+interval = "50ms"
+[source]
+kind = "files"
+path = "{dir}/input"
+max_files_per_trigger = 2
+schema = [ {{ name = "txn_id", type = "utf8" }} ]
+[operator]
+path = "{op}"
+config = {config}
+deadline = "60s"
+[sink]
+kind = "files"
+path = "{dir}/out"
+[admin]
+listen = "127.0.0.1:0"
+{extra}
+"#,
+        dir = dir.display(),
+        op = operator.display(),
+    );
+    std::fs::create_dir_all(dir.join("input")).unwrap();
+    let path = dir.join("pipeline.toml");
+    std::fs::write(&path, toml).unwrap();
+    path
+}
+
+/// Writes input file `n` with `rows` rows atomically (staged, then renamed).
+fn write_file(dir: &Path, n: u64, rows: u64) {
+    let staging = dir.join("staging");
+    std::fs::create_dir_all(&staging).unwrap();
+    std::fs::create_dir_all(dir.join("input")).unwrap();
+    let text: String = (0..rows)
+        .map(|i| format!("{{\"txn_id\":\"t-{n:04}-{i:03}\"}}\n"))
+        .collect();
+    let tmp = staging.join(format!("f-{n:04}.jsonl"));
+    std::fs::write(&tmp, text).unwrap();
+    std::fs::rename(&tmp, dir.join("input").join(format!("f-{n:04}.jsonl"))).unwrap();
+}
+
+/// `weir run --quiet` on `pipeline`, with the test token.
+struct Running {
+    child: Option<Child>,
+    url: String,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        // A failed test must not leave the pipeline running.
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Running {
+    fn start(pipeline: &Path, checkpoint: &Path, cache: &Path, extra: &[&str]) -> Running {
+        let url_file = checkpoint.join("admin-url");
+        let _ = std::fs::remove_file(&url_file);
+        let mut child = Command::new(env!("CARGO_BIN_EXE_weir"))
+            .args(["run", "--quiet"])
+            .args(extra)
+            .arg(pipeline)
+            .env("WEIR_ADMIN_TOKEN", TOKEN)
+            .env("WEIR_CACHE_DIR", cache)
+            .env("WEIR_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap();
+        common::wait_for("the admin API", || {
+            if let Some(status) = child.try_wait().unwrap() {
+                panic!("weir run exited before serving the admin API: {status}");
+            }
+            url_file.exists()
+        });
+        let url = std::fs::read_to_string(&url_file)
+            .unwrap()
+            .trim()
+            .to_string();
+        Running {
+            child: Some(child),
+            url,
+        }
+    }
+
+    /// A `weir` admin command against this pipeline; `token` overrides the test token.
+    fn weir(&self, args: &[&str], token: Option<&str>) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_weir"))
+            .args(args)
+            .args(["--pipeline", "swap", "--admin", &self.url])
+            .env("WEIR_ADMIN_TOKEN", token.unwrap_or(TOKEN))
+            .env("WEIR_LOG", "warn")
+            .output()
+            .unwrap()
+    }
+
+    /// Stops the pipeline like Ctrl-C does (after the current epoch).
+    fn interrupt(mut self) {
+        let mut child = self.child.take().unwrap();
+        // SAFETY: signalling our own child process.
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+        assert!(child.wait().unwrap().success(), "weir run failed");
+    }
+
+    /// SIGKILL: the process dies wherever it is.
+    fn kill(mut self) {
+        let mut child = self.child.take().unwrap();
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+}
+
+fn entry(checkpoint: &Path, log: &str, epoch: u64) -> Option<Value> {
+    let bytes = std::fs::read(checkpoint.join(log).join(epoch.to_string())).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+fn epochs(checkpoint: &Path) -> Vec<u64> {
+    let mut e: Vec<u64> = std::fs::read_dir(checkpoint.join("offsets"))
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
+    e.sort_unstable();
+    e
+}
+
+/// Output rows of `epoch` (the file sink writes one file per epoch).
+fn output_rows(dir: &Path, epoch: u64) -> Vec<Value> {
+    let path = dir.join("out").join(format!("epoch-{epoch:010}.jsonl"));
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+fn wait_committed(checkpoint: &Path, rows: u64) {
+    common::wait_for(&format!("{rows} committed rows"), || {
+        common::committed_rows(checkpoint) >= rows
+    });
+}
+
+fn ok(out: &Output) -> String {
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "command failed: {text}");
+    text
+}
+
+#[test]
+fn swap_under_a_continuous_stream_runs_every_record_once_and_switches_at_one_boundary() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let ckpt = dir.path().join("checkpoint");
+    let v1 = common::guest("sandbox_tests");
+    let v2 = dir.path().join("v2.wasm");
+    std::fs::write(&v2, variant(&sandbox_wasm(), "v2")).unwrap();
+    std::fs::write(dir.path().join("v2.json"), r#"{"mode":"echo","tag":"v2"}"#).unwrap();
+    let pipeline = swap_pipeline(dir.path(), &v1, r#"{ mode = "echo", tag = "v1" }"#, "");
+    let run = Running::start(&pipeline, &ckpt, cache.path(), &[]);
+
+    const FILES: u64 = 60;
+    const ROWS: u64 = 50;
+    let writer = {
+        let dir = dir.path().to_path_buf();
+        std::thread::spawn(move || {
+            for n in 0..FILES {
+                write_file(&dir, n, ROWS);
+                std::thread::sleep(Duration::from_millis(30));
+            }
+        })
+    };
+    wait_committed(&ckpt, 15 * ROWS);
+    let text = ok(&run.weir(
+        &[
+            "deploy",
+            v2.to_str().unwrap(),
+            "--config",
+            dir.path().join("v2.json").to_str().unwrap(),
+        ],
+        None,
+    ));
+    assert!(text.contains("version 2"), "{text}");
+    writer.join().unwrap();
+    wait_committed(&ckpt, FILES * ROWS);
+    let status = ok(&run.weir(&["status"], None));
+    assert!(status.contains("active   version 2"), "{status}");
+    run.interrupt();
+
+    let (d1, d2) = (
+        digest(&sandbox_wasm()),
+        digest(&std::fs::read(&v2).unwrap()),
+    );
+    let mut seen = BTreeMap::new();
+    let mut boundary = None;
+    for epoch in epochs(&ckpt) {
+        let offsets = entry(&ckpt, "offsets", epoch).unwrap();
+        let digest = offsets["operator"]["digest"].as_str().unwrap().to_string();
+        let tag = if digest == d1 {
+            assert!(boundary.is_none(), "epoch {epoch} ran v1 after the swap");
+            "v1"
+        } else {
+            assert_eq!(digest, d2, "epoch {epoch}");
+            boundary.get_or_insert(epoch);
+            "v2"
+        };
+        for row in output_rows(dir.path(), epoch) {
+            assert_eq!(row["tag"], tag, "epoch {epoch} row {row}");
+            *seen
+                .entry(row["txn_id"].as_str().unwrap().to_string())
+                .or_insert(0) += 1;
+        }
+    }
+    let boundary = boundary.expect("no epoch ran v2");
+    assert!(boundary > 0, "the swap came before any v1 epoch");
+    assert_eq!(seen.len() as u64, FILES * ROWS, "records lost");
+    assert!(seen.values().all(|&n| n == 1), "a record was emitted twice");
+    eprintln!("swapped at epoch {boundary} of {}", epochs(&ckpt).len());
+}
+
+#[test]
+fn crash_right_after_a_swap_was_planned_replays_with_the_recorded_version() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let ckpt = dir.path().join("checkpoint");
+    let v1 = common::guest("sandbox_tests");
+    let v2 = dir.path().join("v2.wasm");
+    std::fs::write(&v2, variant(&sandbox_wasm(), "v2")).unwrap();
+    // v2 counts its migrations in state and is slow (busy work per batch),
+    // so the kill lands while its first epoch runs.
+    std::fs::write(
+        dir.path().join("v2.json"),
+        r#"{"mode":"migrations","spin":1500000000}"#,
+    )
+    .unwrap();
+    let pipeline = swap_pipeline(dir.path(), &v1, r#"{ mode = "echo", tag = "v1" }"#, "");
+    let run = Running::start(&pipeline, &ckpt, cache.path(), &[]);
+    for n in 0..4 {
+        write_file(dir.path(), n, 20);
+    }
+    wait_committed(&ckpt, 80);
+    ok(&run.weir(
+        &[
+            "deploy",
+            v2.to_str().unwrap(),
+            "--config",
+            dir.path().join("v2.json").to_str().unwrap(),
+        ],
+        None,
+    ));
+    let (d1, d2) = (
+        digest(&sandbox_wasm()),
+        digest(&std::fs::read(&v2).unwrap()),
+    );
+    write_file(dir.path(), 4, 20);
+    let mut swap_epoch = 0;
+    common::wait_for("the first epoch planned with v2", || {
+        let last = *epochs(&ckpt).last().unwrap();
+        let planned = entry(&ckpt, "offsets", last).unwrap();
+        swap_epoch = last;
+        planned["operator"]["digest"] == d2.as_str()
+    });
+    run.kill(); // mid-epoch, we hope; checked next
+    assert!(
+        entry(&ckpt, "commits", swap_epoch).is_none(),
+        "the kill came after commits/{swap_epoch}; the test needs it mid-epoch"
+    );
+    let planned = entry(&ckpt, "offsets", swap_epoch).unwrap();
+    assert_eq!(planned["migrate_from"], d1.as_str());
+
+    // The pipeline file still names v1: the replay must not care.
+    let run = Running::start(&pipeline, &ckpt, cache.path(), &[]);
+    write_file(dir.path(), 5, 20);
+    wait_committed(&ckpt, 120);
+    run.interrupt();
+
+    let mut seen = BTreeSet::new();
+    for epoch in epochs(&ckpt) {
+        let offsets = entry(&ckpt, "offsets", epoch).unwrap();
+        assert_eq!(
+            offsets,
+            if epoch == swap_epoch {
+                planned.clone()
+            } else {
+                offsets.clone()
+            }
+        );
+        let on_v2 = epoch >= swap_epoch;
+        let want = if on_v2 { &d2 } else { &d1 };
+        assert_eq!(
+            offsets["operator"]["digest"],
+            want.as_str(),
+            "epoch {epoch}"
+        );
+        assert_eq!(
+            offsets.get("migrate_from").is_some(),
+            epoch == swap_epoch,
+            "epoch {epoch}: migrate runs on the first v2 epoch only"
+        );
+        for row in output_rows(dir.path(), epoch) {
+            assert!(
+                seen.insert(row["txn_id"].as_str().unwrap().to_string()),
+                "{row} twice"
+            );
+            if on_v2 {
+                // Migrated exactly once, though its first epoch ran twice.
+                assert_eq!(row["migrations"], 1, "epoch {epoch}: {row}");
+                assert_eq!(row["migrated_from"], d1.as_str());
+            } else {
+                assert_eq!(row["tag"], "v1");
+            }
+        }
+    }
+    assert_eq!(seen.len(), 120);
+}
+
+/// The epoch that holds `file`'s rows, with its operator digest.
+fn epoch_of_file(dir: &Path, n: u64) -> (u64, String, Value) {
+    let ckpt = dir.join("checkpoint");
+    for epoch in epochs(&ckpt) {
+        let rows = output_rows(dir, epoch);
+        if let Some(row) = rows.iter().find(|r| {
+            r["txn_id"]
+                .as_str()
+                .unwrap()
+                .starts_with(&format!("t-{n:04}-"))
+        }) {
+            let offsets = entry(&ckpt, "offsets", epoch).unwrap();
+            return (
+                epoch,
+                offsets["operator"]["digest"].as_str().unwrap().to_string(),
+                row.clone(),
+            );
+        }
+    }
+    panic!("file {n} is in no epoch's output");
+}
+
+#[test]
+fn refused_uploads_say_why_and_the_active_version_keeps_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let ckpt = dir.path().join("checkpoint");
+    let v1 = common::guest("sandbox_tests");
+    let d1 = digest(&sandbox_wasm());
+    let pipeline = swap_pipeline(
+        dir.path(),
+        &v1,
+        r#"{ mode = "echo", tag = "v1" }"#,
+        r#"max_upload = "160KiB""#,
+    );
+    let run = Running::start(&pipeline, &ckpt, cache.path(), &[]);
+    let path = |name: &str, bytes: &[u8]| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, bytes).unwrap();
+        p.to_string_lossy().into_owned()
+    };
+    let v2 = path("v2.wasm", &variant(&sandbox_wasm(), "v2"));
+    let garbage = path("garbage.wasm", b"this is not wasm at all");
+    let core = path("core.wasm", b"\0asm\x01\0\0\0");
+    let wrong_world = common::guest("wrong_world").to_string_lossy().into_owned();
+    let too_big = common::guest("fraud_rules").to_string_lossy().into_owned();
+    let bad_config = path("bad.json", br#"{"mode":"no-such-mode"}"#);
+    let v2_config = path("v2.json", br#"{"mode":"echo","tag":"v2"}"#);
+    let golden_in = path(
+        "golden.jsonl",
+        b"{\"txn_id\":\"g-1\"}\n{\"txn_id\":\"g-2\"}\n",
+    );
+    let golden_wrong = path(
+        "wrong.jsonl",
+        b"{\"txn_id\":\"g-1\",\"tag\":\"v2\"}\n{\"txn_id\":\"g-2\",\"tag\":\"v9\"}\n",
+    );
+    let golden_right = path(
+        "right.jsonl",
+        b"{\"txn_id\":\"g-1\",\"tag\":\"v2\"}\n{\"txn_id\":\"g-2\",\"tag\":\"v2\"}\n",
+    );
+
+    let cases: Vec<(&str, Vec<&str>, Option<&str>, &str)> = vec![
+        (
+            "not wasm",
+            vec!["deploy", &garbage],
+            None,
+            "is not WebAssembly",
+        ),
+        (
+            "core module",
+            vec!["deploy", &core],
+            None,
+            "core WebAssembly module, not a component",
+        ),
+        (
+            "wrong world",
+            vec!["deploy", &wrong_world],
+            None,
+            "does not implement the `weir:operator/operator@0.1.0` world",
+        ),
+        (
+            "init fails",
+            vec!["deploy", &v2, "--config", &bad_config],
+            None,
+            "`init` rejected the config: unknown mode `no-such-mode`",
+        ),
+        (
+            "oversize",
+            vec!["deploy", &too_big],
+            None,
+            "larger than the limit of 163840 bytes",
+        ),
+        (
+            "golden mismatch",
+            vec![
+                "deploy",
+                &v2,
+                "--config",
+                &v2_config,
+                "--golden-input",
+                &golden_in,
+                "--golden-output",
+                &golden_wrong,
+            ],
+            None,
+            "golden output differs at row 2",
+        ),
+        (
+            "no token",
+            vec!["deploy", &v2],
+            Some(""),
+            "missing bearer token",
+        ),
+        (
+            "wrong token",
+            vec!["deploy", &v2],
+            Some("not-the-token-at-all"),
+            "wrong bearer token",
+        ),
+        (
+            "wrong token, read",
+            vec!["versions"],
+            Some("not-the-token-at-all"),
+            "wrong bearer token",
+        ),
+    ];
+    write_file(dir.path(), 0, 10);
+    wait_committed(&ckpt, 10);
+    for (i, (what, args, token, expected)) in cases.iter().enumerate() {
+        let out = run.weir(args, *token);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{what}: accepted");
+        assert!(stderr.contains(expected), "{what}: {stderr}");
+        // The pipeline goes on with v1.
+        let n = i as u64 + 1;
+        write_file(dir.path(), n, 10);
+        wait_committed(&ckpt, (n + 1) * 10);
+        let (epoch, digest, row) = epoch_of_file(dir.path(), n);
+        assert_eq!(digest, d1, "{what}: epoch {epoch} did not run v1");
+        assert_eq!(row["tag"], "v1");
+    }
+    let versions = ok(&run.weir(&["versions", "--json"], None));
+    let listed: Value = serde_json::from_str(&versions).unwrap();
+    assert_eq!(
+        listed.as_array().unwrap().len(),
+        1,
+        "a refused upload was registered"
+    );
+
+    // The right golden output passes; staged, so v1 still runs.
+    let text = ok(&run.weir(
+        &[
+            "deploy",
+            &v2,
+            "--config",
+            &v2_config,
+            "--golden-input",
+            &golden_in,
+            "--golden-output",
+            &golden_right,
+            "--stage",
+        ],
+        None,
+    ));
+    assert!(
+        text.contains("version 2") && text.contains("not active"),
+        "{text}"
+    );
+    run.interrupt();
+}
+
+/// Runs the pipeline of `toml` in `dir` to the end of its input.
+fn run_to_end(
+    dir: &Path,
+    toml: &str,
+    before: impl FnOnce(&weir::engine::Pipeline),
+) -> Vec<weir::progress::EpochProgress> {
+    let host = weir::operator::WasmHost::new(None).unwrap();
+    let mut p = common::open_pipeline(dir, toml, &host).unwrap();
+    before(&p);
+    let mut epochs = Vec::new();
+    p.run(
+        &host,
+        &std::sync::atomic::AtomicBool::new(false),
+        &mut |e| epochs.push(e.clone()),
+    )
+    .unwrap();
+    epochs
+}
+
+/// Alerts of one epoch: txn_id → the whole row.
+fn alerts(rows: Vec<Value>) -> BTreeMap<String, Value> {
+    rows.into_iter()
+        .map(|r| (r["txn_id"].as_str().unwrap().to_string(), r))
+        .collect()
+}
+
+#[test]
+fn shadow_reports_exactly_the_rows_a_changed_rule_changes() {
+    let rules = common::DEMO_RULES_INLINE;
+    let lowered = rules.replace("threshold = 2500.0", "threshold = 1000.0");
+    assert_ne!(rules, lowered);
+    let fraud_rules = common::guest("fraud_rules");
+    let toml = |dir: &Path, config: &str| common::pipeline_toml(dir, &fraud_rules, config, "", "");
+    // What each rule set alone emits, per epoch: the expectation.
+    let (a, b, s) = (
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+        tempfile::tempdir().unwrap(),
+    );
+    for d in [&a, &b, &s] {
+        common::write_input(d.path(), 7, 4, 2_000);
+    }
+    let epochs_a = run_to_end(a.path(), &toml(a.path(), rules), |_| {});
+    run_to_end(b.path(), &toml(b.path(), &lowered), |_| {});
+    // The candidate's config as `init` receives it (JSON).
+    let candidate_cfg = weir::config::PipelineConfig::parse(&toml(s.path(), &lowered), s.path())
+        .unwrap()
+        .operator_config_json()
+        .unwrap();
+    let shadowed = run_to_end(s.path(), &toml(s.path(), rules), |p| {
+        p.control()
+            .upload(
+                Upload {
+                    wasm: std::fs::read(&fraud_rules).unwrap(),
+                    config_json: Some(candidate_cfg.clone()),
+                    golden: None,
+                    label: Some("amount threshold 1000".into()),
+                    origin: Origin::Upload { file_name: None },
+                },
+                Then::Shadow {
+                    key: Some("txn_id".into()),
+                },
+            )
+            .unwrap();
+    });
+    assert_eq!(shadowed.len(), epochs_a.len());
+    // Shadowing wrote nothing: the sink holds exactly the active rules' output.
+    assert_eq!(
+        common::sink_files(&s.path().join("out")),
+        common::sink_files(&a.path().join("out"))
+    );
+    let (mut added, mut changed) = (0, 0);
+    for p in &shadowed {
+        let report = p.shadow.as_ref().expect("every epoch has a shadow report");
+        assert!(report.error.is_none(), "{:?}", report.error);
+        let before = alerts(output_rows(a.path(), p.epoch));
+        let after = alerts(output_rows(b.path(), p.epoch));
+        let want_added: BTreeSet<&String> =
+            after.keys().filter(|k| !before.contains_key(*k)).collect();
+        let want_removed: BTreeSet<&String> =
+            before.keys().filter(|k| !after.contains_key(*k)).collect();
+        let want_changed: BTreeSet<&String> = after
+            .iter()
+            .filter(|(k, row)| before.get(*k).is_some_and(|old| old != *row))
+            .map(|(k, _)| k)
+            .collect();
+        fn got(keys: &[String]) -> BTreeSet<&String> {
+            keys.iter().collect()
+        }
+        assert_eq!(
+            got(&report.added_keys),
+            want_added,
+            "epoch {} added",
+            p.epoch
+        );
+        assert_eq!(
+            got(&report.removed_keys),
+            want_removed,
+            "epoch {} removed",
+            p.epoch
+        );
+        assert_eq!(
+            got(&report.changed_keys),
+            want_changed,
+            "epoch {} changed",
+            p.epoch
+        );
+        assert_eq!(report.added as usize, want_added.len());
+        assert_eq!(report.changed as usize, want_changed.len());
+        assert_eq!(report.active_rows as usize, before.len());
+        assert_eq!(report.candidate_rows as usize, after.len());
+        added += want_added.len();
+        changed += want_changed.len();
+    }
+    assert!(
+        added > 0 && changed > 0,
+        "the rule change made no difference ({added}, {changed})"
+    );
+    eprintln!(
+        "shadow: {added} rows added, {changed} changed over {} epochs",
+        shadowed.len()
+    );
+}
+
+#[test]
+fn a_restart_keeps_the_deployed_version_unless_the_pipeline_file_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    let v1 = common::guest("sandbox_tests");
+    let v2 = variant(&sandbox_wasm(), "v2");
+    let toml = |tag: &str| {
+        common::pipeline_toml(
+            dir.path(),
+            &v1,
+            &format!(r#"{{ mode = "echo", tag = "{tag}" }}"#),
+            "",
+            "",
+        )
+    };
+    let last_digest = |epochs: &[weir::progress::EpochProgress]| {
+        let e = epochs.last().unwrap();
+        (e.operator_digest.clone(), e.operator_version)
+    };
+    common::write_input(dir.path(), 1, 1, 10);
+    let first = run_to_end(dir.path(), &toml("v1"), |p| {
+        p.control()
+            .upload(
+                Upload {
+                    wasm: v2.clone(),
+                    config_json: None,
+                    golden: None,
+                    label: None,
+                    origin: Origin::Upload { file_name: None },
+                },
+                Then::Activate,
+            )
+            .unwrap();
+    });
+    assert_eq!(last_digest(&first), (digest(&v2), Some(2)));
+    // Same pipeline file: the deployed v2 stays.
+    common::write_payments(dir.path(), 1, 1, 10..20);
+    let second = run_to_end(dir.path(), &toml("v1"), |_| {});
+    assert_eq!(last_digest(&second), (digest(&v2), Some(2)));
+    // Edited pipeline file: its operator becomes version 3 and runs.
+    common::write_payments(dir.path(), 1, 2, 20..30);
+    let third = run_to_end(dir.path(), &toml("v3"), |p| {
+        assert_eq!(p.control().status().active.unwrap().number, 3);
+    });
+    assert_eq!(last_digest(&third), (digest(&sandbox_wasm()), Some(3)));
+    let rows = output_rows(dir.path(), third.last().unwrap().epoch);
+    assert!(rows.iter().all(|r| r["tag"] == "v3"), "{rows:?}");
+}
+
+#[test]
+fn watch_redeploys_a_changed_operator_file_and_keeps_running_through_a_bad_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let ckpt = dir.path().join("checkpoint");
+    let op = dir.path().join("op.wasm");
+    std::fs::write(&op, sandbox_wasm()).unwrap();
+    let pipeline = swap_pipeline(dir.path(), &op, r#"{ mode = "echo", tag = "w" }"#, "");
+    let run = Running::start(&pipeline, &ckpt, cache.path(), &["--watch"]);
+    write_file(dir.path(), 0, 5);
+    wait_committed(&ckpt, 5);
+    let replace = |bytes: &[u8]| {
+        let tmp = dir.path().join("op.wasm.tmp");
+        std::fs::write(&tmp, bytes).unwrap();
+        std::fs::rename(&tmp, &op).unwrap();
+    };
+    let v2 = variant(&sandbox_wasm(), "v2");
+    replace(&v2);
+    common::wait_for("the watcher to deploy v2", || {
+        let s = run.weir(&["status", "--json"], None);
+        serde_json::from_slice::<Value>(&s.stdout)
+            .is_ok_and(|v| v["status"]["active"]["digest"] == digest(&v2).as_str())
+    });
+    write_file(dir.path(), 1, 5);
+    wait_committed(&ckpt, 10);
+    assert_eq!(epoch_of_file(dir.path(), 1).1, digest(&v2));
+    // A broken build is refused; v2 keeps running.
+    replace(b"half a build");
+    std::thread::sleep(Duration::from_millis(1500));
+    write_file(dir.path(), 2, 5);
+    wait_committed(&ckpt, 15);
+    assert_eq!(epoch_of_file(dir.path(), 2).1, digest(&v2));
+    run.interrupt();
+}
