@@ -10,6 +10,8 @@ use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 use weir::deploy::{Then, Upload};
 use weir::registry::Origin;
@@ -222,17 +224,25 @@ fn swap_under_a_continuous_stream_runs_every_record_once_and_switches_at_one_bou
     let pipeline = swap_pipeline(dir.path(), &v1, r#"{ mode = "echo", tag = "v1" }"#, "");
     let run = Running::start(&pipeline, &ckpt, cache.path(), &[]);
 
-    const FILES: u64 = 60;
+    // A writer adds a file every 30 ms until told to stop, so input keeps
+    // arriving before, during and after the swap.
     const ROWS: u64 = 50;
+    let written = Arc::new(AtomicU64::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
     let writer = {
-        let dir = dir.path().to_path_buf();
+        let (dir, written, stop) = (dir.path().to_path_buf(), written.clone(), stop.clone());
         std::thread::spawn(move || {
-            for n in 0..FILES {
+            let mut n = 0;
+            while !stop.load(Ordering::Relaxed) {
                 write_file(&dir, n, ROWS);
+                n += 1;
+                written.store(n, Ordering::Relaxed);
                 std::thread::sleep(Duration::from_millis(30));
             }
+            n
         })
     };
+    let files_written = || written.load(Ordering::Relaxed);
     wait_committed(&ckpt, 15 * ROWS);
     let text = ok(&run.weir(
         &[
@@ -244,8 +254,13 @@ fn swap_under_a_continuous_stream_runs_every_record_once_and_switches_at_one_bou
         None,
     ));
     assert!(text.contains("version 2"), "{text}");
-    writer.join().unwrap();
-    wait_committed(&ckpt, FILES * ROWS);
+    let after_deploy = files_written();
+    common::wait_for("more input after the swap", || {
+        files_written() >= after_deploy + 15
+    });
+    stop.store(true, Ordering::Relaxed);
+    let files = writer.join().unwrap();
+    wait_committed(&ckpt, files * ROWS);
     let status = ok(&run.weir(&["status"], None));
     assert!(status.contains("active   version 2"), "{status}");
     run.interrupt();
@@ -276,7 +291,7 @@ fn swap_under_a_continuous_stream_runs_every_record_once_and_switches_at_one_bou
     }
     let boundary = boundary.expect("no epoch ran v2");
     assert!(boundary > 0, "the swap came before any v1 epoch");
-    assert_eq!(seen.len() as u64, FILES * ROWS, "records lost");
+    assert_eq!(seen.len() as u64, files * ROWS, "records lost");
     assert!(seen.values().all(|&n| n == 1), "a record was emitted twice");
     eprintln!("swapped at epoch {boundary} of {}", epochs(&ckpt).len());
 }

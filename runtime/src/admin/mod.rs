@@ -166,3 +166,49 @@ impl Drop for AdminServer {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(listen: &str, token: Option<&str>) -> AdminConfig {
+        AdminConfig {
+            listen: listen.into(),
+            token: token.map(str::to_string),
+            // A variable nobody sets, so the test does not see a real token.
+            token_env: Some("WEIR_TEST_NO_SUCH_TOKEN_VAR".into()),
+            ..AdminConfig::default()
+        }
+    }
+
+    #[test]
+    fn a_public_address_needs_a_token() {
+        let err = AdminSettings::resolve(&cfg("0.0.0.0:7878", None)).unwrap_err();
+        let text = format!("{err:#}");
+        assert!(text.contains("not a loopback address"), "{text}");
+        assert!(text.contains("WEIR_TEST_NO_SUCH_TOKEN_VAR"), "{text}");
+        let ok = AdminSettings::resolve(&cfg("0.0.0.0:7878", Some("a-long-enough-token"))).unwrap();
+        assert!(ok.token.is_some());
+        let local = AdminSettings::resolve(&cfg("127.0.0.1:0", None)).unwrap();
+        assert!(local.token.is_none());
+        assert_eq!(local.max_upload, 64 << 20);
+    }
+
+    #[test]
+    fn bad_settings_are_named() {
+        for (c, want) in [
+            (cfg("nonsense", None), "`admin.listen`"),
+            (cfg("127.0.0.1:1", Some("short")), "at least 16"),
+            (
+                AdminConfig {
+                    max_upload: "lots".into(),
+                    ..cfg("127.0.0.1:1", None)
+                },
+                "`admin.max_upload`",
+            ),
+        ] {
+            let text = format!("{:#}", AdminSettings::resolve(&c).unwrap_err());
+            assert!(text.contains(want), "{text}");
+        }
+    }
+}
