@@ -15,8 +15,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use weir::admin::client::{DeployRequest, Target};
 use weir::admin::{AdminServer, AdminSettings};
-use weir::config::{AdminConfig, PipelineConfig};
-use weir::demo::{self, generator};
+use weir::config::{AdminConfig, PipelineConfig, TriggerConfig};
+use weir::demo::{self, DemoOperator, DemoOptions};
 use weir::operator::WasmHost;
 
 const FILES: u64 = 300;
@@ -34,23 +34,6 @@ fn variant(wasm: &[u8], n: usize) -> Vec<u8> {
     out.push(name.len() as u8);
     out.extend_from_slice(name.as_bytes());
     out
-}
-
-fn write_input(dir: &Path) {
-    let input = dir.join("input");
-    std::fs::create_dir_all(&input).unwrap();
-    for f in 0..FILES {
-        let bytes = generator::json_lines(0x5EED, f * PER_FILE, PER_FILE);
-        let path = input.join(format!("payments-{f:04}.jsonl"));
-        std::fs::write(&path, bytes).unwrap();
-        let t = std::time::UNIX_EPOCH + Duration::from_secs(1_000 + f);
-        std::fs::File::options()
-            .write(true)
-            .open(&path)
-            .unwrap()
-            .set_modified(t)
-            .unwrap();
-    }
 }
 
 /// One finished epoch: number, version, duration, when it finished.
@@ -73,33 +56,23 @@ fn median(mut v: Vec<Duration>) -> Duration {
 
 fn main() {
     let dir = tempfile::tempdir().unwrap();
-    write_input(dir.path());
-    let toml = format!(
-        r#"name = "bench"
-checkpoint = "{dir}/checkpoint"
-[trigger]
-mode = "processing-time"
-interval = "1ms"
-[source]
-kind = "files"
-path = "{dir}/input"
-max_files_per_trigger = 1
-{schema}
-[sink]
-kind = "files"
-path = "{dir}/out"
-[operator]
-path = "{guests}/fraud_velocity.wasm"
-{rules}
-{velocity}
-"#,
-        dir = dir.path().display(),
-        schema = generator::SCHEMA_TOML,
-        guests = weir::GUEST_DIR,
-        rules = demo::RULES_TOML,
-        velocity = demo::VELOCITY_TOML,
-    );
-    let cfg = PipelineConfig::parse(&toml, dir.path()).unwrap();
+    let pipeline_file = demo::prepare(
+        dir.path(),
+        &DemoOptions {
+            dir: None,
+            payments: FILES * PER_FILE,
+            files: FILES,
+            files_per_epoch: 1,
+            seed: 0x5EED,
+            operator: DemoOperator::Velocity,
+        },
+    )
+    .unwrap();
+    let mut cfg = PipelineConfig::load(&pipeline_file).unwrap();
+    // Back-to-back epochs that do not stop when the input is done.
+    cfg.trigger = TriggerConfig::ProcessingTime {
+        interval: Duration::from_millis(1),
+    };
     let host = WasmHost::new(None).unwrap();
     let mut pipeline = weir::pipeline::open(
         &cfg,

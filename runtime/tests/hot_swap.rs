@@ -212,17 +212,63 @@ fn ok(out: &Output) -> String {
     text
 }
 
+/// A running `weir run` of `sandbox-tests` in echo mode tagged `v1`, and
+/// a `v2` component (new digest) with `v2_config` ready to deploy.
+struct SwapSetup {
+    dir: tempfile::TempDir,
+    cache: tempfile::TempDir,
+    ckpt: PathBuf,
+    pipeline: PathBuf,
+    v2: PathBuf,
+    run: Running,
+}
+
+impl SwapSetup {
+    fn start(v2_config: &str) -> SwapSetup {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = tempfile::tempdir().unwrap();
+        let ckpt = dir.path().join("checkpoint");
+        let v2 = dir.path().join("v2.wasm");
+        std::fs::write(&v2, variant(&sandbox_wasm(), "v2")).unwrap();
+        std::fs::write(dir.path().join("v2.json"), v2_config).unwrap();
+        let v1 = common::guest("sandbox_tests");
+        let pipeline = swap_pipeline(dir.path(), &v1, r#"{ mode = "echo", tag = "v1" }"#, "");
+        let run = Running::start(&pipeline, &ckpt, cache.path(), &[]);
+        SwapSetup {
+            dir,
+            cache,
+            ckpt,
+            pipeline,
+            v2,
+            run,
+        }
+    }
+
+    /// `weir deploy v2.wasm --config v2.json`; returns its output.
+    fn deploy_v2(&self) -> String {
+        ok(&self.run.weir(
+            &[
+                "deploy",
+                self.v2.to_str().unwrap(),
+                "--config",
+                self.dir.path().join("v2.json").to_str().unwrap(),
+            ],
+            None,
+        ))
+    }
+
+    fn digests(&self) -> (String, String) {
+        (
+            digest(&sandbox_wasm()),
+            digest(&std::fs::read(&self.v2).unwrap()),
+        )
+    }
+}
+
 #[test]
 fn swap_under_a_continuous_stream_runs_every_record_once_and_switches_at_one_boundary() {
-    let dir = tempfile::tempdir().unwrap();
-    let cache = tempfile::tempdir().unwrap();
-    let ckpt = dir.path().join("checkpoint");
-    let v1 = common::guest("sandbox_tests");
-    let v2 = dir.path().join("v2.wasm");
-    std::fs::write(&v2, variant(&sandbox_wasm(), "v2")).unwrap();
-    std::fs::write(dir.path().join("v2.json"), r#"{"mode":"echo","tag":"v2"}"#).unwrap();
-    let pipeline = swap_pipeline(dir.path(), &v1, r#"{ mode = "echo", tag = "v1" }"#, "");
-    let run = Running::start(&pipeline, &ckpt, cache.path(), &[]);
+    let setup = SwapSetup::start(r#"{"mode":"echo","tag":"v2"}"#);
+    let (dir, ckpt, run) = (&setup.dir, &setup.ckpt, &setup.run);
 
     // A writer adds a file every 30 ms until told to stop, so input keeps
     // arriving before, during and after the swap.
@@ -243,16 +289,8 @@ fn swap_under_a_continuous_stream_runs_every_record_once_and_switches_at_one_bou
         })
     };
     let files_written = || written.load(Ordering::Relaxed);
-    wait_committed(&ckpt, 15 * ROWS);
-    let text = ok(&run.weir(
-        &[
-            "deploy",
-            v2.to_str().unwrap(),
-            "--config",
-            dir.path().join("v2.json").to_str().unwrap(),
-        ],
-        None,
-    ));
+    wait_committed(ckpt, 15 * ROWS);
+    let text = setup.deploy_v2();
     assert!(text.contains("version 2"), "{text}");
     let after_deploy = files_written();
     common::wait_for("more input after the swap", || {
@@ -260,19 +298,16 @@ fn swap_under_a_continuous_stream_runs_every_record_once_and_switches_at_one_bou
     });
     stop.store(true, Ordering::Relaxed);
     let files = writer.join().unwrap();
-    wait_committed(&ckpt, files * ROWS);
+    wait_committed(ckpt, files * ROWS);
     let status = ok(&run.weir(&["status"], None));
     assert!(status.contains("active   version 2"), "{status}");
-    run.interrupt();
+    let (d1, d2) = setup.digests();
+    setup.run.interrupt();
 
-    let (d1, d2) = (
-        digest(&sandbox_wasm()),
-        digest(&std::fs::read(&v2).unwrap()),
-    );
     let mut seen = BTreeMap::new();
     let mut boundary = None;
-    for epoch in epochs(&ckpt) {
-        let offsets = entry(&ckpt, "offsets", epoch).unwrap();
+    for epoch in epochs(ckpt) {
+        let offsets = entry(ckpt, "offsets", epoch).unwrap();
         let digest = offsets["operator"]["digest"].as_str().unwrap().to_string();
         let tag = if digest == d1 {
             assert!(boundary.is_none(), "epoch {epoch} ran v1 after the swap");
@@ -293,76 +328,49 @@ fn swap_under_a_continuous_stream_runs_every_record_once_and_switches_at_one_bou
     assert!(boundary > 0, "the swap came before any v1 epoch");
     assert_eq!(seen.len() as u64, files * ROWS, "records lost");
     assert!(seen.values().all(|&n| n == 1), "a record was emitted twice");
-    eprintln!("swapped at epoch {boundary} of {}", epochs(&ckpt).len());
+    eprintln!("swapped at epoch {boundary} of {}", epochs(ckpt).len());
 }
 
 #[test]
 fn crash_right_after_a_swap_was_planned_replays_with_the_recorded_version() {
-    let dir = tempfile::tempdir().unwrap();
-    let cache = tempfile::tempdir().unwrap();
-    let ckpt = dir.path().join("checkpoint");
-    let v1 = common::guest("sandbox_tests");
-    let v2 = dir.path().join("v2.wasm");
-    std::fs::write(&v2, variant(&sandbox_wasm(), "v2")).unwrap();
     // v2 counts its migrations in state and is slow (busy work per batch),
     // so the kill lands while its first epoch runs.
-    std::fs::write(
-        dir.path().join("v2.json"),
-        r#"{"mode":"migrations","spin":1500000000}"#,
-    )
-    .unwrap();
-    let pipeline = swap_pipeline(dir.path(), &v1, r#"{ mode = "echo", tag = "v1" }"#, "");
-    let run = Running::start(&pipeline, &ckpt, cache.path(), &[]);
+    let setup = SwapSetup::start(r#"{"mode":"migrations","spin":1500000000}"#);
+    let (dir, ckpt) = (&setup.dir, &setup.ckpt);
     for n in 0..4 {
         write_file(dir.path(), n, 20);
     }
-    wait_committed(&ckpt, 80);
-    ok(&run.weir(
-        &[
-            "deploy",
-            v2.to_str().unwrap(),
-            "--config",
-            dir.path().join("v2.json").to_str().unwrap(),
-        ],
-        None,
-    ));
-    let (d1, d2) = (
-        digest(&sandbox_wasm()),
-        digest(&std::fs::read(&v2).unwrap()),
-    );
+    wait_committed(ckpt, 80);
+    setup.deploy_v2();
+    let (d1, d2) = setup.digests();
     write_file(dir.path(), 4, 20);
     let mut swap_epoch = 0;
     common::wait_for("the first epoch planned with v2", || {
-        let last = *epochs(&ckpt).last().unwrap();
-        let planned = entry(&ckpt, "offsets", last).unwrap();
+        let last = *epochs(ckpt).last().unwrap();
+        let planned = entry(ckpt, "offsets", last).unwrap();
         swap_epoch = last;
         planned["operator"]["digest"] == d2.as_str()
     });
-    run.kill(); // mid-epoch, we hope; checked next
+    setup.run.kill(); // mid-epoch, we hope; checked next
     assert!(
-        entry(&ckpt, "commits", swap_epoch).is_none(),
+        entry(ckpt, "commits", swap_epoch).is_none(),
         "the kill came after commits/{swap_epoch}; the test needs it mid-epoch"
     );
-    let planned = entry(&ckpt, "offsets", swap_epoch).unwrap();
+    let planned = entry(ckpt, "offsets", swap_epoch).unwrap();
     assert_eq!(planned["migrate_from"], d1.as_str());
 
     // The pipeline file still names v1: the replay must not care.
-    let run = Running::start(&pipeline, &ckpt, cache.path(), &[]);
+    let run = Running::start(&setup.pipeline, ckpt, setup.cache.path(), &[]);
     write_file(dir.path(), 5, 20);
-    wait_committed(&ckpt, 120);
+    wait_committed(ckpt, 120);
     run.interrupt();
 
     let mut seen = BTreeSet::new();
-    for epoch in epochs(&ckpt) {
-        let offsets = entry(&ckpt, "offsets", epoch).unwrap();
-        assert_eq!(
-            offsets,
-            if epoch == swap_epoch {
-                planned.clone()
-            } else {
-                offsets.clone()
-            }
-        );
+    for epoch in epochs(ckpt) {
+        let offsets = entry(ckpt, "offsets", epoch).unwrap();
+        if epoch == swap_epoch {
+            assert_eq!(offsets, planned, "offsets/{epoch} changed on replay");
+        }
         let on_v2 = epoch >= swap_epoch;
         let want = if on_v2 { &d2 } else { &d1 };
         assert_eq!(
