@@ -90,7 +90,7 @@ fn main() {
     let server = AdminServer::start(settings, pipeline.control(), None).unwrap();
     let target = Target {
         url: server.url().to_string(),
-        pipeline: "bench".into(),
+        pipeline: cfg.name.clone(),
         token: None,
     };
 
