@@ -16,7 +16,7 @@ use crate::deploy::shadow::{self, ShadowReport};
 use crate::deploy::Control;
 use crate::event_time::{EventTime, Observed};
 use crate::fsutil;
-use crate::operator::{EpochEnv, Limits, LoadedOperator, OperatorFailure, WasmHost};
+use crate::operator::{EpochCall, EpochEnv, Limits, LoadedOperator, OperatorFailure, WasmHost};
 use crate::progress::{EpochProgress, Phases};
 use crate::registry::Version;
 use crate::sink::Sink;
@@ -75,8 +75,6 @@ pub struct Pipeline {
     pub(crate) grants: crate::operator::Grants,
     pub(crate) dead_letter_dir: PathBuf,
     pub(crate) config_hash: String,
-    /// Loaded operator versions by digest (the active one and any a replay needs).
-    pub(crate) loaded: HashMap<String, Arc<LoadedOperator>>,
     pub(crate) configs: HashMap<String, String>,
     /// Keyed state, committed with each epoch.
     pub(crate) state: StateStore,
@@ -359,44 +357,28 @@ impl Pipeline {
         }
     }
 
-    /// Runs one version over the batches in one fresh instance: `init`,
-    /// `migrate` when asked for, then `process` per batch. The outer error
-    /// is the host's; the inner one the operator's.
+    /// Runs one version over the batches ([`LoadedOperator::run`]). The
+    /// outer error is the host's (loading the version); the inner one the
+    /// operator's.
     #[allow(clippy::type_complexity)]
     fn run_version(
         &mut self,
         host: &WasmHost,
         run: &VersionRun<'_>,
         batches: &[RecordBatch],
-        mut env: EpochEnv,
+        env: EpochEnv,
     ) -> Result<Result<(Vec<RecordBatch>, EpochEnv, bool), OperatorFailure>> {
         let operator = self.operator_for(host, run.digest)?;
         let config = self.config_for(run.config_digest)?;
-        let mut outputs: Vec<RecordBatch> = Vec::new();
-        let mut migrated = false;
-        if run.migrate_from.is_some() || batches.iter().any(|b| b.num_rows() > 0) {
-            let mut instance =
-                match operator.instantiate(&self.name, run.epoch, self.active.limits, &config, env)
-                {
-                    Ok(i) => i,
-                    Err(e) => return Ok(Err(e)),
-                };
-            if let Some(from) = run.migrate_from {
-                match instance.migrate(from) {
-                    Ok(called) => migrated = called,
-                    Err(e) => return Ok(Err(e)),
-                }
-            }
-            for batch in batches {
-                match instance.process(&self.name, run.epoch, run.epoch_time_ms, batch.clone()) {
-                    Ok(out) if out.num_rows() > 0 => outputs.push(out),
-                    Ok(_) => {}
-                    Err(e) => return Ok(Err(e)),
-                }
-            }
-            env = instance.into_env();
-        }
-        Ok(Ok((outputs, env, migrated)))
+        let call = EpochCall {
+            pipeline: &self.name,
+            epoch: run.epoch,
+            epoch_time_ms: run.epoch_time_ms,
+            limits: self.active.limits,
+            config: &config,
+            migrate_from: run.migrate_from,
+        };
+        Ok(operator.run(&call, batches, env))
     }
 
     /// Runs the shadow candidate over the epoch's input (against the
@@ -408,6 +390,7 @@ impl Pipeline {
         entry: &OffsetEntry,
         batches: &[RecordBatch],
         outputs: &[RecordBatch],
+        active_version: Option<u32>,
     ) -> Option<ShadowReport> {
         let (candidate, key) = self.shadow.clone()?;
         let started = Instant::now();
@@ -424,10 +407,6 @@ impl Pipeline {
             migrate_from: None,
         };
         let result = self.run_version(host, &run, batches, env);
-        let active_version = self
-            .control
-            .version_of(&entry.operator.digest, &entry.operator.config_digest)
-            .unwrap_or(0);
         let mut report = match result {
             Ok(Ok((theirs, _, _))) => {
                 let key = shadow::key_column(key.as_deref(), outputs, &theirs);
@@ -449,7 +428,7 @@ impl Pipeline {
             },
         };
         report.epoch = entry.epoch;
-        report.active_version = active_version;
+        report.active_version = active_version.unwrap_or(0);
         report.candidate_version = candidate.number;
         report.candidate_ms = started.elapsed().as_secs_f64() * 1e3;
         if let Some(e) = &report.error {
@@ -510,11 +489,7 @@ impl Pipeline {
     }
 
     fn operator_for(&mut self, host: &WasmHost, digest: &str) -> Result<Arc<LoadedOperator>> {
-        if let Some(op) = self.loaded.get(digest) {
-            return Ok(op.clone());
-        }
         if let Some(op) = self.control.loaded(digest) {
-            self.loaded.insert(digest.to_string(), op.clone());
             return Ok(op);
         }
         let wasm = self.checkpoint.get_blob(digest)?;
@@ -522,7 +497,7 @@ impl Pipeline {
             host.load(&wasm, self.grants)
                 .with_context(|| format!("loading operator {digest} from the checkpoint"))?,
         );
-        self.loaded.insert(digest.to_string(), op.clone());
+        self.control.remember(op.clone());
         Ok(op)
     }
 
@@ -559,7 +534,10 @@ impl Pipeline {
             self.run_operator(host, entry, &prepared.batches, prepared.env)?;
         phases.operator = t.elapsed();
         let t = Instant::now();
-        let shadow = self.run_shadow(host, entry, &prepared.batches, &outputs);
+        let version = self
+            .control
+            .version_of(&entry.operator.digest, &entry.operator.config_digest);
+        let shadow = self.run_shadow(host, entry, &prepared.batches, &outputs, version);
         phases.shadow = t.elapsed();
         let max_event_time_ms = self
             .event_time
@@ -621,17 +599,14 @@ impl Pipeline {
             watermark_ms: entry.watermark_ms,
             micro_batches,
             operator_digest: entry.operator.digest.clone(),
-            operator_version: self
-                .control
-                .version_of(&entry.operator.digest, &entry.operator.config_digest),
+            operator_version: version,
             migrated,
             shadow,
             range: self.source.describe(&entry.source),
             phases,
             total: started.elapsed(),
         };
-        self.control
-            .epoch_done(&progress, &entry.operator.config_digest);
+        self.control.epoch_done(&progress);
         Ok(progress)
     }
 

@@ -242,7 +242,7 @@ pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<
         checkpoint.blobs(),
         registry,
         checkpoint.root(),
-        active_loaded.clone(),
+        active_loaded,
     ));
     let dead_letter_dir = match &cfg.source {
         SourceConfig::Files { dead_letter, .. } | SourceConfig::Kafka { dead_letter, .. } => {
@@ -274,7 +274,6 @@ pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<
         grants: cfg.operator.grants,
         dead_letter_dir,
         config_hash: config_hash(cfg)?,
-        loaded: HashMap::from([(active.digest.clone(), active_loaded)]),
         configs: HashMap::from([(config_digest, config_json)]),
         state,
         state_opened,

@@ -121,7 +121,8 @@ const REPORTS_KEPT: usize = 1000;
 
 struct Inner {
     registry: Registry,
-    /// Validated versions compiled in this process, by component digest.
+    /// Compiled versions, by component digest: the validated ones and any
+    /// a replay loaded. The epoch loop and the API share this one cache.
     loaded: HashMap<String, Arc<LoadedOperator>>,
     last_epoch: Option<LastEpoch>,
     active_since: Option<(u32, u64)>,
@@ -295,9 +296,6 @@ impl Control {
 
     /// Goes back to the previously active version, or to `to`.
     pub fn roll_back(&self, to: Option<u32>) -> Result<Listed, DeployError> {
-        if let Some(n) = to {
-            self.ensure_loaded(n)?;
-        }
         let target = {
             let inner = self.lock();
             match to {
@@ -449,6 +447,13 @@ impl Control {
         Some(Planned { active, shadow })
     }
 
+    /// Keeps a compiled version (one a replay loaded from the checkpoint).
+    pub fn remember(&self, operator: Arc<LoadedOperator>) {
+        self.lock()
+            .loaded
+            .insert(operator.digest().to_string(), operator);
+    }
+
     /// A validated, compiled version, if this process has it.
     pub fn loaded(&self, digest: &str) -> Option<Arc<LoadedOperator>> {
         self.lock().loaded.get(digest).cloned()
@@ -463,12 +468,9 @@ impl Control {
     }
 
     /// Records a finished epoch (called by the epoch loop).
-    pub fn epoch_done(&self, p: &EpochProgress, config_digest: &str) {
+    pub fn epoch_done(&self, p: &EpochProgress) {
         let mut inner = self.lock();
-        let version = inner
-            .registry
-            .find(&p.operator_digest, config_digest)
-            .map(|v| v.number);
+        let version = p.operator_version;
         if let (Some(v), Some(active)) = (version, inner.registry.active().map(|a| a.number)) {
             if v == active && inner.active_since.is_none_or(|(n, _)| n != v) {
                 inner.active_since = Some((v, p.epoch));

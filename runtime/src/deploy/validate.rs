@@ -4,7 +4,9 @@
 //! upload brings them — the golden input produces exactly the golden output.
 //! All of this runs beside the pipeline, never on its epoch loop.
 
-use crate::operator::{EpochEnv, Grants, Limits, LoadedOperator, OperatorFailure, WasmHost};
+use crate::operator::{
+    EpochCall, EpochEnv, Grants, Limits, LoadedOperator, OperatorFailure, WasmHost,
+};
 use crate::source::json::{lines, JsonDecoder};
 use crate::state::{EpochState, StateReader};
 use arrow_array::RecordBatch;
@@ -104,19 +106,18 @@ impl Checks {
         config_json: &str,
         batches: &[RecordBatch],
     ) -> Result<Vec<RecordBatch>, String> {
-        let mut instance = operator
-            .instantiate(&self.pipeline, 0, self.limits, config_json, self.env())
-            .map_err(|e| format!("golden run: `init` failed: {e}"))?;
-        let mut out = Vec::new();
-        for batch in batches {
-            let o = instance
-                .process(&self.pipeline, 0, 0, batch.clone())
-                .map_err(|e| format!("golden run: `process` failed: {e}"))?;
-            if o.num_rows() > 0 {
-                out.push(o);
-            }
-        }
-        Ok(out)
+        let call = EpochCall {
+            pipeline: &self.pipeline,
+            epoch: 0,
+            epoch_time_ms: 0,
+            limits: self.limits,
+            config: config_json,
+            migrate_from: None,
+        };
+        operator
+            .run(&call, batches, self.env())
+            .map(|(out, _, _)| out)
+            .map_err(|e| format!("golden run failed: {e}"))
     }
 }
 

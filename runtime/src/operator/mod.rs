@@ -322,6 +322,51 @@ impl LoadedOperator {
     }
 }
 
+impl LoadedOperator {
+    /// Runs this version over an epoch's batches in one fresh instance:
+    /// `init`, then `migrate(from)` when `migrate_from` is given, then
+    /// `process` per batch. Returns the non-empty outputs, the environment
+    /// with the state changes, and whether `migrate` was called. Without
+    /// rows and without a migration no instance is created.
+    pub fn run(
+        &self,
+        call: &EpochCall<'_>,
+        batches: &[RecordBatch],
+        env: EpochEnv,
+    ) -> Result<(Vec<RecordBatch>, EpochEnv, bool), OperatorFailure> {
+        if call.migrate_from.is_none() && batches.iter().all(|b| b.num_rows() == 0) {
+            return Ok((Vec::new(), env, false));
+        }
+        let mut instance =
+            self.instantiate(call.pipeline, call.epoch, call.limits, call.config, env)?;
+        let migrated = match call.migrate_from {
+            Some(from) => instance.migrate(from)?,
+            None => false,
+        };
+        let mut outputs = Vec::new();
+        for batch in batches {
+            let out =
+                instance.process(call.pipeline, call.epoch, call.epoch_time_ms, batch.clone())?;
+            if out.num_rows() > 0 {
+                outputs.push(out);
+            }
+        }
+        Ok((outputs, instance.into_env(), migrated))
+    }
+}
+
+/// What [`LoadedOperator::run`] needs to know about the epoch.
+pub struct EpochCall<'a> {
+    pub pipeline: &'a str,
+    pub epoch: u64,
+    pub epoch_time_ms: i64,
+    pub limits: Limits,
+    /// The JSON config passed to `init`.
+    pub config: &'a str,
+    /// Previous component digest, on the first epoch after a swap.
+    pub migrate_from: Option<&'a str>,
+}
+
 /// One live instance: a `Store` plus the instance's exports.
 pub struct OperatorInstance {
     store: Store<HostState>,
