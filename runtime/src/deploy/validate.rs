@@ -61,7 +61,7 @@ impl Checks {
         check_header(wasm)?;
         let loaded = self
             .host
-            .load(wasm, self.grants)
+            .load_in_background(wasm, self.grants)
             .map_err(|e| format!("the upload is not a usable operator component: {e:#}"))?;
         match loaded.instantiate(&self.pipeline, 0, self.limits, config_json, self.env()) {
             Ok(_) => Ok(loaded),

@@ -1,7 +1,6 @@
 //! Compiled components, cached on disk so that restarting a pipeline (or
 //! replaying after a crash) does not pay Cranelift's compile time again.
 
-use super::WasmResultExt;
 use anyhow::Result;
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
@@ -35,7 +34,7 @@ impl ComponentCache {
         &self,
         engine: &Engine,
         sha256_hex: &str,
-        wasm: &[u8],
+        compile: impl FnOnce() -> Result<Component>,
     ) -> Result<(Component, bool)> {
         let path = self.path(sha256_hex);
         // Read into memory rather than mmap the file: a file that is
@@ -53,7 +52,7 @@ impl ComponentCache {
                 }
             }
         }
-        let component = Component::new(engine, wasm).wasm_context("compiling the operator")?;
+        let component = compile()?;
         if let Err(e) = self.store(&component, &path) {
             tracing::warn!(path = %path.display(), "could not cache compiled operator: {e:#}");
         }

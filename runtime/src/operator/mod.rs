@@ -81,6 +81,9 @@ impl Default for Limits {
 #[derive(Clone)]
 pub struct WasmHost {
     engine: Engine,
+    /// Same settings, one compiler thread: for compiling uploads while
+    /// epochs run (see [`WasmHost::load_in_background`]).
+    background: Engine,
     cache: Option<Arc<ComponentCache>>,
     _ticker: Arc<Ticker>,
 }
@@ -109,6 +112,9 @@ impl WasmHost {
         config.epoch_interruption(true);
         config.cranelift_opt_level(wasmtime::OptLevel::Speed);
         let engine = Engine::new(&config).wasm_context("creating the wasmtime engine")?;
+        config.parallel_compilation(false);
+        let background =
+            Engine::new(&config).wasm_context("creating the background wasmtime engine")?;
         let cache = cache_root.map(|root| Arc::new(ComponentCache::new(&engine, &root)));
         let stop = Arc::new(AtomicBool::new(false));
         let thread = {
@@ -125,6 +131,7 @@ impl WasmHost {
         };
         Ok(WasmHost {
             engine,
+            background,
             cache,
             _ticker: Arc::new(Ticker {
                 stop,
@@ -136,15 +143,50 @@ impl WasmHost {
     /// Compiles (or loads from cache) a component, checks that it implements
     /// the `weir:operator` world and imports nothing beyond `grants`.
     pub fn load(&self, wasm: &[u8], grants: Grants) -> Result<LoadedOperator> {
+        self.load_with(wasm, grants, || {
+            Component::new(&self.engine, wasm).wasm_context("compiling the operator")
+        })
+    }
+
+    /// Like [`WasmHost::load`], but compiles on one thread at low CPU
+    /// priority instead of on every core: an upload validated while the
+    /// pipeline runs must not slow its epochs down. The machine code is
+    /// then moved into the main engine (same settings, so the artifact is
+    /// compatible).
+    pub fn load_in_background(&self, wasm: &[u8], grants: Grants) -> Result<LoadedOperator> {
+        self.load_with(wasm, grants, || {
+            let compiled = std::thread::scope(|s| {
+                s.spawn(|| {
+                    lower_thread_priority();
+                    Component::new(&self.background, wasm).wasm_context("compiling the operator")
+                })
+                .join()
+                .unwrap_or_else(|_| Err(anyhow::anyhow!("the compiler thread panicked")))
+            })?;
+            let bytes = compiled
+                .serialize()
+                .wasm_context("moving the compiled operator")?;
+            // SAFETY: `bytes` was produced just now, in this process, by an
+            // engine with the same settings as `self.engine` (only the
+            // number of compiler threads differs, which the artifact does
+            // not depend on); wasmtime checks the header as well.
+            unsafe { Component::deserialize(&self.engine, &bytes) }
+                .wasm_context("moving the compiled operator")
+        })
+    }
+
+    fn load_with(
+        &self,
+        wasm: &[u8],
+        grants: Grants,
+        compile: impl FnOnce() -> Result<Component>,
+    ) -> Result<LoadedOperator> {
         let digest = digest_of(wasm);
         let started = Instant::now();
         let hex = digest.trim_start_matches("sha256:");
         let (component, cached) = match &self.cache {
-            Some(cache) => cache.load_or_compile(&self.engine, hex, wasm)?,
-            None => (
-                Component::new(&self.engine, wasm).wasm_context("compiling the operator")?,
-                false,
-            ),
+            Some(cache) => cache.load_or_compile(&self.engine, hex, compile)?,
+            None => (compile()?, false),
         };
         let imports = import_names(&self.engine, &component);
         sandbox::check_imports(imports.iter().map(String::as_str), &grants)?;
@@ -188,6 +230,18 @@ impl WasmHost {
             exports,
             verdict,
         })
+    }
+}
+
+/// Makes the calling thread yield the CPU to the epoch loop (Linux: thread
+/// niceness 10). Best effort: failure only costs speed.
+fn lower_thread_priority() {
+    // SAFETY: plain syscalls on the calling thread.
+    unsafe {
+        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+        if libc::getpriority(libc::PRIO_PROCESS, tid) < 10 {
+            libc::setpriority(libc::PRIO_PROCESS, tid, 10);
+        }
     }
 }
 
