@@ -18,31 +18,6 @@ use weir::registry::Origin;
 
 const TOKEN: &str = "test-token-0123456789";
 
-/// `wasm` with a custom section appended: the same code under another
-/// digest, i.e. a new version as far as the registry and the WAL go.
-fn variant(wasm: &[u8], name: &str) -> Vec<u8> {
-    fn leb(out: &mut Vec<u8>, mut n: usize) {
-        loop {
-            let byte = (n & 0x7f) as u8;
-            n >>= 7;
-            if n == 0 {
-                out.push(byte);
-                return;
-            }
-            out.push(byte | 0x80);
-        }
-    }
-    let mut payload = Vec::new();
-    leb(&mut payload, name.len());
-    payload.extend_from_slice(name.as_bytes());
-    payload.extend_from_slice(b"a test variant");
-    let mut out = wasm.to_vec();
-    out.push(0);
-    leb(&mut out, payload.len());
-    out.extend(payload);
-    out
-}
-
 fn digest(bytes: &[u8]) -> String {
     weir::operator::digest_of(bytes)
 }
@@ -229,7 +204,7 @@ impl SwapSetup {
         let cache = tempfile::tempdir().unwrap();
         let ckpt = dir.path().join("checkpoint");
         let v2 = dir.path().join("v2.wasm");
-        std::fs::write(&v2, variant(&sandbox_wasm(), "v2")).unwrap();
+        std::fs::write(&v2, common::variant(&sandbox_wasm(), "v2")).unwrap();
         std::fs::write(dir.path().join("v2.json"), v2_config).unwrap();
         let v1 = common::guest("sandbox_tests");
         let pipeline = swap_pipeline(dir.path(), &v1, r#"{ mode = "echo", tag = "v1" }"#, "");
@@ -441,7 +416,7 @@ fn refused_uploads_say_why_and_the_active_version_keeps_running() {
         std::fs::write(&p, bytes).unwrap();
         p.to_string_lossy().into_owned()
     };
-    let v2 = path("v2.wasm", &variant(&sandbox_wasm(), "v2"));
+    let v2 = path("v2.wasm", &common::variant(&sandbox_wasm(), "v2"));
     let garbage = path("garbage.wasm", b"this is not wasm at all");
     let core = path("core.wasm", b"\0asm\x01\0\0\0");
     let wrong_world = common::guest("wrong_world").to_string_lossy().into_owned();
@@ -699,7 +674,7 @@ fn shadow_reports_exactly_the_rows_a_changed_rule_changes() {
 fn a_restart_keeps_the_deployed_version_unless_the_pipeline_file_changed() {
     let dir = tempfile::tempdir().unwrap();
     let v1 = common::guest("sandbox_tests");
-    let v2 = variant(&sandbox_wasm(), "v2");
+    let v2 = common::variant(&sandbox_wasm(), "v2");
     let toml = |tag: &str| {
         common::pipeline_toml(
             dir.path(),
@@ -759,7 +734,7 @@ fn watch_redeploys_a_changed_operator_file_and_keeps_running_through_a_bad_one()
         std::fs::write(&tmp, bytes).unwrap();
         std::fs::rename(&tmp, &op).unwrap();
     };
-    let v2 = variant(&sandbox_wasm(), "v2");
+    let v2 = common::variant(&sandbox_wasm(), "v2");
     replace(&v2);
     common::wait_for("the watcher to deploy v2", || {
         let s = run.weir(&["status", "--json"], None);

@@ -10,6 +10,7 @@ mod common;
 use common::{guest, pipeline_toml, sink_files};
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
+use std::sync::atomic::AtomicBool;
 
 const PER_FILE: u64 = 400;
 
@@ -87,6 +88,39 @@ fn state_dump(dir: &Path) -> Vec<(Vec<u8>, Vec<u8>)> {
         })
         .unwrap();
     all
+}
+
+#[test]
+fn state_survives_a_hot_swap_to_a_new_version() {
+    let dir = tempfile::tempdir().unwrap();
+    write_files(dir.path(), 0, 3);
+    let toml = count_toml(dir.path(), "");
+    run(dir.path(), &toml).unwrap();
+    // Version 2 (new code, same namespace) takes over at the next epoch.
+    write_files(dir.path(), 3, 2);
+    let v2 = common::variant(&std::fs::read(guest("sandbox_tests")).unwrap(), "v2");
+    let host = weir::operator::WasmHost::new(None).unwrap();
+    let mut p = common::open_pipeline(dir.path(), &toml, &host).unwrap();
+    p.control()
+        .upload(
+            weir::deploy::Upload {
+                wasm: v2.clone(),
+                config_json: None,
+                golden: None,
+                label: None,
+                origin: weir::registry::Origin::Upload { file_name: None },
+            },
+            weir::deploy::Then::Activate,
+        )
+        .unwrap();
+    let mut digests = Vec::new();
+    p.run(&host, &AtomicBool::new(false), &mut |e| {
+        digests.push(e.operator_digest.clone())
+    })
+    .unwrap();
+    assert_eq!(digests, vec![weir::operator::digest_of(&v2); 2]);
+    // Its counts go on from the old version's.
+    assert_eq!(output_counts(dir.path()), expected_counts(5));
 }
 
 #[test]

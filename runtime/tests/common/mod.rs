@@ -4,6 +4,31 @@
 
 use std::path::{Path, PathBuf};
 
+/// `wasm` with a custom section appended: the same code under another
+/// digest, i.e. a new version as far as the registry and the WAL go.
+pub fn variant(wasm: &[u8], name: &str) -> Vec<u8> {
+    fn leb(out: &mut Vec<u8>, mut n: usize) {
+        loop {
+            let byte = (n & 0x7f) as u8;
+            n >>= 7;
+            if n == 0 {
+                out.push(byte);
+                return;
+            }
+            out.push(byte | 0x80);
+        }
+    }
+    let mut payload = Vec::new();
+    leb(&mut payload, name.len());
+    payload.extend_from_slice(name.as_bytes());
+    payload.extend_from_slice(b"a test variant");
+    let mut out = wasm.to_vec();
+    out.push(0);
+    leb(&mut out, payload.len());
+    out.extend(payload);
+    out
+}
+
 /// Path of a bundled guest component (built by runtime/build.rs).
 pub fn guest(name: &str) -> PathBuf {
     Path::new(weir::GUEST_DIR).join(format!("{name}.wasm"))
