@@ -6,6 +6,10 @@ cd "$(dirname "$0")/.."
 bash scripts/install.sh
 # The Kafka tests start their own tansu brokers on 127.0.0.1 and stop them.
 bash scripts/install-tansu.sh
+# Python and JavaScript operators: pinned componentize-py / componentize-js
+# into target/tools, components into target/guests/polyglot.
+bash scripts/install-polyglot.sh
+bash scripts/build-polyglot.sh
 # One target dir for everything; the guest operators are built by
 # runtime/build.rs into target/guests and reused.
 cargo fmt --all --check

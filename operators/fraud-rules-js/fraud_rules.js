@@ -1,0 +1,155 @@
+// The fraud rules of `operators/fraud-rules`, in JavaScript.
+//
+// Built into a Weir operator component with jco / componentize-js (see
+// build.sh): the same JSON config, the same rules and the same output
+// columns as the Rust operator, so the two are interchangeable.
+
+const RULES = ["amount_above", "country_mismatch", "merchant_in", "currency_not_in"];
+const encoder = new TextEncoder();
+
+// One component instance per epoch: what `init` parsed lives here.
+let config = null;
+
+function configError(message) {
+  return { tag: "invalid-config", val: `fraud-rules config: ${message}` };
+}
+
+function parse(text) {
+  let raw;
+  try {
+    raw = JSON.parse(text);
+  } catch (e) {
+    throw configError(String(e.message));
+  }
+  const keys = raw && typeof raw === "object" ? Object.keys(raw).sort().join(",") : "";
+  if (keys !== "alert_threshold,rules") {
+    throw configError("expected exactly `alert_threshold` and `rules`");
+  }
+  if (typeof raw.alert_threshold !== "number" || !Number.isFinite(raw.alert_threshold)) {
+    throw configError("`alert_threshold` must be a finite number");
+  }
+  if (!Array.isArray(raw.rules) || raw.rules.length === 0) throw configError("`rules` is empty");
+  if (raw.rules.length > 63) throw configError("at most 63 rules");
+  const rules = raw.rules.map((rule) => {
+    if (!rule || !RULES.includes(rule.rule)) throw configError(`unknown rule ${JSON.stringify(rule && rule.rule)}`);
+    const weight = Number(rule.weight);
+    let arg = null;
+    if (rule.rule === "amount_above") arg = Number(rule.threshold);
+    if (rule.rule === "merchant_in") arg = new Set(rule.merchants);
+    if (rule.rule === "currency_not_in") arg = new Set(rule.currencies);
+    return { name: rule.rule, arg, weight };
+  });
+  return { threshold: raw.alert_threshold, rules };
+}
+
+function isValid(validity, i) {
+  return validity === undefined || (validity[i >> 3] & (1 << (i & 7))) !== 0;
+}
+
+// A utf8 column as strings (null for nulls).
+function strings(column, n) {
+  const { offsets, data } = column.values.val;
+  const decoder = new TextDecoder();
+  const out = new Array(n);
+  for (let i = 0; i < n; i++) {
+    out[i] = isValid(column.validity, i) ? decoder.decode(data.subarray(offsets[i], offsets[i + 1])) : null;
+  }
+  return out;
+}
+
+function numbers(column, n) {
+  const values = column.values.val;
+  const out = new Array(n);
+  for (let i = 0; i < n; i++) out[i] = isValid(column.validity, i) ? values[i] : null;
+  return out;
+}
+
+function validity(values) {
+  if (values.every((v) => v !== null)) return undefined;
+  const bits = new Uint8Array((values.length + 7) >> 3);
+  values.forEach((v, i) => {
+    if (v !== null) bits[i >> 3] |= 1 << (i & 7);
+  });
+  return bits;
+}
+
+function utf8Column(values) {
+  const parts = values.map((s) => encoder.encode(s ?? ""));
+  const offsets = new Int32Array(parts.length + 1);
+  let total = 0;
+  parts.forEach((p, i) => {
+    total += p.length;
+    offsets[i + 1] = total;
+  });
+  const data = new Uint8Array(total);
+  parts.forEach((p, i) => data.set(p, offsets[i]));
+  return { values: { tag: "utf8", val: { offsets, data } }, validity: validity(values) };
+}
+
+export function init(text) {
+  config = parse(text);
+}
+
+export function process(ctx, input) {
+  if (config === null) throw { tag: "failed", val: "process called before init" };
+  try {
+    return score(input);
+  } catch (e) {
+    if (e && typeof e === "object" && "tag" in e) throw e;
+    throw { tag: "failed", val: `${e && e.name}: ${e && e.message}` };
+  }
+}
+
+function score(input) {
+  const n = input.numRows();
+  const index = new Map(input.schema().map((f, i) => [f.name, i]));
+  const col = (name) => {
+    if (!index.has(name)) throw { tag: "failed", val: `input has no column \`${name}\`` };
+    return input.column(index.get(name));
+  };
+  const amount = numbers(col("amount"), n);
+  const currency = strings(col("currency"), n);
+  const country = strings(col("country"), n);
+  const cardCountry = strings(col("card_country"), n);
+  const merchant = strings(col("merchant_id"), n);
+
+  const scores = new Float64Array(n);
+  const fired = new Array(n).fill(0n);
+  config.rules.forEach(({ name, arg, weight }, bit) => {
+    const mask = 1n << BigInt(bit);
+    for (let row = 0; row < n; row++) {
+      let hit;
+      if (name === "amount_above") hit = amount[row] !== null && amount[row] > arg;
+      else if (name === "country_mismatch") hit = country[row] !== null && cardCountry[row] !== null && country[row] !== cardCountry[row];
+      else if (name === "merchant_in") hit = merchant[row] !== null && arg.has(merchant[row]);
+      else hit = currency[row] !== null && !arg.has(currency[row]);
+      if (hit) {
+        scores[row] += weight;
+        fired[row] |= mask;
+      }
+    }
+  });
+
+  const rows = [];
+  for (let r = 0; r < n; r++) if (fired[r] !== 0n && scores[r] >= config.threshold) rows.push(r);
+  if (rows.length === 0) return { numRows: 0, columns: [] };
+  const picked = Uint32Array.from(rows);
+  const txn = strings(input.take(index.get("txn_id"), picked), rows.length);
+  const card = strings(input.take(index.get("card_id"), picked), rows.length);
+  const ts = numbers(input.take(index.get("ts"), picked), rows.length);
+  const reasons = rows.map((r) =>
+    config.rules.filter((_, bit) => (fired[r] & (1n << BigInt(bit))) !== 0n).map((rule) => rule.name).join(","),
+  );
+  const amounts = rows.map((r) => amount[r]);
+  return {
+    numRows: rows.length,
+    columns: [
+      { name: "txn_id", column: utf8Column(txn) },
+      { name: "card_id", column: utf8Column(card) },
+      { name: "amount", column: { values: { tag: "float64", val: Float64Array.from(amounts, (a) => a ?? 0) }, validity: validity(amounts) } },
+      { name: "score", column: { values: { tag: "float64", val: Float64Array.from(rows, (r) => scores[r]) }, validity: undefined } },
+      { name: "reasons", column: utf8Column(reasons) },
+      { name: "ts", column: { values: { tag: "int64", val: BigInt64Array.from(ts, (t) => t ?? 0n) }, validity: validity(ts) } },
+    ],
+  };
+}

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Installs the pinned toolchains for operators written in Python and
+# JavaScript into target/tools/ (tools/polyglot/ pins them): componentize-py
+# in a Python venv, componentize-js with npm ci. Idempotent: a toolchain whose
+# pin has not changed since it was installed is left alone.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+log() { printf '[install-polyglot] %s\n' "$*"; }
+tools=target/tools
+mkdir -p "$tools"
+
+SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+need_apt=()
+command -v python3 >/dev/null || need_apt+=(python3 python3-venv)
+command -v npm >/dev/null || need_apt+=(nodejs npm)
+if ((${#need_apt[@]})); then
+    log "apt-get install ${need_apt[*]}"
+    $SUDO apt-get update -qq
+    $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need_apt[@]}"
+fi
+
+stamp() { sha256sum "$@" | sha256sum | cut -c1-16; }
+
+py_pin=$(stamp tools/polyglot/requirements.txt)
+if [ "$(cat "$tools/py.stamp" 2>/dev/null)" != "$py_pin" ]; then
+    log "componentize-py (Python venv in $tools/py)"
+    rm -rf "$tools/py"
+    python3 -m venv "$tools/py"
+    "$tools/py/bin/pip" install -q --disable-pip-version-check -r tools/polyglot/requirements.txt
+    echo "$py_pin" >"$tools/py.stamp"
+fi
+
+js_pin=$(stamp tools/polyglot/package.json tools/polyglot/package-lock.json)
+if [ "$(cat "$tools/js.stamp" 2>/dev/null)" != "$js_pin" ]; then
+    log "componentize-js (npm ci in $tools/js)"
+    rm -rf "$tools/js"
+    mkdir -p "$tools/js"
+    cp tools/polyglot/package.json tools/polyglot/package-lock.json "$tools/js/"
+    (cd "$tools/js" && npm ci --no-audit --no-fund --loglevel=error)
+    echo "$js_pin" >"$tools/js.stamp"
+fi
+log "ok: $("$tools/py/bin/componentize-py" --version), componentize-js $("$tools/js/node_modules/.bin/componentize-js" --version)"
