@@ -231,6 +231,41 @@ enum CheckpointCommand {
 
 #[derive(Debug, Subcommand)]
 enum OperatorCommand {
+    /// Run a component over sample rows, outside any pipeline, and print its output.
+    ///
+    /// The input is JSON lines in the source schema: the pipeline's with
+    /// --pipeline, else the demo's payments. Keyed state starts empty. With
+    /// --expect the output must equal that file row by row (exit 1 if not).
+    Test {
+        /// The component (.wasm).
+        file: PathBuf,
+        /// Input rows (JSON lines).
+        #[arg(long)]
+        input: PathBuf,
+        /// Operator config (.json or .toml); default: the pipeline's, else {}.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Take schema, config, limits and grants from this pipeline file.
+        #[arg(long)]
+        pipeline: Option<PathBuf>,
+        /// The exact expected output (JSON lines).
+        #[arg(long)]
+        expect: Option<PathBuf>,
+    },
+    /// Create an operator project that builds and tests out of the box.
+    New {
+        /// The operator's name (lowercase letters, digits, - and _).
+        name: String,
+        /// Language of the project.
+        #[arg(long, value_enum)]
+        lang: crate::devtools::scaffold::Lang,
+        /// Directory to create (default: ./NAME).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        /// weir-sdk directory for Rust projects (default: the one this weir was built from).
+        #[arg(long)]
+        sdk: Option<PathBuf>,
+    },
     /// Check that a component implements the `weir:operator` world and what it imports.
     Check {
         /// The component (`.wasm`).
@@ -436,6 +471,58 @@ fn dispatch(cli: Cli) -> Result<()> {
         Command::Operator {
             command: OperatorCommand::Check { file, grants },
         } => check_operator(file, grants),
+        Command::Operator {
+            command:
+                OperatorCommand::Test {
+                    file,
+                    input,
+                    config,
+                    pipeline,
+                    expect,
+                },
+        } => {
+            let host = WasmHost::new(default_cache_root())?;
+            let checked = expect.is_some();
+            let report = crate::devtools::test_operator(
+                &host,
+                &crate::devtools::TestOptions {
+                    component: file,
+                    input,
+                    config,
+                    pipeline,
+                    expect,
+                },
+            )?;
+            for row in &report.rows {
+                println!("{}", serde_json::Value::Object(row.clone()));
+            }
+            eprintln!(
+                "{} rows in, {} rows out{}",
+                report.rows_in,
+                report.rows.len(),
+                if checked { "; output as expected" } else { "" }
+            );
+            Ok(())
+        }
+        Command::Operator {
+            command:
+                OperatorCommand::New {
+                    name,
+                    lang,
+                    dir,
+                    sdk,
+                },
+        } => {
+            let dir = dir.unwrap_or_else(|| PathBuf::from(&name));
+            let files = crate::devtools::scaffold::scaffold(&dir, &name, lang, sdk.as_deref())?;
+            println!(
+                "created {} ({} files); build and test it with `bash {}/test.sh`",
+                dir.display(),
+                files.len(),
+                dir.display()
+            );
+            Ok(())
+        }
     }
 }
 

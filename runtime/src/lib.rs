@@ -20,6 +20,7 @@ pub mod config;
 pub mod dedup;
 pub mod demo;
 pub mod deploy;
+pub mod devtools;
 pub mod engine;
 pub mod event_time;
 pub mod feed;

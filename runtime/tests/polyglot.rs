@@ -40,7 +40,11 @@ fn run(operator: &Path, host: &weir::operator::WasmHost) -> BTreeMap<String, ser
     let toml = common::pipeline_toml(dir.path(), operator, common::DEMO_RULES_INLINE, "", "");
     let mut p = common::open_pipeline(dir.path(), &toml, host).unwrap();
     let summary = p
-        .run(host, &std::sync::atomic::AtomicBool::new(false), &mut |_| {})
+        .run(
+            host,
+            &std::sync::atomic::AtomicBool::new(false),
+            &mut |_| {},
+        )
         .unwrap();
     assert_eq!((summary.epochs, summary.rows_in), (10, 100_000));
     alerts(dir.path())
@@ -59,8 +63,16 @@ fn python_and_javascript_operators_emit_the_alerts_of_the_rust_one() {
         ("JavaScript", "fraud_rules_js.wasm"),
     ] {
         let other = run(&polyglot(file), &host);
-        let missing: Vec<_> = rust.keys().filter(|k| !other.contains_key(*k)).take(5).collect();
-        let extra: Vec<_> = other.keys().filter(|k| !rust.contains_key(*k)).take(5).collect();
+        let missing: Vec<_> = rust
+            .keys()
+            .filter(|k| !other.contains_key(*k))
+            .take(5)
+            .collect();
+        let extra: Vec<_> = other
+            .keys()
+            .filter(|k| !rust.contains_key(*k))
+            .take(5)
+            .collect();
         assert!(
             missing.is_empty() && extra.is_empty(),
             "{language}: missing {missing:?}, extra {extra:?}"

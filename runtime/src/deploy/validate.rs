@@ -80,24 +80,41 @@ impl Checks {
         config_json: &str,
         golden: &Golden,
     ) -> Result<GoldenPassed, String> {
+        let expected = parse_rows(&golden.expected)
+            .map_err(|e| format!("the golden output is not JSON lines: {e}"))?;
+        let (rows_in, actual) =
+            self.sample(operator, config_json, &golden.input, "golden input")?;
+        compare(&expected, &actual)?;
+        Ok(GoldenPassed {
+            rows_in,
+            rows_out: actual.len() as u64,
+        })
+    }
+
+    /// Runs JSON-lines `input` (in the source schema) through the version
+    /// as one epoch; returns the input row count and the output rows.
+    pub fn sample(
+        &self,
+        operator: &LoadedOperator,
+        config_json: &str,
+        input: &[u8],
+        what: &str,
+    ) -> Result<(u64, Vec<Map<String, Value>>), String> {
         let decoder = JsonDecoder::new(
             self.input_schema.clone(),
             self.batch_rows,
             crate::config::MalformedPolicy::Fail,
         );
         let decoded = decoder
-            .decode(&golden.input, || lines(&golden.input, "golden input"))
-            .map_err(|e| format!("the golden input does not fit the source schema: {e:#}"))?;
-        let expected = parse_rows(&golden.expected)
-            .map_err(|e| format!("the golden output is not JSON lines: {e}"))?;
+            .decode(input, || lines(input, what))
+            .map_err(|e| format!("the {what} does not fit the source schema: {e:#}"))?;
         let output = self.run(operator, config_json, &decoded.batches)?;
-        let actual = super::shadow::rows_as_json(&output)
-            .map_err(|e| format!("reading the golden run's output: {e:#}"))?;
-        compare(&expected, &actual)?;
-        Ok(GoldenPassed {
-            rows_in: decoded.batches.iter().map(|b| b.num_rows() as u64).sum(),
-            rows_out: actual.len() as u64,
-        })
+        let rows = super::shadow::rows_as_json(&output)
+            .map_err(|e| format!("reading the output: {e:#}"))?;
+        Ok((
+            decoded.batches.iter().map(|b| b.num_rows() as u64).sum(),
+            rows,
+        ))
     }
 
     fn run(
@@ -144,7 +161,8 @@ fn check_header(wasm: &[u8]) -> Result<(), String> {
     Ok(())
 }
 
-fn parse_rows(text: &[u8]) -> Result<Vec<Map<String, Value>>, String> {
+/// Rows of a JSON-lines text.
+pub fn parse_rows(text: &[u8]) -> Result<Vec<Map<String, Value>>, String> {
     let mut rows = Vec::new();
     for (i, line) in text.split(|&b| b == b'\n').enumerate() {
         if line.iter().all(u8::is_ascii_whitespace) {
@@ -157,7 +175,12 @@ fn parse_rows(text: &[u8]) -> Result<Vec<Map<String, Value>>, String> {
     Ok(rows)
 }
 
-fn compare(expected: &[Map<String, Value>], actual: &[Map<String, Value>]) -> Result<(), String> {
+/// Checks `actual` against `expected` row by row; the error names the
+/// first difference.
+pub fn compare(
+    expected: &[Map<String, Value>],
+    actual: &[Map<String, Value>],
+) -> Result<(), String> {
     let row_text = |r: &Map<String, Value>| Value::Object(r.clone()).to_string();
     for (i, (e, a)) in expected.iter().zip(actual).enumerate() {
         let differs = e
