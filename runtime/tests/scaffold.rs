@@ -63,13 +63,30 @@ fn scaffolds_in_every_language_build_and_pass_their_own_test() {
         let (ok, text) = test_sh(&project);
         assert!(ok, "{lang} scaffold failed its test:\n{text}");
         assert!(text.contains("output as expected"), "{text}");
-        // The test can fail: a wrong expectation is caught.
+        // The check can fail: the built component against a wrong expectation
+        // (run directly: the compiled component is in the cache by now).
         std::fs::write(
-            project.join("expected.jsonl"),
+            project.join("wrong.jsonl"),
             "{\"txn_id\":\"t-2\",\"amount\":1.0}\n",
         )
         .unwrap();
-        let (ok, text) = test_sh(&project);
-        assert!(!ok && text.contains("differs at row 1"), "{lang}: {text}");
+        let out = Command::new(env!("CARGO_BIN_EXE_weir"))
+            .current_dir(&project)
+            .args([
+                "operator",
+                "test",
+                &format!("{name}.wasm"),
+                "--input",
+                "sample.jsonl",
+            ])
+            .args(["--config", "config.json", "--expect", "wrong.jsonl"])
+            .env("WEIR_CACHE_DIR", target().join("polyglot-cache"))
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && text.contains("differs at row 1"),
+            "{lang}: {text}"
+        );
     }
 }
