@@ -8,6 +8,8 @@
 //! [`event_time`] the watermark and [`dedup`] the host's deduplication on it.
 //! [`registry`] lists the operator versions a pipeline was given and
 //! [`deploy`] swaps them between epochs (driven by [`admin`], the HTTP API).
+//! [`devtools`] is `weir operator test` and `weir operator new`, [`watch`]
+//! is `weir run --watch`.
 //! [`checkpoint`] is the directory both logs live in, [`backoff`] paces
 //! waits for services that are down, [`pipeline`] builds a
 //! pipeline from its [`config`], [`demo`] is `weir demo`, [`cli`] the binary.
