@@ -232,6 +232,13 @@ impl Registry {
         if let Some(old) = self.doc.active {
             self.doc.previous.push(old);
         }
+        self.set_active(number);
+        self.event(action, number, note);
+        self.save()
+    }
+
+    /// Makes `number` active; a version cannot be active and in shadow.
+    fn set_active(&mut self, number: u32) {
         self.doc.active = Some(number);
         if self
             .doc
@@ -241,8 +248,6 @@ impl Registry {
         {
             self.doc.shadow = None;
         }
-        self.event(action, number, note);
-        self.save()
     }
 
     /// The version a plain rollback returns to.
@@ -279,15 +284,7 @@ impl Registry {
         if let Some(pos) = self.doc.previous.iter().rposition(|&n| n == target) {
             self.doc.previous.truncate(pos);
         }
-        self.doc.active = Some(target);
-        if self
-            .doc
-            .shadow
-            .as_ref()
-            .is_some_and(|s| s.version == target)
-        {
-            self.doc.shadow = None;
-        }
+        self.set_active(target);
         self.event(
             "rollback",
             target,

@@ -265,13 +265,16 @@ impl Control {
     /// Loads a registered version compiled by an earlier process (e.g. for
     /// a rollback after a restart), checking `init` again.
     fn ensure_loaded(&self, number: u32) -> Result<Version, DeployError> {
-        let version = self
-            .lock()
-            .registry
-            .get(number)
-            .cloned()
-            .ok_or_else(|| DeployError::NotFound(format!("there is no version {number}")))?;
-        if self.lock().loaded.contains_key(&version.digest) {
+        let (version, loaded) = {
+            let inner = self.lock();
+            let version =
+                inner.registry.get(number).cloned().ok_or_else(|| {
+                    DeployError::NotFound(format!("there is no version {number}"))
+                })?;
+            let loaded = inner.loaded.contains_key(&version.digest);
+            (version, loaded)
+        };
+        if loaded {
             return Ok(version);
         }
         let wasm = self.blobs.get(&version.digest)?;
