@@ -166,49 +166,70 @@ pub fn latest_entry(dir: &Path) -> Option<u64> {
         .max()
 }
 
-/// Runs `weir run PIPELINE` as a child and SIGKILLs it at random moments
-/// until `kills` kills are done, then lets it finish. Returns the kills and
-/// how many of them left an epoch planned but not committed.
+/// Runs `weir run PIPELINE` as a child and SIGKILLs it `kills` times at
+/// moments chosen by the run's own progress, then lets it finish. Returns
+/// the kills and how many of them left an epoch planned but not committed.
 ///
-/// `clean_pipeline` is the same pipeline already run to completion in
-/// `clean_time`; re-running it (nothing left to do) measures start-up, so
-/// that lives reach past start-up into the epochs, while the work after
-/// start-up gets on average well under 1/`kills` per life (at most half of
-/// it) and the run cannot finish before the kills are done.
+/// Lives are not bounded by wall-clock guesses (a busy machine made those
+/// flaky): most lives wait until the child plans an epoch of its own (a new
+/// `offsets/N`) and are killed a random fraction of one epoch later —
+/// usually mid-epoch, so each life commits about one epoch. The others are
+/// killed during start-up or recovery, before any progress, and once three
+/// epochs or fewer are left only those remain, so the run cannot finish
+/// before the kills are done. `clean_checkpoint` and `clean_time` are those
+/// of the same pipeline run uninterrupted; re-running it (nothing left to
+/// do) measures start-up.
 pub fn kill_and_restart(
     pipeline: &Path,
     checkpoint: &Path,
     cache: &Path,
-    clean_pipeline: &Path,
+    clean: (&Path, &Path),
     clean_time: std::time::Duration,
     kills: usize,
 ) -> (usize, usize) {
     use rand::{Rng, SeedableRng};
     use std::time::{Duration, Instant};
+    let (clean_pipeline, clean_checkpoint) = clean;
     let started = Instant::now();
     assert!(weir_run_quiet(clean_pipeline, cache)
         .status()
         .unwrap()
         .success());
     let startup = started.elapsed();
-    let work = clean_time.saturating_sub(startup);
-    let min_life = startup / 2;
-    // Half the average share of the work per life: the clean run may have
-    // been timed while other tests competed for the CPU, and a faster
-    // crashy run must still not finish before the kills are done.
-    let max_life = startup + (work / (2 * kills as u32)).max(Duration::from_millis(5));
+    let epochs = latest_entry(&clean_checkpoint.join("commits")).expect("clean run committed") + 1;
+    assert!(
+        epochs >= kills as u64,
+        "{epochs} epochs are too few for {kills} kills"
+    );
+    let epoch_time = clean_time.saturating_sub(startup) / epochs as u32;
+    let offsets = checkpoint.join("offsets");
+    let committed = || latest_entry(&checkpoint.join("commits")).map_or(0, |n| n + 1);
     let mut rng = rand::rngs::StdRng::seed_from_u64(0xC0FFEE);
     let (mut done, mut mid_epoch) = (0, 0);
     loop {
+        let planned_before = latest_entry(&offsets);
+        let left = epochs.saturating_sub(committed());
         let mut child = weir_run_quiet(pipeline, cache).spawn().unwrap();
         if done >= kills {
             assert!(child.wait().unwrap().success(), "final run failed");
             break;
         }
-        let life = Duration::from_micros(
-            rng.random_range(min_life.as_micros() as u64..=max_life.as_micros() as u64),
-        );
-        std::thread::sleep(life);
+        // A progressing life commits one epoch, rarely two.
+        let in_startup = left <= 3 || rng.random_bool(0.3);
+        let delay = if in_startup {
+            startup.mul_f64(rng.random_range(0.0..0.5))
+        } else {
+            let since = Instant::now();
+            while latest_entry(&offsets) <= planned_before {
+                if child.try_wait().unwrap().is_some() {
+                    break;
+                }
+                assert!(since.elapsed() < Duration::from_secs(120), "no progress");
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            epoch_time.mul_f64(rng.random_range(0.0..0.5))
+        };
+        std::thread::sleep(delay);
         if let Some(status) = child.try_wait().unwrap() {
             assert!(status.success(), "run failed before it was killed");
             break;
@@ -216,7 +237,7 @@ pub fn kill_and_restart(
         child.kill().unwrap(); // SIGKILL
         child.wait().unwrap();
         done += 1;
-        let planned = latest_entry(&checkpoint.join("offsets"));
+        let planned = latest_entry(&offsets);
         if planned.is_some() && planned != latest_entry(&checkpoint.join("commits")) {
             mid_epoch += 1;
         }
@@ -252,7 +273,7 @@ pub fn uninterrupted_and_killed(
         &pipeline,
         &crashy.path().join("checkpoint"),
         cache.path(),
-        &clean_pipeline,
+        (&clean_pipeline, &clean.path().join("checkpoint")),
         clean_time,
         kills,
     );
