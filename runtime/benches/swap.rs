@@ -87,7 +87,8 @@ fn main() {
         ..AdminConfig::default()
     })
     .unwrap();
-    let server = AdminServer::start(settings, pipeline.control(), None).unwrap();
+    let server =
+        AdminServer::start(settings, pipeline.control(), pipeline.telemetry(), None).unwrap();
     let target = Target {
         url: server.url().to_string(),
         pipeline: cfg.name.clone(),

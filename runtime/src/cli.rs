@@ -292,11 +292,18 @@ pub fn main() -> i32 {
 fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("WEIR_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    let fmt = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .with_target(false)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()));
+    // Warnings and errors are also kept for the dashboard and counted in
+    // `/metrics`.
+    let _ = tracing_subscriber::registry()
+        .with(filter)
+        .with(fmt)
+        .with(crate::observe::recent::layer())
         .try_init();
 }
 
@@ -544,6 +551,7 @@ fn run(path: PathBuf, quiet: bool, watch: bool, admin: Option<String>) -> Result
             AdminServer::start(
                 settings,
                 pipeline.control(),
+                pipeline.telemetry(),
                 Some(pipeline.checkpoint().root().join("admin-url")),
             )
         })

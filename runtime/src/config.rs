@@ -42,6 +42,32 @@ pub struct PipelineConfig {
     /// change nothing about what epochs compute.
     #[serde(default, skip_serializing)]
     pub admin: Option<AdminConfig>,
+    /// Progress records kept in the checkpoint. Not part of the config hash.
+    #[serde(default, skip_serializing)]
+    pub progress: ProgressConfig,
+}
+
+/// `[progress]`: how many per-epoch progress records are kept under
+/// `checkpoint/progress/` (what the dashboard and
+/// `/v1/pipelines/{name}/progress` show after a restart).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProgressConfig {
+    /// Records kept, newest first (default 100).
+    #[serde(default = "default_progress_retain")]
+    pub retain: usize,
+}
+
+impl Default for ProgressConfig {
+    fn default() -> Self {
+        ProgressConfig {
+            retain: default_progress_retain(),
+        }
+    }
+}
+
+fn default_progress_retain() -> usize {
+    crate::observe::DEFAULT_RETAIN
 }
 
 /// `[admin]`: the HTTP API that swaps operators while the pipeline runs.
@@ -160,6 +186,17 @@ pub enum TriggerConfig {
     Once,
     /// Epochs until everything available at start is processed, honouring per-trigger limits, then stop.
     AvailableNow,
+}
+
+impl TriggerConfig {
+    /// The processing-time interval in ms: the time an epoch has before the
+    /// next is due (`None` for `once` and `available-now`).
+    pub fn interval_ms(&self) -> Option<u64> {
+        match self {
+            TriggerConfig::ProcessingTime { interval } => Some(interval.as_millis() as u64),
+            _ => None,
+        }
+    }
 }
 
 impl Default for TriggerConfig {

@@ -16,11 +16,12 @@ use crate::deploy::shadow::{self, ShadowReport};
 use crate::deploy::Control;
 use crate::event_time::{EventTime, Observed};
 use crate::fsutil;
+use crate::observe::Telemetry;
 use crate::operator::{EpochCall, EpochEnv, Limits, LoadedOperator, OperatorFailure, WasmHost};
-use crate::progress::{EpochProgress, Phases};
+use crate::progress::{rate, EpochProgress, Phases};
 use crate::registry::Version;
 use crate::sink::Sink;
-use crate::source::{DeadLetter, PlanLimit, Source, SourceBatch};
+use crate::source::{Backlog, DeadLetter, PlanLimit, Source, SourceBatch};
 use crate::state::{EpochState, Opened, StateStore};
 use crate::wal::{CommitEntry, OffsetEntry, OperatorRef, ENTRY_FORMAT};
 use anyhow::{bail, Context, Result};
@@ -94,6 +95,10 @@ pub struct Pipeline {
     pub(crate) last_digest: Option<String>,
     /// The version running in shadow, and the key its rows are matched on.
     pub(crate) shadow: Option<(Version, Option<String>)>,
+    /// Where progress records and metrics go (the admin API reads them).
+    pub(crate) telemetry: Arc<Telemetry>,
+    /// When the previous epoch started, for the input rate.
+    pub(crate) previous_start: Option<Instant>,
 }
 
 /// An epoch's input as the operator gets it, with the state view.
@@ -126,6 +131,12 @@ impl Pipeline {
     /// while [`Pipeline::run`] runs (the admin API and `--watch` use it).
     pub fn control(&self) -> Arc<Control> {
         self.control.clone()
+    }
+
+    /// Progress records, metrics and the backlog verdict, for the admin API
+    /// and the dashboard.
+    pub fn telemetry(&self) -> Arc<Telemetry> {
+        self.telemetry.clone()
     }
 
     /// Takes up what the control plane says new epochs run with. Called
@@ -194,9 +205,13 @@ impl Pipeline {
             let plan_started = Instant::now();
             let planned = self.source.plan(limit)?;
             let plan_time = plan_started.elapsed();
+            let backlog = self.source.backlog();
+            self.telemetry.source_polled(backlog);
             match planned {
                 Some(range) => {
-                    let progress = self.plan_and_run(host, next, range, plan_time)?;
+                    let progress = self
+                        .plan_and_run(host, next, range, plan_time, backlog)
+                        .inspect_err(|_| self.telemetry.epoch_failed())?;
                     tally(&progress, &mut summary);
                     next += 1;
                 }
@@ -259,7 +274,9 @@ impl Pipeline {
             operator = %entry.operator.digest,
             "re-running epoch planned by an earlier run but never committed"
         );
-        let progress = self.execute(host, &entry, true, Phases::default())?;
+        let progress = self
+            .execute(host, &entry, true, Phases::default(), None)
+            .inspect_err(|_| self.telemetry.epoch_failed())?;
         Ok((last_planned + 1, Some(progress)))
     }
 
@@ -455,6 +472,7 @@ impl Pipeline {
         epoch: u64,
         range: serde_json::Value,
         plan: Duration,
+        backlog: Option<Backlog>,
     ) -> Result<EpochProgress> {
         let migrate_from = self
             .last_digest
@@ -485,7 +503,7 @@ impl Pipeline {
             wal: wal_started.elapsed(),
             ..Phases::default()
         };
-        self.execute(host, &entry, false, phases)
+        self.execute(host, &entry, false, phases, backlog)
     }
 
     fn operator_for(&mut self, host: &WasmHost, digest: &str) -> Result<Arc<LoadedOperator>> {
@@ -518,8 +536,12 @@ impl Pipeline {
         entry: &OffsetEntry,
         replay: bool,
         mut phases: Phases,
+        backlog: Option<Backlog>,
     ) -> Result<EpochProgress> {
         let started = Instant::now() - phases.plan - phases.wal;
+        let started_ms = now_ms() - (phases.plan + phases.wal).as_millis() as i64;
+        let since_previous = self.previous_start.map(|p| started.duration_since(p));
+        self.previous_start = Some(started);
         let epoch = entry.epoch;
 
         let t = Instant::now();
@@ -587,11 +609,18 @@ impl Pipeline {
         if let Some(report) = &shadow {
             self.control.shadow_done(report.clone());
         }
+        let total = started.elapsed();
+        let (state_keys, state_bytes) = self.state.size();
         let progress = EpochProgress {
             pipeline: self.name.clone(),
             epoch,
+            started_ms,
+            finished_ms: now_ms(),
+            epoch_time_ms: entry.epoch_time_ms,
             replay,
             rows_in,
+            input_rows_per_sec: rate(rows_in, since_previous.unwrap_or(total)),
+            processed_rows_per_sec: rate(rows_in, total),
             rows_out,
             dead_letters: input.dead_letters.len() as u64,
             late_rows: prepared.observed.late,
@@ -603,10 +632,16 @@ impl Pipeline {
             migrated,
             shadow,
             range: self.source.describe(&entry.source),
+            source: entry.source.clone(),
+            backlog,
+            state_keys,
+            state_bytes,
+            trigger_interval_ms: self.trigger.interval_ms(),
             phases,
-            total: started.elapsed(),
+            total,
         };
         self.control.epoch_done(&progress);
+        self.telemetry.epoch_done(&progress);
         Ok(progress)
     }
 

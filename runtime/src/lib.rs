@@ -8,6 +8,8 @@
 //! [`event_time`] the watermark and [`dedup`] the host's deduplication on it.
 //! [`registry`] lists the operator versions a pipeline was given and
 //! [`deploy`] swaps them between epochs (driven by [`admin`], the HTTP API).
+//! [`observe`] keeps each epoch's [`progress`] record, the metrics and the
+//! backlog verdict the API, dashboard and `weir status` show.
 //! [`devtools`] is `weir operator test` and `weir operator new`, [`watch`]
 //! is `weir run --watch`.
 //! [`checkpoint`] is the directory both logs live in, [`backoff`] paces
@@ -27,6 +29,7 @@ pub mod engine;
 pub mod event_time;
 pub mod feed;
 pub mod fsutil;
+pub mod observe;
 pub mod operator;
 pub mod pipeline;
 pub mod progress;

@@ -251,6 +251,12 @@ pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<
                 .unwrap_or_else(|| checkpoint.root().join("dead-letter"))
         }
     };
+    let telemetry = crate::observe::Telemetry::open(
+        &checkpoint.root().join("progress"),
+        &cfg.name,
+        cfg.trigger.interval_ms(),
+        cfg.progress.retain,
+    )?;
     tracing::info!(
         pipeline = %cfg.name,
         checkpoint = %checkpoint.root().display(),
@@ -283,6 +289,8 @@ pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<
         control,
         last_digest: None,
         shadow: None,
+        telemetry,
+        previous_start: None,
     })
 }
 

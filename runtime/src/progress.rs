@@ -1,39 +1,79 @@
 //! What one epoch did, in the spirit of Spark's `StreamingQueryProgress`:
-//! rows in and out, rates, and the time spent in each phase of the epoch
-//! protocol, so a slow phase is visible at a glance.
+//! rows in and out, rates, the time spent in each phase of the epoch
+//! protocol, the source's lag, the state's size and the operator version,
+//! so a slow phase or a growing backlog is visible at a glance. The engine
+//! hands each record to [`crate::observe`], which keeps the recent ones in
+//! the checkpoint and turns them into metrics.
+//!
+//! In JSON, durations are milliseconds (`f64`).
 
-use serde::Serialize;
+use crate::source::Backlog;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
 use std::time::Duration;
 
+/// Serde form of a [`Duration`] as fractional milliseconds.
+mod millis {
+    use super::*;
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(d.as_secs_f64() * 1e3)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let ms = f64::deserialize(d)?;
+        Ok(Duration::try_from_secs_f64(ms / 1e3).unwrap_or_default())
+    }
+}
+
 /// Time spent in each phase of one epoch.
-#[derive(Debug, Clone, Copy, Default, Serialize)]
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Phases {
-    /// Asking the source for its next range.
+    /// Asking the source for its next range (Spark's `latestOffset`).
+    #[serde(with = "millis")]
     pub plan: Duration,
     /// Writing `offsets/<N>`.
+    #[serde(with = "millis")]
     pub wal: Duration,
     /// Reading and parsing the planned range.
+    #[serde(with = "millis")]
     pub read: Duration,
     /// Instantiating the operator and running `process` on every micro-batch.
+    #[serde(with = "millis")]
     pub operator: Duration,
     /// Writing output (and dead letters).
+    #[serde(with = "millis")]
     pub sink: Duration,
     /// Writing `commits/<N>`.
+    #[serde(with = "millis")]
     pub commit: Duration,
     /// Running the shadow candidate and comparing its output (not part of
     /// the other phases).
+    #[serde(with = "millis")]
     pub shadow: Duration,
 }
 
 /// The report of one finished epoch.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct EpochProgress {
     pub pipeline: String,
     pub epoch: u64,
+    /// Wall-clock time the epoch's planning started, Unix ms.
+    pub started_ms: i64,
+    /// Wall-clock time `commits/N` was written, Unix ms.
+    pub finished_ms: i64,
+    /// The epoch's time as recorded in `offsets/N` (what operators see).
+    pub epoch_time_ms: i64,
     /// Whether this run re-executed an epoch planned by an earlier run.
     pub replay: bool,
     pub rows_in: u64,
+    /// Rows arriving per second: input rows over the time since the
+    /// previous epoch started (Spark's `inputRowsPerSecond`).
+    pub input_rows_per_sec: f64,
+    /// Rows processed per second: input rows over this epoch's duration
+    /// (Spark's `processedRowsPerSecond`).
+    pub processed_rows_per_sec: f64,
     pub rows_out: u64,
     pub dead_letters: u64,
     /// Rows older than the epoch's watermark.
@@ -52,19 +92,49 @@ pub struct EpochProgress {
     pub shadow: Option<crate::deploy::shadow::ShadowReport>,
     /// Human summary of the source range.
     pub range: String,
+    /// The source range as recorded in `offsets/N` (files and sizes, or
+    /// Kafka partitions with start and end offsets).
+    pub source: serde_json::Value,
+    /// What the source still had waiting after planning this epoch (`None`
+    /// for a replay, which does not plan).
+    pub backlog: Option<Backlog>,
+    /// Keys in the state store after the epoch committed.
+    pub state_keys: u64,
+    /// Approximate bytes of the state store after the epoch committed.
+    pub state_bytes: u64,
+    /// The processing-time trigger's interval (`None` for `once` and
+    /// `available-now`): the time an epoch has before the next one is due.
+    pub trigger_interval_ms: Option<u64>,
     pub phases: Phases,
+    #[serde(with = "millis")]
     pub total: Duration,
 }
 
 impl EpochProgress {
     /// Input rows per second of wall time for the whole epoch.
     pub fn rows_per_sec(&self) -> f64 {
-        let secs = self.total.as_secs_f64();
-        if secs > 0.0 {
-            self.rows_in as f64 / secs
-        } else {
-            0.0
-        }
+        self.processed_rows_per_sec
+    }
+
+    /// Spark's rule for a pipeline falling behind, applied to one epoch:
+    /// it took longer than the trigger interval *and* rows arrived faster
+    /// than it processed them. Always false without an interval.
+    pub fn falling_behind(&self) -> bool {
+        let Some(interval) = self.trigger_interval_ms else {
+            return false;
+        };
+        self.total.as_secs_f64() * 1e3 > interval as f64
+            && self.input_rows_per_sec > self.processed_rows_per_sec
+    }
+}
+
+/// Rows per second, 0 for an empty interval.
+pub fn rate(rows: u64, over: Duration) -> f64 {
+    let secs = over.as_secs_f64();
+    if secs > 0.0 {
+        rows as f64 / secs
+    } else {
+        0.0
     }
 }
 

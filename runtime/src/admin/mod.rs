@@ -1,6 +1,8 @@
 //! The admin HTTP API of a running pipeline: upload operator versions, list
 //! them, activate, roll back, shadow and promote, and read the status —
-//! what `weir deploy`, `weir versions` and friends talk to ([`client`]).
+//! what `weir deploy`, `weir versions` and friends talk to ([`client`]) —
+//! plus per-epoch progress, Prometheus `/metrics` and the live dashboard
+//! ([`dashboard`]).
 //!
 //! It binds 127.0.0.1 by default and refuses any other address without a
 //! bearer token. It runs on its own thread with a small tokio runtime, and
@@ -9,10 +11,12 @@
 //! the API only changes what the [`Control`] says the *next* epoch runs.
 
 pub mod client;
+pub mod dashboard;
 mod routes;
 
 use crate::config::AdminConfig;
 use crate::deploy::Control;
+use crate::observe::Telemetry;
 use anyhow::{bail, Context, Result};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
@@ -91,11 +95,13 @@ pub struct AdminServer {
 
 impl AdminServer {
     /// Binds `settings.listen` (port 0 picks a free port) and serves
-    /// `control`'s pipeline. The bound URL is also written to `url_file`,
+    /// `control`'s pipeline, its progress and metrics from `telemetry`, and
+    /// the dashboard. The bound URL is also written to `url_file`,
     /// for scripts that start a pipeline on port 0.
     pub fn start(
         settings: AdminSettings,
         control: Arc<Control>,
+        telemetry: Arc<Telemetry>,
         url_file: Option<PathBuf>,
     ) -> Result<Self> {
         let listener = std::net::TcpListener::bind(settings.listen)
@@ -109,7 +115,7 @@ impl AdminServer {
                  set {DEFAULT_TOKEN_ENV} (or `admin.token`) to require one"
             );
         }
-        let app = routes::router(control, &settings);
+        let app = routes::router(control, telemetry, &settings);
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()

@@ -12,10 +12,16 @@
 //! | GET | `/v1/pipelines/{name}/shadow?after=EPOCH` | per-epoch shadow reports |
 //! | POST | `/v1/pipelines/{name}/shadow/promote` | make the shadow version active |
 //! | DELETE | `/v1/pipelines/{name}/shadow` | stop the shadow run |
+//! | GET | `/v1/pipelines/{name}/progress?after=EPOCH&limit=N` | per-epoch progress records, backlog verdict, source lag, recent errors |
+//! | GET | `/v1/pipelines/{name}/history` | deploys, activations, rollbacks, shadows, promotions |
+//! | GET | `/v1/pipelines` | the pipeline this API serves, as a one-name list |
+//! | GET | `/metrics` | Prometheus text format |
+//! | GET | `/` (`/dashboard`) | the live dashboard (static page; it asks for the token, if one is set) |
 
 use super::AdminSettings;
 use crate::deploy::validate::Golden;
 use crate::deploy::{Control, DeployError, Then, Upload};
+use crate::observe::Telemetry;
 use crate::registry::Origin;
 use axum::extract::{DefaultBodyLimit, Multipart, Path, Query, Request, State};
 use axum::http::{header, StatusCode};
@@ -29,6 +35,7 @@ use std::sync::Arc;
 #[derive(Clone)]
 struct App {
     control: Arc<Control>,
+    telemetry: Arc<Telemetry>,
     token: Option<Arc<str>>,
     max_upload: usize,
 }
@@ -60,9 +67,14 @@ impl From<DeployError> for ApiError {
 
 type ApiResult<T> = Result<T, ApiError>;
 
-pub(super) fn router(control: Arc<Control>, settings: &AdminSettings) -> Router {
+pub(super) fn router(
+    control: Arc<Control>,
+    telemetry: Arc<Telemetry>,
+    settings: &AdminSettings,
+) -> Router {
     let app = App {
         control,
+        telemetry,
         token: settings.token.as_deref().map(Arc::from),
         max_upload: settings.max_upload,
     };
@@ -78,13 +90,26 @@ pub(super) fn router(control: Arc<Control>, settings: &AdminSettings) -> Router 
         .route("/rollback", post(rollback))
         .route("/shadow", get(shadow_reports).delete(unshadow))
         .route("/shadow/promote", post(promote))
+        .route("/progress", get(progress))
+        .route("/history", get(history))
         .layer(middleware::from_fn_with_state(app.clone(), authorise))
+        .with_state(app.clone());
+    let metrics = Router::new()
+        .route("/metrics", get(metrics))
+        .route("/v1/pipelines", get(pipelines))
+        .layer(middleware::from_fn_with_state(app.clone(), authorise_token))
         .with_state(app.clone());
     Router::new()
         .route(
             "/v1/health",
             get(|| async { Json(serde_json::json!({"status": "ok"})) }),
         )
+        .route(
+            "/",
+            get(|| async { axum::response::Redirect::to("/dashboard") }),
+        )
+        .route("/dashboard", get(super::dashboard::page))
+        .merge(metrics)
         .nest("/v1/pipelines/{name}", pipeline)
         .fallback(|| async {
             ApiError(
@@ -112,7 +137,34 @@ async fn authorise(
     }
 }
 
+/// Checks the bearer token only, for routes outside a pipeline's path.
+async fn authorise_token(State(app): State<App>, request: Request, next: Next) -> Response {
+    match check_token(&app, &request) {
+        Ok(()) => next.run(request).await,
+        Err(refusal) => refusal.into_response(),
+    }
+}
+
 fn check(app: &App, params: &[(String, String)], request: &Request) -> ApiResult<()> {
+    check_token(app, request)?;
+    let name = params
+        .iter()
+        .find(|(k, _)| k == "name")
+        .map(|(_, v)| v.as_str())
+        .unwrap_or("");
+    if name != app.control.pipeline() {
+        return Err(ApiError(
+            StatusCode::NOT_FOUND,
+            format!(
+                "this admin API serves pipeline `{}`, not `{name}`",
+                app.control.pipeline()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn check_token(app: &App, request: &Request) -> ApiResult<()> {
     if let Some(token) = &app.token {
         let given = request
             .headers()
@@ -136,20 +188,6 @@ fn check(app: &App, params: &[(String, String)], request: &Request) -> ApiResult
             }
             Some(_) => {}
         }
-    }
-    let name = params
-        .iter()
-        .find(|(k, _)| k == "name")
-        .map(|(_, v)| v.as_str())
-        .unwrap_or("");
-    if name != app.control.pipeline() {
-        return Err(ApiError(
-            StatusCode::NOT_FOUND,
-            format!(
-                "this admin API serves pipeline `{}`, not `{name}`",
-                app.control.pipeline()
-            ),
-        ));
     }
     Ok(())
 }
@@ -177,6 +215,39 @@ async fn status(State(app): State<App>) -> impl IntoResponse {
 
 async fn versions(State(app): State<App>) -> impl IntoResponse {
     Json(app.control.versions())
+}
+
+#[derive(Deserialize)]
+struct ProgressQuery {
+    #[serde(default)]
+    after: Option<u64>,
+    #[serde(default)]
+    limit: Option<usize>,
+}
+
+async fn progress(State(app): State<App>, Query(q): Query<ProgressQuery>) -> impl IntoResponse {
+    Json(
+        app.telemetry
+            .report(q.after, q.limit.unwrap_or(crate::observe::DEFAULT_RETAIN)),
+    )
+}
+
+async fn pipelines(State(app): State<App>) -> impl IntoResponse {
+    Json([app.control.pipeline().to_string()])
+}
+
+async fn history(State(app): State<App>) -> impl IntoResponse {
+    Json(app.control.events())
+}
+
+async fn metrics(State(app): State<App>) -> impl IntoResponse {
+    (
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        app.telemetry.metrics_text(),
+    )
 }
 
 #[derive(Deserialize)]

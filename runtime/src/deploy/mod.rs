@@ -398,6 +398,12 @@ impl Control {
             .collect()
     }
 
+    /// Every change of what runs (register, activate, rollback, shadow,
+    /// promote, unshadow), oldest first, for the dashboard.
+    pub fn events(&self) -> Vec<crate::registry::Event> {
+        self.lock().registry.events().to_vec()
+    }
+
     /// What runs now.
     pub fn status(&self) -> Status {
         let inner = self.lock();

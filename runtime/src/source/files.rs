@@ -6,7 +6,7 @@
 //! hidden name and rename it into place when it is complete.
 
 use super::json::{lines, JsonDecoder};
-use super::{PlanLimit, Source, SourceBatch};
+use super::{Backlog, BacklogUnit, PlanLimit, Source, SourceBatch};
 use crate::config::MalformedPolicy;
 use anyhow::{bail, Context, Result};
 use arrow_schema::SchemaRef;
@@ -37,6 +37,8 @@ pub struct FileSource {
     decoder: JsonDecoder,
     max_files: usize,
     seen: HashSet<String>,
+    /// What the last `plan` found waiting.
+    backlog: Option<Backlog>,
 }
 
 impl FileSource {
@@ -59,6 +61,7 @@ impl FileSource {
             decoder: JsonDecoder::new(schema, batch_rows, policy),
             max_files,
             seen: HashSet::new(),
+            backlog: None,
         })
     }
 }
@@ -106,13 +109,25 @@ impl Source for FileSource {
             }
             fresh.push((arrival_key(&meta), name, meta.len()));
         }
+        let waiting: u64 = fresh.iter().map(|f| f.2).sum();
+        let mut backlog = Backlog {
+            unit: BacklogUnit::Bytes,
+            planned: 0,
+            pending: waiting,
+            pending_files: Some(fresh.len() as u64),
+        };
         if fresh.is_empty() {
+            self.backlog = Some(backlog);
             return Ok(None);
         }
         fresh.sort();
         if limit == PlanLimit::PerTrigger {
             fresh.truncate(self.max_files);
         }
+        backlog.planned = fresh.iter().map(|f| f.2).sum();
+        backlog.pending -= backlog.planned;
+        backlog.pending_files = backlog.pending_files.map(|n| n - fresh.len() as u64);
+        self.backlog = Some(backlog);
         let files: Vec<PlannedFile> = fresh
             .into_iter()
             .map(|(_, name, size)| PlannedFile { name, size })
@@ -121,6 +136,10 @@ impl Source for FileSource {
             self.seen.insert(f.name.clone());
         }
         Ok(Some(serde_json::to_value(FileRange { files })?))
+    }
+
+    fn backlog(&self) -> Option<Backlog> {
+        self.backlog
     }
 
     fn read(&mut self, range: &serde_json::Value) -> Result<SourceBatch> {

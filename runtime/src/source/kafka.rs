@@ -7,7 +7,7 @@
 
 use super::json::{JsonDecoder, Record};
 use super::kafka_plan::{self, KafkaRange, PartitionRange, Tp};
-use super::{DeadLetter, PlanLimit, Source, SourceBatch};
+use super::{Backlog, BacklogUnit, DeadLetter, PlanLimit, Source, SourceBatch};
 use crate::backoff::Backoff;
 use crate::config::MalformedPolicy;
 use anyhow::{anyhow, bail, Context, Result};
@@ -122,6 +122,8 @@ pub struct KafkaSource {
     /// Next offset to plan per partition.
     positions: BTreeMap<Tp, i64>,
     restored: bool,
+    /// What the last `plan` found waiting.
+    backlog: Option<Backlog>,
 }
 
 fn client_config(s: &KafkaSettings, group: &str) -> ClientConfig {
@@ -168,6 +170,7 @@ impl KafkaSource {
             consumer,
             positions: BTreeMap::new(),
             restored: false,
+            backlog: None,
         };
         source.partitions()?;
         Ok(source)
@@ -688,15 +691,31 @@ impl Source for KafkaSource {
             }
             ranges.sort_by(|a, b| (&a.topic, a.partition).cmp(&(&b.topic, b.partition)));
         }
-        if ranges.is_empty() {
-            return Ok(None);
-        }
         for r in &ranges {
             self.positions.insert((r.topic.clone(), r.partition), r.end);
+        }
+        self.backlog = Some(Backlog {
+            unit: BacklogUnit::Records,
+            planned: ranges.iter().map(|r| (r.end - r.start).max(0) as u64).sum(),
+            pending: marks
+                .iter()
+                .map(|(tp, &(_, high))| {
+                    let at = self.positions.get(tp).copied().unwrap_or(high);
+                    (high - at).max(0) as u64
+                })
+                .sum(),
+            pending_files: None,
+        });
+        if ranges.is_empty() {
+            return Ok(None);
         }
         Ok(Some(serde_json::to_value(KafkaRange {
             partitions: ranges,
         })?))
+    }
+
+    fn backlog(&self) -> Option<Backlog> {
+        self.backlog
     }
 
     fn read(&mut self, range: &serde_json::Value) -> Result<SourceBatch> {

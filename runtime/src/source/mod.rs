@@ -41,6 +41,40 @@ impl SourceBatch {
     }
 }
 
+/// What a source had waiting when it last planned: the lag behind the
+/// source, in the source's own unit, for progress, metrics and ETAs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Backlog {
+    /// What the unit counts: `records` (Kafka offsets) or `bytes` (files,
+    /// whose row counts are unknown until read).
+    pub unit: BacklogUnit,
+    /// Units in the range the last `plan` proposed (0 if it proposed none).
+    pub planned: u64,
+    /// Units available at the source but not yet planned.
+    pub pending: u64,
+    /// Files available but not yet planned (file sources only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending_files: Option<u64>,
+}
+
+/// The unit of a [`Backlog`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BacklogUnit {
+    Records,
+    Bytes,
+}
+
+impl BacklogUnit {
+    /// The unit's name, as metrics and the dashboard show it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BacklogUnit::Records => "records",
+            BacklogUnit::Bytes => "bytes",
+        }
+    }
+}
+
 /// How much the next epoch may take.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PlanLimit {
@@ -72,6 +106,12 @@ pub trait Source: Send {
 
     /// One-line human description of a range, for logs and `checkpoint show`.
     fn describe(&self, range: &serde_json::Value) -> String;
+
+    /// What the last `plan` saw waiting at the source (`None` before the
+    /// first plan, or if the source cannot tell).
+    fn backlog(&self) -> Option<Backlog> {
+        None
+    }
 
     /// Called after `commits/<N>` is durable for `range`. Progress lives in
     /// the WAL; this is only for mirroring it elsewhere (e.g. a Kafka

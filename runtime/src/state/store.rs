@@ -27,6 +27,9 @@ pub(crate) const DATA: u8 = b'd';
 /// Prefix of the store's own bookkeeping.
 const META: u8 = b'm';
 const MARKER: &[u8] = b"mepoch";
+/// Number of keys under [`DATA`], kept with every epoch's batch (and its
+/// undo record), so progress can report state rows without a scan.
+const KEYS: &[u8] = b"mkeys";
 /// `origin`: the first epoch this store's history starts at (written once).
 const ORIGIN_FILE: &str = "origin";
 
@@ -69,6 +72,8 @@ pub struct StateStore {
     policy: SnapshotPolicy,
     /// Epoch the state reflects (the marker), `None` before any commit.
     epoch: Option<u64>,
+    /// Keys under [`DATA`] (the `KEYS` record).
+    keys: u64,
 }
 
 fn db_options() -> rocksdb::Options {
@@ -140,18 +145,44 @@ fn decode_undo(mut bytes: &[u8]) -> Result<Undo> {
     Ok(undo)
 }
 
-fn read_marker(db: &DB) -> Result<Option<u64>> {
-    match db.get(MARKER).context("reading the state marker")? {
+fn read_u64(db: &DB, key: &[u8], what: &str) -> Result<Option<u64>> {
+    match db.get(key).with_context(|| format!("reading the {what}"))? {
         None => Ok(None),
         Some(b) => {
             let bytes: [u8; 8] = b
                 .as_slice()
                 .try_into()
                 .ok()
-                .context("the state marker is corrupt")?;
+                .with_context(|| format!("the {what} is corrupt"))?;
             Ok(Some(u64::from_be_bytes(bytes)))
         }
     }
+}
+
+fn read_marker(db: &DB) -> Result<Option<u64>> {
+    read_u64(db, MARKER, "state marker")
+}
+
+/// The key count, counted once (and recorded) in a store written before
+/// the count was kept.
+fn read_keys(db: &DB) -> Result<u64> {
+    if let Some(n) = read_u64(db, KEYS, "state key count")? {
+        return Ok(n);
+    }
+    let mut n = 0u64;
+    for item in db.iterator(rocksdb::IteratorMode::From(
+        &[DATA],
+        rocksdb::Direction::Forward,
+    )) {
+        let (k, _) = item.context("counting state keys")?;
+        if k.first() != Some(&DATA) {
+            break;
+        }
+        n += 1;
+    }
+    db.put(KEYS, n.to_be_bytes())
+        .context("recording the state key count")?;
+    Ok(n)
 }
 
 impl StateStore {
@@ -215,12 +246,14 @@ impl StateStore {
             ),
         };
         let epoch = read_marker(&db)?;
+        let keys = read_keys(&db)?;
         Ok((
             StateStore {
                 root: root.to_path_buf(),
                 db: Arc::new(db),
                 policy,
                 epoch,
+                keys,
             },
             opened,
         ))
@@ -335,15 +368,20 @@ impl StateStore {
             unread.iter().map(|k| k.to_vec()).zip(read).collect();
         before.extend(read);
         let mut batch = WriteBatch::default();
-        let mut undo: Undo = Vec::with_capacity(writes.len());
+        let mut undo: Undo = Vec::with_capacity(writes.len() + 1);
+        let mut keys = self.keys as i64;
         for (key, new) in writes {
             match &new {
                 Some(v) => batch.put(&key, v),
                 None => batch.delete(&key),
             }
             let old = before.remove(&key).flatten();
+            keys += i64::from(new.is_some()) - i64::from(old.is_some());
             undo.push((key, old));
         }
+        let keys = keys.max(0) as u64;
+        batch.put(KEYS, keys.to_be_bytes());
+        undo.push((KEYS.to_vec(), Some(self.keys.to_be_bytes().to_vec())));
         batch.put(undo_key(epoch), encode_undo(&undo));
         if let Some(prev) = epoch.checked_sub(1) {
             batch.delete(undo_key(prev));
@@ -353,6 +391,7 @@ impl StateStore {
             .write_opt(batch, &synced())
             .with_context(|| format!("committing state of epoch {epoch}"))?;
         self.epoch = Some(epoch);
+        self.keys = keys;
         Ok(())
     }
 
@@ -396,6 +435,7 @@ impl StateStore {
             "rolled back state written by an epoch that was never committed"
         );
         self.epoch = last_committed;
+        self.keys = read_keys(&self.db)?;
         Ok(())
     }
 
@@ -438,21 +478,14 @@ impl StateStore {
         Ok(())
     }
 
-    /// Approximate number of live keys and bytes on disk, for progress.
+    /// Keys held (operator and host state; an expired value counts until
+    /// it is overwritten) and approximate bytes (SST files plus memtables),
+    /// for progress and metrics.
     pub fn size(&self) -> (u64, u64) {
-        let keys = self
-            .db
-            .property_int_value("rocksdb.estimate-num-keys")
-            .ok()
-            .flatten()
-            .unwrap_or(0);
-        let bytes = self
-            .db
-            .property_int_value("rocksdb.total-sst-files-size")
-            .ok()
-            .flatten()
-            .unwrap_or(0);
-        (keys, bytes)
+        let property = |name| self.db.property_int_value(name).ok().flatten().unwrap_or(0);
+        let bytes =
+            property("rocksdb.total-sst-files-size") + property("rocksdb.cur-size-all-mem-tables");
+        (self.keys, bytes)
     }
 }
 
@@ -559,6 +592,39 @@ mod tests {
         assert_eq!(s.epoch(), Some(1));
         assert_eq!(get(&s, "a").as_deref(), Some("3"));
         assert_eq!(get(&s, "b"), None);
+    }
+
+    #[test]
+    fn the_key_count_follows_commits_rollbacks_and_reopens() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut s, _) = open(dir.path(), None);
+        assert_eq!(s.size().0, 0);
+        s.commit(
+            0,
+            Changes::writes([put("da", "1"), put("db", "2"), put("dc", "3")]),
+        )
+        .unwrap();
+        assert_eq!(s.size().0, 3);
+        // Overwrite one, delete one, delete one that never existed, add one.
+        let del = |k: &str| (k.as_bytes().to_vec(), None);
+        s.commit(
+            1,
+            Changes::writes([put("da", "9"), del("db"), del("dz"), put("dd", "4")]),
+        )
+        .unwrap();
+        assert_eq!(s.size().0, 3);
+        s.commit(2, Changes::writes([del("da"), del("dc")]))
+            .unwrap();
+        assert_eq!(s.size().0, 1);
+        drop(s);
+        // Epoch 2 never committed: rolling it back restores the count too.
+        let (mut s, _) = open(dir.path(), Some(1));
+        assert_eq!(s.size().0, 1, "the count is stored with the epoch");
+        s.roll_back_uncommitted(Some(1)).unwrap();
+        assert_eq!(s.size().0, 3);
+        // A store without the record (older checkpoints) counts once.
+        s.db.delete(KEYS).unwrap();
+        assert_eq!(read_keys(&s.db).unwrap(), 3);
     }
 
     #[test]
