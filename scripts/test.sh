@@ -10,6 +10,8 @@ bash scripts/install-tansu.sh
 # into target/tools, components into target/guests/polyglot.
 bash scripts/install-polyglot.sh
 bash scripts/build-polyglot.sh
+# Headless Chromium for the dashboard's browser test.
+bash scripts/install-chromium.sh
 # One target dir for everything; the guest operators are built by
 # runtime/build.rs into target/guests and reused.
 cargo fmt --all --check

@@ -2,7 +2,7 @@
 
 use crate::admin::{client, AdminServer, AdminSettings};
 use crate::checkpoint::Checkpoint;
-use crate::config::PipelineConfig;
+use crate::config::{PipelineConfig, TriggerConfig};
 use crate::demo::{self, DemoOperator, DemoOptions};
 use crate::operator::{default_cache_root, Grants, WasmHost};
 use crate::pipeline::{self, OpenOptions};
@@ -32,7 +32,12 @@ enum Command {
     ///
     /// With an `[admin]` section (or `--admin`), serves the admin API that
     /// `weir deploy`, `weir rollback` and `weir versions` talk to: operators
-    /// are swapped between epochs without a restart.
+    /// are swapped between epochs without a restart. The same address serves
+    /// the live dashboard (`/dashboard`), Prometheus metrics (`/metrics`) and
+    /// per-epoch progress records (`weir status`).
+    ///
+    /// An `available-now` or `once` pipeline (a backfill) shows a progress
+    /// bar with rate and ETA when stderr is a terminal.
     Run {
         /// The pipeline file (see README, "Pipeline config").
         pipeline: PathBuf,
@@ -116,7 +121,12 @@ enum Command {
         #[command(flatten)]
         target: TargetArgs,
     },
-    /// Show what a running pipeline runs: active version, shadow differences, last epoch.
+    /// Show what a running pipeline runs and whether it keeps up.
+    ///
+    /// Active version, shadow differences, last epoch, the backlog verdict
+    /// (keeping up / at risk / backlog growing), rates, source lag, state
+    /// size and recent warnings. The same figures are on the dashboard at
+    /// the admin URL and in Prometheus form at /metrics.
     Status {
         #[command(flatten)]
         target: TargetArgs,
@@ -409,14 +419,17 @@ fn dispatch(cli: Cli) -> Result<()> {
         Command::Status { target, json } => {
             let target = target.target();
             let status = target.status()?;
+            let progress = target.progress(if json { 100 } else { 5 })?;
             if json {
                 let doc = serde_json::json!({
                     "status": status,
+                    "progress": progress,
                     "shadow_reports": target.shadow_reports()?,
                 });
                 println!("{}", serde_json::to_string_pretty(&doc)?);
             } else {
                 print!("{}", status_text(&status));
+                print!("{}", progress_text(&progress));
             }
             Ok(())
         }
@@ -569,11 +582,22 @@ fn run(path: PathBuf, quiet: bool, watch: bool, admin: Option<String>) -> Result
         None
     };
     let stop = stop_flag()?;
-    let summary = pipeline.run(&host, &stop, &mut |p| {
-        if !quiet {
-            println!("{p}");
-        }
-    })?;
+    let backfill = matches!(
+        cfg.trigger,
+        TriggerConfig::AvailableNow | TriggerConfig::Once
+    );
+    let mut bar = backfill
+        .then(crate::observe::backfill::BackfillBar::new)
+        .filter(|b| b.visible());
+    let result = pipeline.run(&host, &stop, &mut |p| match &mut bar {
+        Some(bar) => bar.epoch(p, (!quiet).then(|| p.to_string())),
+        None if !quiet => println!("{p}"),
+        None => {}
+    });
+    if let Some(bar) = &bar {
+        bar.finish();
+    }
+    let summary = result?;
     println!(
         "{}: {} epochs ({} replayed), {} rows in, {} rows out, {} dead letters, {:.2}s",
         cfg.name,
@@ -742,6 +766,50 @@ fn status_text(s: &serde_json::Value) -> String {
             e["rows_out"],
             e["total_ms"].as_f64().unwrap_or(0.0)
         );
+    }
+    out
+}
+
+/// The health, rates, lag and state lines of `weir status`.
+fn progress_text(p: &serde_json::Value) -> String {
+    let h = &p["health"];
+    let mut out = format!(
+        "  health   {}: {}\n",
+        h["verdict"].as_str().unwrap_or("?"),
+        h["reason"].as_str().unwrap_or("")
+    );
+    let epochs = p["epochs"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+    if let Some(last) = epochs.last() {
+        out += &format!(
+            "  rates    {:.0} rows/s in, {:.0} rows/s processed (epoch {}, {:.1} ms{})\n",
+            last["input_rows_per_sec"].as_f64().unwrap_or(0.0),
+            last["processed_rows_per_sec"].as_f64().unwrap_or(0.0),
+            last["epoch"],
+            last["total"].as_f64().unwrap_or(0.0),
+            p["trigger_interval_ms"]
+                .as_u64()
+                .map(|i| format!(" of a {i} ms trigger"))
+                .unwrap_or_default(),
+        );
+        out += &format!(
+            "  state    {} keys, {} bytes\n",
+            last["state_keys"], last["state_bytes"]
+        );
+    }
+    if let Some(b) = p["source"]["backlog"].as_object() {
+        out += &format!(
+            "  lag      {} {} waiting at the source{}\n",
+            b["pending"],
+            b["unit"].as_str().unwrap_or(""),
+            b["pending_files"]
+                .as_u64()
+                .map(|f| format!(" ({f} files)"))
+                .unwrap_or_default()
+        );
+    }
+    let errors = p["recent_errors"].as_array().map(Vec::len).unwrap_or(0);
+    if errors > 0 {
+        out += &format!("  log      {errors} recent warnings/errors (see the dashboard)\n");
     }
     out
 }

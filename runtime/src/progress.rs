@@ -128,6 +128,42 @@ impl EpochProgress {
     }
 }
 
+#[cfg(test)]
+impl EpochProgress {
+    /// An empty record of epoch `n`, for tests to fill in.
+    pub(crate) fn sample(n: u64) -> Self {
+        EpochProgress {
+            pipeline: "p".into(),
+            epoch: n,
+            started_ms: 0,
+            finished_ms: 0,
+            epoch_time_ms: 0,
+            replay: false,
+            rows_in: 0,
+            input_rows_per_sec: 0.0,
+            processed_rows_per_sec: 0.0,
+            rows_out: 0,
+            dead_letters: 0,
+            late_rows: 0,
+            duplicates: 0,
+            watermark_ms: None,
+            micro_batches: 0,
+            operator_digest: String::new(),
+            operator_version: None,
+            migrated: false,
+            shadow: None,
+            range: String::new(),
+            source: serde_json::Value::Null,
+            backlog: None,
+            state_keys: 0,
+            state_bytes: 0,
+            trigger_interval_ms: None,
+            phases: Phases::default(),
+            total: Duration::ZERO,
+        }
+    }
+}
+
 /// Rows per second, 0 for an empty interval.
 pub fn rate(rows: u64, over: Duration) -> f64 {
     let secs = over.as_secs_f64();

@@ -6,10 +6,11 @@
 
 mod common;
 
+use common::Running;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -73,54 +74,13 @@ fn write_file(dir: &Path, n: u64, rows: u64) {
     std::fs::rename(&tmp, dir.join("input").join(format!("f-{n:04}.jsonl"))).unwrap();
 }
 
-/// `weir run --quiet` on `pipeline`, with the test token.
-struct Running {
-    child: Option<Child>,
-    url: String,
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        // A failed test must not leave the pipeline running.
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
-}
-
-impl Running {
-    fn start(pipeline: &Path, checkpoint: &Path, cache: &Path, extra: &[&str]) -> Running {
-        let url_file = checkpoint.join("admin-url");
-        let _ = std::fs::remove_file(&url_file);
-        let mut child = Command::new(env!("CARGO_BIN_EXE_weir"))
-            .args(["run", "--quiet"])
-            .args(extra)
-            .arg(pipeline)
-            .env("WEIR_ADMIN_TOKEN", TOKEN)
-            .env("WEIR_CACHE_DIR", cache)
-            .env("WEIR_LOG", "warn")
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap();
-        common::wait_for("the admin API", || {
-            if let Some(status) = child.try_wait().unwrap() {
-                panic!("weir run exited before serving the admin API: {status}");
-            }
-            url_file.exists()
-        });
-        let url = std::fs::read_to_string(&url_file)
-            .unwrap()
-            .trim()
-            .to_string();
-        Running {
-            child: Some(child),
-            url,
-        }
-    }
-
+/// `weir` admin commands against a [`Running`] pipeline.
+trait AdminCli {
     /// A `weir` admin command against this pipeline; `token` overrides the test token.
+    fn weir(&self, args: &[&str], token: Option<&str>) -> Output;
+}
+
+impl AdminCli for Running {
     fn weir(&self, args: &[&str], token: Option<&str>) -> Output {
         Command::new(env!("CARGO_BIN_EXE_weir"))
             .args(args)
@@ -129,21 +89,6 @@ impl Running {
             .env("WEIR_LOG", "warn")
             .output()
             .unwrap()
-    }
-
-    /// Stops the pipeline like Ctrl-C does (after the current epoch).
-    fn interrupt(mut self) {
-        let mut child = self.child.take().unwrap();
-        // SAFETY: signalling our own child process.
-        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
-        assert!(child.wait().unwrap().success(), "weir run failed");
-    }
-
-    /// SIGKILL: the process dies wherever it is.
-    fn kill(mut self) {
-        let mut child = self.child.take().unwrap();
-        child.kill().unwrap();
-        child.wait().unwrap();
     }
 }
 
@@ -208,7 +153,7 @@ impl SwapSetup {
         std::fs::write(dir.path().join("v2.json"), v2_config).unwrap();
         let v1 = common::guest("sandbox_tests");
         let pipeline = swap_pipeline(dir.path(), &v1, r#"{ mode = "echo", tag = "v1" }"#, "");
-        let run = Running::start(&pipeline, &ckpt, cache.path(), &[]);
+        let run = Running::start(&pipeline, &ckpt, cache.path(), TOKEN, &[]);
         SwapSetup {
             dir,
             cache,
@@ -335,7 +280,7 @@ fn crash_right_after_a_swap_was_planned_replays_with_the_recorded_version() {
     assert_eq!(planned["migrate_from"], d1.as_str());
 
     // The pipeline file still names v1: the replay must not care.
-    let run = Running::start(&setup.pipeline, ckpt, setup.cache.path(), &[]);
+    let run = Running::start(&setup.pipeline, ckpt, setup.cache.path(), TOKEN, &[]);
     write_file(dir.path(), 5, 20);
     wait_committed(ckpt, 120);
     run.interrupt();
@@ -410,7 +355,7 @@ fn refused_uploads_say_why_and_the_active_version_keeps_running() {
         r#"{ mode = "echo", tag = "v1" }"#,
         r#"max_upload = "160KiB""#,
     );
-    let run = Running::start(&pipeline, &ckpt, cache.path(), &[]);
+    let run = Running::start(&pipeline, &ckpt, cache.path(), TOKEN, &[]);
     let path = |name: &str, bytes: &[u8]| {
         let p = dir.path().join(name);
         std::fs::write(&p, bytes).unwrap();
@@ -726,7 +671,7 @@ fn watch_redeploys_a_changed_operator_file_and_keeps_running_through_a_bad_one()
     let op = dir.path().join("op.wasm");
     std::fs::write(&op, sandbox_wasm()).unwrap();
     let pipeline = swap_pipeline(dir.path(), &op, r#"{ mode = "echo", tag = "w" }"#, "");
-    let run = Running::start(&pipeline, &ckpt, cache.path(), &["--watch"]);
+    let run = Running::start(&pipeline, &ckpt, cache.path(), TOKEN, &["--watch"]);
     write_file(dir.path(), 0, 5);
     wait_committed(&ckpt, 5);
     let replace = |bytes: &[u8]| {

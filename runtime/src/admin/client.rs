@@ -95,6 +95,12 @@ impl Target {
         self.send(Self::client()?.delete(self.url("/shadow")))
     }
 
+    /// `GET …/progress?limit=N`: the newest progress records, the backlog
+    /// verdict and the source's lag.
+    pub fn progress(&self, limit: usize) -> Result<Value> {
+        self.send(Self::client()?.get(self.url(&format!("/progress?limit={limit}"))))
+    }
+
     /// `GET …/shadow`
     pub fn shadow_reports(&self) -> Result<Value> {
         self.send(Self::client()?.get(self.url("/shadow")))

@@ -99,3 +99,74 @@ pub fn assess(recent: &[&EpochProgress]) -> Health {
         },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::{Backlog, BacklogUnit};
+    use std::time::Duration;
+
+    /// An epoch of a 1 s trigger that took `ms` with rows arriving at
+    /// `input` and processed at `processed` rows/s, `pending` records left.
+    fn epoch(n: u64, ms: u64, input: f64, processed: f64, pending: u64) -> EpochProgress {
+        let mut p = EpochProgress::sample(n);
+        p.trigger_interval_ms = Some(1_000);
+        p.total = Duration::from_millis(ms);
+        p.input_rows_per_sec = input;
+        p.processed_rows_per_sec = processed;
+        p.backlog = Some(Backlog {
+            unit: BacklogUnit::Records,
+            planned: 10,
+            pending,
+            pending_files: None,
+        });
+        p
+    }
+
+    fn verdict(epochs: &[EpochProgress]) -> Verdict {
+        assess(&epochs.iter().collect::<Vec<_>>()).verdict
+    }
+
+    #[test]
+    fn the_rule_must_hold_over_the_window_to_be_a_trend() {
+        assert_eq!(verdict(&[]), Verdict::NoData);
+        let fast = |n| epoch(n, 200, 900.0, 5_000.0, 0);
+        let slow = |n| epoch(n, 1_500, 2_000.0, 1_000.0, 0);
+        assert_eq!(verdict(&[fast(0), fast(1), fast(2)]), Verdict::KeepingUp);
+        assert_eq!(verdict(&[fast(0), fast(1), slow(2)]), Verdict::AtRisk);
+        assert_eq!(verdict(&[fast(0), slow(1), slow(2)]), Verdict::AtRisk);
+        assert_eq!(
+            verdict(&[slow(0), slow(1), slow(2)]),
+            Verdict::BacklogGrowing
+        );
+        // Slow, but rows arrive slower than they are processed: catching up.
+        let catching_up = |n| epoch(n, 1_500, 500.0, 1_000.0, 0);
+        let all = [catching_up(0), catching_up(1), catching_up(2)];
+        assert_eq!(verdict(&all), Verdict::KeepingUp);
+        // Replays do not count.
+        let mut replayed = slow(3);
+        replayed.replay = true;
+        assert_eq!(
+            verdict(&[fast(0), fast(1), fast(2), replayed]),
+            Verdict::KeepingUp
+        );
+    }
+
+    #[test]
+    fn a_lag_growing_over_the_window_is_a_growing_backlog() {
+        let lag = |n, pending| epoch(n, 200, 900.0, 5_000.0, pending);
+        assert_eq!(
+            verdict(&[lag(0, 10), lag(1, 20), lag(2, 30)]),
+            Verdict::BacklogGrowing
+        );
+        assert_eq!(
+            verdict(&[lag(0, 10), lag(1, 30), lag(2, 20)]),
+            Verdict::KeepingUp
+        );
+        assert_eq!(verdict(&[lag(0, 10), lag(1, 20)]), Verdict::KeepingUp);
+        // Without a trigger interval only the lag counts.
+        let mut now = [lag(0, 5), lag(1, 5), epoch(2, 9_000, 9e9, 1.0, 5)];
+        now[2].trigger_interval_ms = None;
+        assert_eq!(verdict(&now), Verdict::KeepingUp);
+    }
+}

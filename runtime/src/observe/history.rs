@@ -98,3 +98,38 @@ impl History {
         self.records.iter().skip(skip).collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keeps_the_newest_records_across_a_reopen_and_replaces_replays() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut h = History::open(dir.path(), 3).unwrap();
+        for n in 0..5 {
+            let mut p = EpochProgress::sample(n);
+            p.rows_in = n * 10;
+            h.push(&p);
+        }
+        let epochs = |h: &History| {
+            h.last(usize::MAX)
+                .iter()
+                .map(|p| p.epoch)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(epochs(&h), [2, 3, 4]);
+        let mut replay = EpochProgress::sample(4);
+        replay.replay = true;
+        h.push(&replay);
+        assert_eq!(epochs(&h), [2, 3, 4], "a replay replaces its epoch");
+        assert_eq!(h.since(Some(2), 1).len(), 1);
+        assert_eq!(h.since(Some(2), 1)[0].epoch, 4);
+        std::fs::write(dir.path().join("0000000099.json"), b"not json").unwrap();
+        let h = History::open(dir.path(), 3).unwrap();
+        assert_eq!(epochs(&h), [3, 4], "unreadable records are skipped");
+        assert!(h.last(1)[0].replay);
+        let on_disk = std::fs::read_dir(dir.path()).unwrap().count();
+        assert_eq!(on_disk, 3, "older files are removed");
+    }
+}

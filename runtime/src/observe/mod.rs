@@ -7,6 +7,7 @@
 //! `weir status` read from it. Nothing here feeds back into what epochs
 //! compute.
 
+pub mod backfill;
 pub mod health;
 pub mod history;
 pub mod metrics;

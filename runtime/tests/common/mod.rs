@@ -335,3 +335,76 @@ impl Background {
         self.handle.join().expect("pipeline thread panicked")
     }
 }
+
+/// `weir run --quiet` on `pipeline` as a child process with its admin API
+/// (the pipeline must set `[admin] listen`; port 0 is fine), killed if the
+/// test fails.
+pub struct Running {
+    child: Option<std::process::Child>,
+    pub url: String,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        // A failed test must not leave the pipeline running.
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+impl Running {
+    /// Starts it with `token` as `WEIR_ADMIN_TOKEN` and `extra` arguments,
+    /// and waits for the admin API.
+    pub fn start(
+        pipeline: &Path,
+        checkpoint: &Path,
+        cache: &Path,
+        token: &str,
+        extra: &[&str],
+    ) -> Running {
+        let url_file = checkpoint.join("admin-url");
+        let _ = std::fs::remove_file(&url_file);
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_weir"))
+            .args(["run", "--quiet"])
+            .args(extra)
+            .arg(pipeline)
+            .env("WEIR_ADMIN_TOKEN", token)
+            .env("WEIR_CACHE_DIR", cache)
+            .env("WEIR_LOG", "warn")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::inherit())
+            .spawn()
+            .unwrap();
+        wait_for("the admin API", || {
+            if let Some(status) = child.try_wait().unwrap() {
+                panic!("weir run exited before serving the admin API: {status}");
+            }
+            url_file.exists()
+        });
+        let url = std::fs::read_to_string(&url_file)
+            .unwrap()
+            .trim()
+            .to_string();
+        Running {
+            child: Some(child),
+            url,
+        }
+    }
+
+    /// Stops the pipeline like Ctrl-C does (after the current epoch).
+    pub fn interrupt(mut self) {
+        let mut child = self.child.take().unwrap();
+        // SAFETY: signalling our own child process.
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+        assert!(child.wait().unwrap().success(), "weir run failed");
+    }
+
+    /// SIGKILL: the process dies wherever it is.
+    pub fn kill(mut self) {
+        let mut child = self.child.take().unwrap();
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+}
