@@ -100,11 +100,18 @@ fn epochs_cover_exactly_what_was_produced_within_the_rate_limit() {
     let epochs = run(dir.path(), &toml);
     assert_eq!(epochs.len(), 5, "900 offsets at 200 per trigger");
     let mut covered: BTreeMap<i32, i64> = BTreeMap::new();
+    let mut planned = 0;
     for e in &epochs {
         let r = ranges(dir.path(), e.epoch);
         let total: i64 = r.iter().map(|(_, s, e)| e - s).sum();
         assert!(total <= 200, "epoch {} took {total} offsets", e.epoch);
         assert_eq!(e.rows_in as i64, total, "rows read = offsets planned");
+        // The progress record's lag: records still waiting after planning.
+        let backlog = e.backlog.expect("a planned epoch reports the lag");
+        assert_eq!(backlog.unit, weir::source::BacklogUnit::Records);
+        assert_eq!(backlog.planned as i64, total);
+        planned += backlog.planned;
+        assert_eq!(backlog.pending, 900 - planned, "epoch {}", e.epoch);
         for (p, s, end) in r {
             assert_eq!(*covered.get(&p).unwrap_or(&0), s, "ranges are contiguous");
             covered.insert(p, end);
