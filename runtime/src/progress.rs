@@ -198,6 +198,9 @@ impl fmt::Display for EpochProgress {
             ms(p.commit),
             self.range,
         )?;
+        if let Some(b) = self.backlog {
+            write!(f, "  lag {} {}", b.pending, b.unit.as_str())?;
+        }
         if let Some(w) = self.watermark_ms {
             write!(f, "  watermark {w} late {}", self.late_rows)?;
         }
