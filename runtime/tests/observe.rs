@@ -48,15 +48,7 @@ impl Setup {
         for i in 0..LAST_BAD {
             last.push_str(&format!("{{\"txn_id\": broken {i}\n"));
         }
-        let path = d.join(format!("input/payments-{FILES:04}.jsonl"));
-        std::fs::write(&path, &last).unwrap();
-        let t = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000 + FILES);
-        std::fs::File::options()
-            .write(true)
-            .open(&path)
-            .unwrap()
-            .set_modified(t)
-            .unwrap();
+        common::write_input_file(d, FILES, last.as_bytes());
         let mut sizes = Vec::new();
         let mut cards = HashSet::new();
         for n in 0..=FILES {

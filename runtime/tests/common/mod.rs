@@ -45,9 +45,14 @@ pub fn write_input(dir: &Path, seed: u64, files: u64, per_file: u64) {
 /// (`dir/input/payments-<n>.jsonl`), dated so that the file source takes
 /// files in the order of `n` (it orders by modification time, then name).
 pub fn write_payments(dir: &Path, seed: u64, n: u64, range: std::ops::Range<u64>) {
+    let bytes = weir::demo::generator::json_lines(seed, range.start, range.end - range.start);
+    write_input_file(dir, n, &bytes);
+}
+
+/// Writes `bytes` as input file number `n`, dated like [`write_payments`].
+pub fn write_input_file(dir: &Path, n: u64, bytes: &[u8]) {
     let input = dir.join("input");
     std::fs::create_dir_all(&input).unwrap();
-    let bytes = weir::demo::generator::json_lines(seed, range.start, range.end - range.start);
     let path = input.join(format!("payments-{n:04}.jsonl"));
     std::fs::write(&path, bytes).unwrap();
     let t = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000 + n);
