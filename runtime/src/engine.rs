@@ -10,6 +10,7 @@
 //! operator config, so its output is the same as the first attempt's.
 
 use crate::checkpoint::Checkpoint;
+use crate::clock::now_ms;
 use crate::config::TriggerConfig;
 use crate::dedup::{Dedup, Dropped};
 use crate::deploy::shadow::{self, ShadowReport};
@@ -30,7 +31,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 /// An operator call failed during an epoch. Carries what an on-call engineer
 /// needs: which pipeline, which epoch, which operator version, and why.
@@ -107,13 +108,6 @@ struct Prepared {
     env: EpochEnv,
     observed: Observed,
     dropped: Dropped,
-}
-
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
 }
 
 impl Pipeline {

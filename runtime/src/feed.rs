@@ -3,12 +3,13 @@
 //! benchmark. Each payment's `ts` is its production time, so alerts tell how
 //! long a payment took from the producer to the sink.
 
+use crate::clock::now_ms;
 use crate::demo::generator;
 use crate::sink::kafka::send_blocking;
 use anyhow::{Context, Result};
 use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
 use rdkafka::ClientConfig;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 /// What to produce.
 #[derive(Debug, Clone)]
@@ -22,13 +23,6 @@ pub struct FeedOptions {
     pub seed: u64,
     /// Index of the first payment (to continue an earlier feed).
     pub start: u64,
-}
-
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
 }
 
 /// Produces the payments, keyed by card id; returns how many were sent.

@@ -20,6 +20,7 @@ pub mod admin;
 pub mod backoff;
 pub mod checkpoint;
 pub mod cli;
+pub mod clock;
 pub mod config;
 pub mod dedup;
 pub mod demo;

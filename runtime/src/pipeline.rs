@@ -227,7 +227,7 @@ pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<
             number: 0,
             digest: digest.clone(),
             config_digest: config_digest.clone(),
-            registered_ms: crate::registry::now_ms(),
+            registered_ms: crate::clock::now_ms(),
             origin: Origin::File {
                 path: cfg.operator.path.clone(),
             },

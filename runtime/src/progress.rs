@@ -111,11 +111,6 @@ pub struct EpochProgress {
 }
 
 impl EpochProgress {
-    /// Input rows per second of wall time for the whole epoch.
-    pub fn rows_per_sec(&self) -> f64 {
-        self.processed_rows_per_sec
-    }
-
     /// Spark's rule for a pipeline falling behind, applied to one epoch:
     /// it took longer than the trigger interval *and* rows arrived faster
     /// than it processed them. Always false without an interval.
@@ -189,7 +184,7 @@ impl fmt::Display for EpochProgress {
             self.rows_in,
             self.rows_out,
             self.dead_letters,
-            self.rows_per_sec(),
+            self.processed_rows_per_sec,
             ms(p.plan),
             ms(p.wal),
             ms(p.read),

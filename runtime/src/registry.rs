@@ -8,6 +8,7 @@
 //! *new* epochs should run; what an epoch actually ran with is in its
 //! `offsets/N` entry, and replay only ever reads that.
 
+use crate::clock::now_ms;
 use crate::fsutil;
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
@@ -334,14 +335,6 @@ impl Registry {
         self.activate(n, "promote", None)?;
         Ok(n)
     }
-}
-
-/// Now, in Unix ms (registration times only; never seen by operators).
-pub(crate) fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
 }
 
 #[cfg(test)]

@@ -229,7 +229,7 @@ impl Control {
             number: 0,
             digest: digest.clone(),
             config_digest,
-            registered_ms: crate::registry::now_ms(),
+            registered_ms: crate::clock::now_ms(),
             origin: upload.origin,
             label: upload.label,
             size: upload.wasm.len() as u64,

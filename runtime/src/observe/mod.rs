@@ -13,6 +13,7 @@ pub mod history;
 pub mod metrics;
 pub mod recent;
 
+use crate::clock::now_ms;
 use crate::progress::EpochProgress;
 use crate::source::Backlog;
 use anyhow::Result;
@@ -22,17 +23,9 @@ use metrics::Metrics;
 use serde::Serialize;
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Progress records kept when `[progress]` does not say.
 pub const DEFAULT_RETAIN: usize = 100;
-
-pub(crate) fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
 
 /// The source's lag as last polled (also between epochs, while idle).
 #[derive(Debug, Clone, Copy, Serialize)]
@@ -124,11 +117,6 @@ impl Telemetry {
     /// An epoch failed (its error is logged by whoever handles it).
     pub fn epoch_failed(&self) {
         self.metrics.failure();
-    }
-
-    /// Whether the pipeline keeps up.
-    pub fn health(&self) -> Health {
-        health::assess(&self.history().last(health::WINDOW))
     }
 
     /// Progress records after epoch `after`, at most `limit`, with the

@@ -79,7 +79,7 @@ impl<S: Subscriber> Layer<S> for RecentLayer {
         let mut text = Text::default();
         event.record(&mut text);
         let entry = LogEvent {
-            at_ms: crate::observe::now_ms(),
+            at_ms: crate::clock::now_ms(),
             level,
             target: event.metadata().target().to_string(),
             message: format!("{}{}", text.message, text.fields),
