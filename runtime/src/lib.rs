@@ -12,7 +12,8 @@
 //! backlog verdict the API, dashboard and `weir status` show.
 //! [`devtools`] is `weir operator test` and `weir operator new`, [`watch`]
 //! is `weir run --watch`.
-//! [`checkpoint`] is the directory both logs live in, [`backoff`] paces
+//! [`checkpoint`] is the directory both logs live in, [`clock`] the one
+//! wall clock (Unix ms) records are stamped with, [`backoff`] paces
 //! waits for services that are down, [`pipeline`] builds a
 //! pipeline from its [`config`], [`demo`] is `weir demo`, [`cli`] the binary.
 
