@@ -26,6 +26,56 @@ pub struct Metadata {
     pub source: String,
     /// Identity of the sink (kind and location); must not change.
     pub sink: String,
+    /// The source's columns. May only gain nullable columns: replays read
+    /// old epochs with the current schema. `None` in checkpoints made
+    /// before it was recorded (filled in on their next start).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schema: Option<Vec<SchemaColumn>>,
+}
+
+/// One column of [`Metadata::schema`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SchemaColumn {
+    pub name: String,
+    /// The Arrow type, as Arrow prints it (`Int64`, `Utf8`, ...).
+    #[serde(rename = "type")]
+    pub data_type: String,
+    pub nullable: bool,
+}
+
+impl SchemaColumn {
+    /// The columns of an Arrow schema.
+    pub fn of(schema: &arrow_schema::Schema) -> Vec<SchemaColumn> {
+        schema
+            .fields()
+            .iter()
+            .map(|f| SchemaColumn {
+                name: f.name().clone(),
+                data_type: f.data_type().to_string(),
+                nullable: f.is_nullable(),
+            })
+            .collect()
+    }
+}
+
+/// Why `new` cannot read what a checkpoint made with `old` planned, if it
+/// cannot: a column removed or retyped, or a new one not nullable.
+fn schema_change_refused(old: &[SchemaColumn], new: &[SchemaColumn]) -> Option<String> {
+    for o in old {
+        match new.iter().find(|n| n.name == o.name) {
+            None => return Some(format!("column `{}` was removed", o.name)),
+            Some(n) if n.data_type != o.data_type => {
+                return Some(format!(
+                    "column `{}` changed type from {} to {}",
+                    o.name, o.data_type, n.data_type
+                ))
+            }
+            Some(_) => {}
+        }
+    }
+    new.iter()
+        .find(|n| !n.nullable && !old.iter().any(|o| o.name == n.name))
+        .map(|n| format!("new column `{}` is not nullable", n.name))
 }
 
 /// An open checkpoint directory.
@@ -84,6 +134,37 @@ impl Checkpoint {
                         found.format_version
                     );
                 }
+                let mut found = found;
+                let mut upgraded = upgrade_legacy_paths(&mut found, &expected);
+                match (&found.schema, &expected.schema) {
+                    (Some(old), Some(new)) if old != new => {
+                        if let Some(why) = schema_change_refused(old, new) {
+                            bail!(
+                                "checkpoint {} was made for another source schema: {why}. \
+                                 Replays read earlier epochs with the current schema, so a \
+                                 checkpoint may only gain nullable columns. Use a new \
+                                 checkpoint directory for the new schema.",
+                                root.display()
+                            );
+                        }
+                        tracing::info!(
+                            "checkpoint {}: the source schema gained nullable columns",
+                            root.display()
+                        );
+                        found.schema = expected.schema.clone();
+                        upgraded = true;
+                    }
+                    (None, Some(_)) => {
+                        found.schema = expected.schema.clone();
+                        upgraded = true;
+                    }
+                    _ => {}
+                }
+                if upgraded {
+                    let mut bytes = serde_json::to_vec_pretty(&found)?;
+                    bytes.push(b'\n');
+                    fsutil::write_atomic(&meta_path, &bytes)?;
+                }
                 for (what, have, want) in [
                     ("pipeline", &found.pipeline, &expected.pipeline),
                     ("source", &found.source, &expected.source),
@@ -102,6 +183,7 @@ impl Checkpoint {
                 found
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                refuse_logs_without_metadata(root)?;
                 let mut bytes = serde_json::to_vec_pretty(&expected)?;
                 bytes.push(b'\n');
                 fsutil::write_atomic(&meta_path, &bytes)?;
@@ -111,12 +193,64 @@ impl Checkpoint {
         };
         fsutil::create_dir_durable(&root.join("state"))?;
         fsutil::create_dir_durable(&root.join("blobs"))?;
-        Ok(Checkpoint {
+        let checkpoint = Checkpoint {
             offsets: Log::open(root.join("offsets"))?,
             commits: Log::open(root.join("commits"))?,
             root: root.to_path_buf(),
             metadata,
-        })
+        };
+        checkpoint.check_logs()?;
+        Ok(checkpoint)
+    }
+
+    /// Refuses a damaged offset or commit log: every epoch from 0 to the
+    /// newest planned one has `offsets/N`, every epoch up to the newest
+    /// committed one has `commits/N`, and only the newest planned epoch may
+    /// lack its commit. A gap means weir cannot tell what an epoch read or
+    /// whether its output was delivered: going on could lose or duplicate
+    /// output, so the start fails with what is wrong and what to do.
+    pub fn check_logs(&self) -> Result<()> {
+        let offsets = self.offsets.epochs()?;
+        let commits = self.commits.epochs()?;
+        let damaged = |what: String| {
+            anyhow::anyhow!(
+                "checkpoint {} is damaged: {what}. Weir cannot tell what that epoch read or \
+                 whether its output was delivered, so it does not go on (that could lose or \
+                 duplicate output). Restore the checkpoint directory from a backup, or start \
+                 over with a new, empty checkpoint directory (output already in the sink is \
+                 then not deduplicated against the new run).",
+                self.root.display()
+            )
+        };
+        if let Some(gap) = first_gap(&offsets) {
+            return Err(damaged(format!(
+                "offsets/{gap} is missing but epochs up to {} were planned",
+                offsets.last().copied().unwrap_or(0)
+            )));
+        }
+        if let Some(gap) = first_gap(&commits) {
+            return Err(damaged(format!(
+                "commits/{gap} is missing but epochs up to {} were committed",
+                commits.last().copied().unwrap_or(0)
+            )));
+        }
+        match (offsets.last(), commits.last()) {
+            (None, Some(&c)) => Err(damaged(format!(
+                "commits/{c} exists but no epoch was planned (offsets/ is empty)"
+            ))),
+            (Some(&o), Some(&c)) if c > o => Err(damaged(format!(
+                "commits/{c} exists but offsets/{c} does not (the newest planned epoch is {o})"
+            ))),
+            (Some(&o), c) if o > c.map_or(0, |c| c + 1) => Err(damaged(format!(
+                "epochs up to {o} were planned but {}; only the newest epoch may be \
+                 uncommitted (commits/{} is missing)",
+                c.map_or("none committed".to_string(), |c| format!(
+                    "only up to {c} committed"
+                )),
+                c.map_or(0, |c| c + 1)
+            ))),
+            _ => Ok(()),
+        }
     }
 
     /// Opens an existing checkpoint for reading, without checks and without
@@ -170,6 +304,66 @@ impl Checkpoint {
     }
 }
 
+/// The first missing number of `epochs` (ascending), which must run
+/// 0, 1, 2, … without a hole.
+fn first_gap(epochs: &[u64]) -> Option<u64> {
+    epochs
+        .iter()
+        .enumerate()
+        .find(|(i, &e)| e != *i as u64)
+        .map(|(i, _)| i as u64)
+}
+
+/// A checkpoint whose `metadata` is gone but whose logs are not is damaged:
+/// making new metadata would silently give it a new query id.
+fn refuse_logs_without_metadata(root: &Path) -> Result<()> {
+    for log in ["offsets", "commits"] {
+        let dir = root.join(log);
+        let has_entries = std::fs::read_dir(&dir).is_ok_and(|mut entries| {
+            entries.any(|e| {
+                e.ok()
+                    .and_then(|e| e.file_name().to_str()?.parse::<u64>().ok())
+                    .is_some()
+            })
+        });
+        if has_entries {
+            bail!(
+                "checkpoint {} is damaged: {} is missing but {} holds epochs. Restore the \
+                 metadata file from a backup (it names the query id the sinks know), or start \
+                 over with a new, empty checkpoint directory.",
+                root.display(),
+                root.join("metadata").display(),
+                dir.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Checkpoints made before paths were canonical recorded a `files:` path
+/// as the pipeline file spelled it (`files:./input`). When the canonical
+/// path of this run ends with that relative path, it is the same place:
+/// the metadata is upgraded rather than the checkpoint refused. Returns
+/// whether anything changed.
+fn upgrade_legacy_paths(found: &mut Metadata, expected: &Metadata) -> bool {
+    let mut changed = false;
+    for (have, want) in [
+        (&mut found.source, &expected.source),
+        (&mut found.sink, &expected.sink),
+    ] {
+        let (Some(old), Some(new)) = (have.strip_prefix("files:"), want.strip_prefix("files:"))
+        else {
+            continue;
+        };
+        let old = crate::fsutil::normalize(Path::new(old));
+        if old.is_relative() && !old.as_os_str().is_empty() && Path::new(new).ends_with(&old) {
+            *have = want.clone();
+            changed = true;
+        }
+    }
+    changed
+}
+
 /// `checkpoint/blobs/`: byte strings stored under their sha256, written
 /// once and verified on every read.
 #[derive(Debug, Clone)]
@@ -220,6 +414,7 @@ mod tests {
             pipeline: pipeline.into(),
             source: "files:/in".into(),
             sink: "files:/out".into(),
+            schema: None,
         }
     }
 
@@ -256,6 +451,124 @@ mod tests {
         let ck = Checkpoint::inspect(dir.path()).unwrap();
         assert_eq!(ck.committed_rows().unwrap(), 0);
         assert!(temp.exists(), "inspect removed a temp file a writer needs");
+    }
+
+    fn damaged(dir: &Path) -> String {
+        format!(
+            "{:#}",
+            Checkpoint::open(dir, meta("fraud"), true).err().unwrap()
+        )
+    }
+
+    fn entries(dir: &Path, log: &str, epochs: std::ops::Range<u64>) {
+        for e in epochs {
+            std::fs::write(dir.join(log).join(e.to_string()), b"{}").unwrap();
+        }
+    }
+
+    #[test]
+    fn damaged_logs_are_refused_naming_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        Checkpoint::open(dir.path(), meta("fraud"), true).unwrap();
+        entries(dir.path(), "offsets", 0..10);
+        entries(dir.path(), "commits", 0..10);
+        Checkpoint::open(dir.path(), meta("fraud"), true).unwrap();
+
+        std::fs::remove_file(dir.path().join("offsets/4")).unwrap();
+        let text = damaged(dir.path());
+        assert!(text.contains("offsets/4 is missing"), "{text}");
+        assert!(text.contains("Restore the checkpoint"), "{text}");
+        entries(dir.path(), "offsets", 4..5);
+
+        std::fs::remove_file(dir.path().join("offsets/9")).unwrap();
+        let text = damaged(dir.path());
+        assert!(
+            text.contains("commits/9 exists but offsets/9 does not"),
+            "{text}"
+        );
+        entries(dir.path(), "offsets", 9..10);
+
+        std::fs::remove_file(dir.path().join("commits/4")).unwrap();
+        let text = damaged(dir.path());
+        assert!(text.contains("commits/4 is missing"), "{text}");
+        entries(dir.path(), "commits", 4..5);
+
+        // Only the newest epoch may be planned but uncommitted.
+        entries(dir.path(), "offsets", 10..11);
+        Checkpoint::open(dir.path(), meta("fraud"), true).unwrap();
+        entries(dir.path(), "offsets", 11..12);
+        let text = damaged(dir.path());
+        assert!(text.contains("commits/10 is missing"), "{text}");
+        std::fs::remove_file(dir.path().join("offsets/11")).unwrap();
+
+        std::fs::remove_file(dir.path().join("metadata")).unwrap();
+        let text = damaged(dir.path());
+        assert!(text.contains("metadata is missing"), "{text}");
+    }
+
+    #[test]
+    fn legacy_relative_paths_are_upgraded_not_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let old = Metadata {
+            source: "files:./input".into(),
+            sink: "files:out".into(),
+            ..meta("fraud")
+        };
+        Checkpoint::open(dir.path(), old, true).unwrap();
+        let new = Metadata {
+            source: "files:/srv/demo/input".into(),
+            sink: "files:/srv/demo/out".into(),
+            ..meta("fraud")
+        };
+        let ck = Checkpoint::open(dir.path(), new.clone(), true).unwrap();
+        assert_eq!(ck.metadata.source, new.source);
+        let other = Metadata {
+            source: "files:/srv/demo/elsewhere".into(),
+            ..new
+        };
+        assert!(Checkpoint::open(dir.path(), other, true).is_err());
+    }
+
+    #[test]
+    fn a_source_schema_may_only_gain_nullable_columns() {
+        let col = |name: &str, t: &str, nullable: bool| SchemaColumn {
+            name: name.into(),
+            data_type: t.into(),
+            nullable,
+        };
+        let with = |cols: Vec<SchemaColumn>| Metadata {
+            schema: Some(cols),
+            ..meta("fraud")
+        };
+        let dir = tempfile::tempdir().unwrap();
+        Checkpoint::open(dir.path(), with(vec![col("a", "Int64", true)]), true).unwrap();
+        let grown = with(vec![col("a", "Int64", true), col("b", "Utf8", true)]);
+        Checkpoint::open(dir.path(), grown.clone(), true).unwrap();
+        for (cols, want) in [
+            (vec![col("b", "Utf8", true)], "column `a` was removed"),
+            (
+                vec![col("a", "Utf8", true), col("b", "Utf8", true)],
+                "column `a` changed type from Int64 to Utf8",
+            ),
+            (
+                vec![
+                    col("a", "Int64", true),
+                    col("b", "Utf8", true),
+                    col("c", "Int64", false),
+                ],
+                "new column `c` is not nullable",
+            ),
+        ] {
+            let text = format!(
+                "{:#}",
+                Checkpoint::open(dir.path(), with(cols), true)
+                    .err()
+                    .unwrap()
+            );
+            assert!(text.contains(want), "{text}");
+        }
+        let ck = Checkpoint::open(dir.path(), grown, true).unwrap();
+        assert_eq!(ck.metadata.schema.unwrap().len(), 2);
     }
 
     #[test]

@@ -87,6 +87,34 @@ pub struct AdminConfig {
     /// Largest upload accepted, e.g. "64MiB" (Python components are ~40 MB).
     #[serde(default = "default_max_upload")]
     pub max_upload: String,
+    /// Uploads read and validated at once (default 2); more wait their turn.
+    #[serde(default = "default_max_concurrent_uploads")]
+    pub max_concurrent_uploads: usize,
+    /// Open connections at once (default 64); more are closed at once.
+    #[serde(default = "default_max_connections")]
+    pub max_connections: usize,
+    /// Time a client has to send a request's headers (default 10s).
+    #[serde(default = "default_header_timeout", with = "humantime_serde_compat")]
+    pub header_timeout: Duration,
+    /// Time a whole request may take, upload included (default 5m).
+    #[serde(default = "default_request_timeout", with = "humantime_serde_compat")]
+    pub request_timeout: Duration,
+}
+
+fn default_max_concurrent_uploads() -> usize {
+    2
+}
+
+fn default_max_connections() -> usize {
+    crate::admin::ConnectionLimits::default().max_connections
+}
+
+fn default_header_timeout() -> Duration {
+    crate::admin::ConnectionLimits::default().header_timeout
+}
+
+fn default_request_timeout() -> Duration {
+    crate::admin::ConnectionLimits::default().request_timeout
 }
 
 impl Default for AdminConfig {
@@ -96,6 +124,10 @@ impl Default for AdminConfig {
             token: None,
             token_env: None,
             max_upload: default_max_upload(),
+            max_concurrent_uploads: default_max_concurrent_uploads(),
+            max_connections: default_max_connections(),
+            header_timeout: default_header_timeout(),
+            request_timeout: default_request_timeout(),
         }
     }
 }
@@ -171,6 +203,21 @@ impl StateConfig {
 
 fn default_batch_rows() -> usize {
     10_000
+}
+
+/// Largest `batch_rows`: one `process` call's batch must fit an operator's
+/// memory (at most 4 GiB for a 32-bit Wasm guest) with room to spare.
+pub const MAX_BATCH_ROWS: usize = 1_000_000;
+
+/// Largest `operator.memory`: a 32-bit Wasm guest cannot address more.
+pub const MAX_OPERATOR_MEMORY: usize = 4 << 30;
+
+/// Physical memory of this machine (Linux `MemTotal`), if known.
+fn machine_memory() -> Option<usize> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kib: usize = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
 }
 
 /// How epochs are triggered (Spark's `Trigger`).
@@ -272,6 +319,11 @@ pub enum SourceConfig {
         /// Directory for dead letters; default `<checkpoint>/dead-letter`.
         #[serde(default)]
         dead_letter: Option<PathBuf>,
+        /// Plan a file only once it has been unchanged this long, e.g. "2s",
+        /// for writers that append in place instead of renaming a finished
+        /// file into the directory (default 0: plan at once).
+        #[serde(default, with = "humantime_serde_compat")]
+        settle: Duration,
     },
     /// Kafka topics; the runtime owns the offsets (see `source::kafka`).
     Kafka {
@@ -332,6 +384,10 @@ fn check_schema(schema: &[ColumnConfig]) -> Result<()> {
     Ok(())
 }
 
+/// Upper bound of `operator.max_isolated`: each isolated record costs about
+/// `2 log2(rows)` operator runs to find, some of them up to the deadline.
+pub const MAX_ISOLATED: usize = 1000;
+
 /// The operator and its sandbox.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -354,6 +410,60 @@ pub struct OperatorConfig {
     /// operator deployed under it sees the same state.
     #[serde(default = "default_state_namespace")]
     pub state_namespace: String,
+    /// What a deterministic operator failure on an epoch (trap, deadline,
+    /// `failed`, invalid output, memory cap) does: `"dead-letter"` finds
+    /// the offending records by bisection, sets them aside and processes
+    /// the rest; `"fail"` stops the pipeline (the behaviour before 0.2).
+    #[serde(default)]
+    pub on_error: OnError,
+    /// For how many epochs after a swap a failing version is suspected
+    /// before its input: if the version before it handles the epoch, the
+    /// new one is rolled back automatically.
+    #[serde(default = "default_probation_epochs")]
+    pub probation_epochs: u64,
+    /// Most records one epoch may set aside under `on_error =
+    /// "dead-letter"`; past it the failure is taken for the version's, not
+    /// the records', and the epoch waits (retried with backoff) for a fix.
+    #[serde(default = "default_max_isolated")]
+    pub max_isolated: usize,
+}
+
+/// `operator.on_error`: see [`OperatorConfig::on_error`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OnError {
+    /// Isolate the failing records into the dead-letter output; go on.
+    #[default]
+    DeadLetter,
+    /// Stop the pipeline with the failure.
+    Fail,
+}
+
+/// How the engine treats operator failures (from [`OperatorConfig`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FailurePolicy {
+    pub on_error: OnError,
+    pub probation_epochs: u64,
+    pub max_isolated: usize,
+}
+
+impl OperatorConfig {
+    /// The failure handling this operator runs under.
+    pub fn failure_policy(&self) -> FailurePolicy {
+        FailurePolicy {
+            on_error: self.on_error,
+            probation_epochs: self.probation_epochs,
+            max_isolated: self.max_isolated,
+        }
+    }
+}
+
+fn default_probation_epochs() -> u64 {
+    3
+}
+
+fn default_max_isolated() -> usize {
+    10
 }
 
 fn default_state_namespace() -> String {
@@ -536,15 +646,50 @@ impl PipelineConfig {
     pub fn parse(text: &str, base: &Path) -> Result<Self> {
         let mut cfg: PipelineConfig = toml::from_str(text).map_err(|e| anyhow::anyhow!("{e}"))?;
         cfg.validate()?;
-        cfg.resolve_paths(base);
+        // One place, one spelling: the checkpoint records source and sink
+        // paths, and `cd dir && weir run pipeline.toml` must name the
+        // same ones as `weir run dir/pipeline.toml`.
+        let base = base.canonicalize().unwrap_or_else(|_| base.to_path_buf());
+        cfg.resolve_paths(&base);
+        cfg.check_outputs_outside_source()?;
         Ok(cfg)
+    }
+
+    /// Refuses a sink, dead-letter or checkpoint directory inside the files
+    /// source's directory: what the pipeline writes would come back as
+    /// input (dead letters doubled every epoch until the disk filled).
+    fn check_outputs_outside_source(&self) -> Result<()> {
+        let SourceConfig::Files {
+            path: source,
+            dead_letter,
+            ..
+        } = &self.source
+        else {
+            return Ok(());
+        };
+        let mut outputs = vec![("checkpoint", &self.checkpoint)];
+        if let Some(d) = dead_letter {
+            outputs.push(("source.dead_letter", d));
+        }
+        if let SinkConfig::Files { path } = &self.sink {
+            outputs.push(("sink.path", path));
+        }
+        for (key, out) in outputs {
+            if out.starts_with(source) {
+                bail!(
+                    "`{key}` = {} is inside the source directory {}: what the pipeline writes \
+                     there would be read back as input. Put it outside `source.path`.",
+                    out.display(),
+                    source.display()
+                );
+            }
+        }
+        Ok(())
     }
 
     fn resolve_paths(&mut self, base: &Path) {
         let fix = |p: &mut PathBuf| {
-            if p.is_relative() {
-                *p = base.join(&*p);
-            }
+            *p = crate::fsutil::normalize(&base.join(&*p));
         };
         fix(&mut self.checkpoint);
         fix(&mut self.operator.path);
@@ -572,8 +717,8 @@ impl PipelineConfig {
         if self.name.trim().is_empty() {
             bail!("`name` must not be empty");
         }
-        if self.batch_rows == 0 {
-            bail!("`batch_rows` must be at least 1");
+        if self.batch_rows == 0 || self.batch_rows > MAX_BATCH_ROWS {
+            bail!("`batch_rows` must be between 1 and {MAX_BATCH_ROWS}");
         }
         if let TriggerConfig::ProcessingTime { interval } = self.trigger {
             if interval.is_zero() {
@@ -675,12 +820,29 @@ impl PipelineConfig {
         if self.operator.deadline.is_zero() {
             bail!("`operator.deadline` must be longer than zero");
         }
+        if self.operator.max_isolated == 0 || self.operator.max_isolated > MAX_ISOLATED {
+            bail!("`operator.max_isolated` must be between 1 and {MAX_ISOLATED}");
+        }
         if let Some(admin) = &self.admin {
             crate::admin::AdminSettings::resolve(admin).context("`[admin]`")?;
         }
         let memory = parse_size(&self.operator.memory).context("`operator.memory`")?;
         if memory < (1 << 20) {
             bail!("`operator.memory` must be at least 1MiB");
+        }
+        if memory > MAX_OPERATOR_MEMORY {
+            bail!(
+                "`operator.memory` = {} is more than a 32-bit Wasm operator can address \
+                 (at most 4GiB)",
+                self.operator.memory
+            );
+        }
+        if let Some(total) = machine_memory().filter(|&t| memory > t) {
+            bail!(
+                "`operator.memory` = {} is more than this machine's memory ({} MiB)",
+                self.operator.memory,
+                total >> 20
+            );
         }
         self.operator_config_json().context("`operator.config`")?;
         Ok(())
@@ -781,6 +943,50 @@ path = "out"
         assert!(err_of(&text).contains("soon"), "{}", err_of(&text));
         let text = GOOD.replace("kind = \"files\"\npath = \"out\"", "kind = \"pulsar\"");
         assert!(err_of(&text).contains("pulsar"), "{}", err_of(&text));
+    }
+
+    #[test]
+    fn outputs_inside_the_source_directory_are_refused() {
+        for (from, to, key) in [
+            ("path = \"out\"", "path = \"in/out\"", "`sink.path`"),
+            (
+                "checkpoint = \"ckpt\"",
+                "checkpoint = \"in/ckpt\"",
+                "`checkpoint`",
+            ),
+            (
+                "path = \"in\"",
+                "path = \"in\"\ndead_letter = \"./in/../in/dl\"",
+                "`source.dead_letter`",
+            ),
+        ] {
+            let text = err_of(&GOOD.replace(from, to));
+            assert!(text.contains(key), "{text}");
+            assert!(text.contains("inside the source directory"), "{text}");
+        }
+    }
+
+    #[test]
+    fn sizes_and_rows_are_bounded() {
+        let text = GOOD.replace(
+            "checkpoint = \"ckpt\"",
+            "checkpoint = \"ckpt\"\nbatch_rows = 1000000000",
+        );
+        assert!(
+            err_of(&text).contains("`batch_rows` must be between"),
+            "{}",
+            err_of(&text)
+        );
+        let text = GOOD.replace(
+            "path = \"op.wasm\"",
+            "path = \"op.wasm\"\nmemory = \"100000GiB\"",
+        );
+        assert!(err_of(&text).contains("at most 4GiB"), "{}", err_of(&text));
+        let text = GOOD.replace(
+            "path = \"op.wasm\"",
+            "path = \"op.wasm\"\non_error = \"ignore\"",
+        );
+        assert!(err_of(&text).contains("ignore"), "{}", err_of(&text));
     }
 
     #[test]

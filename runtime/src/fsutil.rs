@@ -6,6 +6,10 @@ use anyhow::{Context, Result};
 use std::fs::{self, File};
 use std::io::Write;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Numbers the temp files of [`write_atomic`] within the process.
+static NEXT_TEMP: AtomicU64 = AtomicU64::new(0);
 
 /// Writes `bytes` to `path` atomically and durably.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
@@ -22,10 +26,13 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let name = path
         .file_name()
         .with_context(|| format!("{} has no file name", path.display()))?;
+    // Unique per writer, not just per process: two threads writing the same
+    // path (two uploads of one component) must not share a temp file.
     let tmp = dir.join(format!(
-        ".{}.tmp-{}",
+        ".{}.tmp-{}-{}",
         name.to_string_lossy(),
-        std::process::id()
+        std::process::id(),
+        NEXT_TEMP.fetch_add(1, Ordering::Relaxed)
     ));
     let result = (|| {
         let mut f = File::create(&tmp)?;
@@ -64,7 +71,7 @@ pub fn create_dir_durable(dir: &Path) -> Result<()> {
 }
 
 /// Removes temp files that `write_atomic` left behind when the process died
-/// mid-write (`.<name>.tmp-<pid>`), so they do not pile up across crashes.
+/// mid-write (`.<name>.tmp-<pid>-<n>`), so they do not pile up across crashes.
 pub fn remove_stale_temps(dir: &Path) -> Result<()> {
     let entries = match fs::read_dir(dir) {
         Ok(e) => e,
@@ -79,4 +86,67 @@ pub fn remove_stale_temps(dir: &Path) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Bytes available to this process on the filesystem holding `path`
+/// (`statvfs`), if it can tell.
+pub fn free_bytes(path: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    let mut st = std::mem::MaybeUninit::<libc::statvfs>::uninit();
+    // SAFETY: `c` is a valid NUL-terminated path and `st` is written by
+    // statvfs before it is read (checked by the return value).
+    let rc = unsafe { libc::statvfs(c.as_ptr(), st.as_mut_ptr()) };
+    if rc != 0 {
+        return None;
+    }
+    // SAFETY: statvfs succeeded, so it filled `st`.
+    let st = unsafe { st.assume_init() };
+    Some(st.f_bavail.saturating_mul(st.f_frsize))
+}
+
+/// `path` with `.` components dropped and `..` applied lexically, so one
+/// place has one spelling (`./in/../input` → `input`).
+pub fn normalize(path: &Path) -> std::path::PathBuf {
+    use std::path::Component;
+    let mut out = std::path::PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !out.pop() {
+                    out.push("..");
+                }
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normalize_gives_one_spelling() {
+        assert_eq!(normalize(Path::new("./in/../input")), Path::new("input"));
+        assert_eq!(normalize(Path::new("/a/./b/")), Path::new("/a/b"));
+    }
+
+    #[test]
+    fn concurrent_writers_of_one_path_do_not_collide() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("blob");
+        std::thread::scope(|s| {
+            for i in 0..16u8 {
+                let path = &path;
+                s.spawn(move || write_atomic(path, &vec![i; 1 << 16]).unwrap());
+            }
+        });
+        let bytes = std::fs::read(&path).unwrap();
+        assert!(bytes.iter().all(|&b| b == bytes[0]), "a torn file");
+        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(names.len(), 1, "temp files left behind");
+    }
 }

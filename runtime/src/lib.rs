@@ -31,6 +31,7 @@ pub mod engine;
 pub mod event_time;
 pub mod feed;
 pub mod fsutil;
+pub mod isolate;
 pub mod observe;
 pub mod operator;
 pub mod pipeline;

@@ -3,7 +3,7 @@
 //! and its config in the checkpoint's blobs, and checks at start — not at the
 //! first epoch — that the operator loads and accepts its configuration.
 
-use crate::checkpoint::{Checkpoint, Metadata, FORMAT_VERSION};
+use crate::checkpoint::{Checkpoint, Metadata, SchemaColumn, FORMAT_VERSION};
 use crate::config::{ColumnType, PipelineConfig, SinkConfig, SourceConfig};
 use crate::dedup::Dedup;
 use crate::deploy::validate::Checks;
@@ -64,13 +64,15 @@ pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<
             schema,
             max_files_per_trigger,
             on_malformed,
+            settle,
             ..
-        } => Box::new(FileSource::new(
+        } => Box::new(FileSource::with_settle(
             path.clone(),
             arrow_schema(schema),
             *max_files_per_trigger,
             cfg.batch_rows,
             *on_malformed,
+            *settle,
         )?),
         SourceConfig::Kafka {
             bootstrap_servers,
@@ -119,6 +121,7 @@ pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<
         pipeline: cfg.name.clone(),
         source: source.identity(),
         sink: cfg.sink.identity()?,
+        schema: Some(SchemaColumn::of(&source.schema())),
     };
     let checkpoint = Checkpoint::open(&cfg.checkpoint, expected, opts.ephemeral_checkpoint_ok)?;
     let sink: Box<dyn Sink> = match &cfg.sink {
@@ -291,6 +294,7 @@ pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<
         shadow: None,
         telemetry,
         previous_start: None,
+        failure: cfg.operator.failure_policy(),
     })
 }
 

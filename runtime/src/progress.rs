@@ -76,6 +76,10 @@ pub struct EpochProgress {
     pub processed_rows_per_sec: f64,
     pub rows_out: u64,
     pub dead_letters: u64,
+    /// Rows the operator failed on, set aside (they are among the dead
+    /// letters; see `operator.on_error`).
+    #[serde(default)]
+    pub isolated_rows: u64,
     /// Rows older than the epoch's watermark.
     pub late_rows: u64,
     /// Rows the host's dedup dropped as repeats.
@@ -139,6 +143,7 @@ impl EpochProgress {
             processed_rows_per_sec: 0.0,
             rows_out: 0,
             dead_letters: 0,
+            isolated_rows: 0,
             late_rows: 0,
             duplicates: 0,
             watermark_ms: None,

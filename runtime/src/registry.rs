@@ -72,7 +72,8 @@ pub struct Shadow {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Event {
     pub at_ms: i64,
-    /// `register`, `activate`, `rollback`, `shadow`, `promote`, `unshadow`.
+    /// `register`, `activate`, `rollback`, `auto-rollback`, `shadow`,
+    /// `promote`, `unshadow`.
     pub action: String,
     pub version: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -265,6 +266,17 @@ impl Registry {
     /// Goes back to the version active before the current one (or to
     /// `to`); returns the version now active.
     pub fn roll_back(&mut self, to: Option<u32>) -> Result<u32> {
+        self.roll_back_as(to, "rollback", None)
+    }
+
+    /// [`Registry::roll_back`], recorded in the history as `action` with
+    /// `reason` (the engine's automatic rollback of a failing version).
+    pub fn roll_back_as(
+        &mut self,
+        to: Option<u32>,
+        action: &str,
+        reason: Option<&str>,
+    ) -> Result<u32> {
         let active = self.doc.active;
         let target = match to {
             Some(n) => {
@@ -286,11 +298,12 @@ impl Registry {
             self.doc.previous.truncate(pos);
         }
         self.set_active(target);
-        self.event(
-            "rollback",
-            target,
-            active.map(|a| format!("from version {a}")),
-        );
+        let from = active.map(|a| format!("from version {a}"));
+        let note = match (from, reason) {
+            (Some(f), Some(r)) => Some(format!("{f}: {r}")),
+            (f, r) => f.or(r.map(str::to_string)),
+        };
+        self.event(action, target, note);
         self.save()?;
         Ok(target)
     }

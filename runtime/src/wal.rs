@@ -43,6 +43,22 @@ pub struct OffsetEntry {
     /// (again on replay, so the epoch's state changes are the same).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub migrate_from: Option<String>,
+    /// Rows (0-based, in the order the source reads the range) the
+    /// operator failed on and that went to the dead-letter output instead;
+    /// a replay leaves out exactly these. Set by amending the entry before
+    /// any of the epoch's output was written.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub isolated: Vec<IsolatedRow>,
+}
+
+/// A row of an epoch's input that the operator failed on: left out of the
+/// epoch and written to the dead-letter output (see [`crate::isolate`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IsolatedRow {
+    /// 0-based, in the order the source reads the epoch's range.
+    pub row: u64,
+    /// How the operator failed on this row alone.
+    pub error: String,
 }
 
 /// `commits/<N>`: epoch N's output is in the sink.
@@ -102,6 +118,17 @@ impl<T: Serialize + DeserializeOwned + PartialEq> Log<T> {
                 self.dir.display()
             );
         }
+        let mut bytes = serde_json::to_vec_pretty(entry)?;
+        bytes.push(b'\n');
+        fsutil::write_atomic(&self.path(epoch), &bytes)
+    }
+
+    /// Replaces the entry of an epoch that has not delivered anything yet
+    /// (the operator failed before its sink phase): the epoch is re-planned
+    /// with another operator version or without the records it failed on.
+    /// The caller guarantees that no output of `epoch` was written; the
+    /// write is as atomic and durable as [`Log::write`].
+    pub fn amend(&self, epoch: u64, entry: &T) -> Result<()> {
         let mut bytes = serde_json::to_vec_pretty(entry)?;
         bytes.push(b'\n');
         fsutil::write_atomic(&self.path(epoch), &bytes)

@@ -697,3 +697,211 @@ fn watch_redeploys_a_changed_operator_file_and_keeps_running_through_a_bad_one()
     assert_eq!(epoch_of_file(dir.path(), 2).1, digest(&v2));
     run.interrupt();
 }
+
+#[test]
+fn an_activated_looping_version_is_rolled_back_automatically_and_epochs_go_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let ckpt = dir.path().join("checkpoint");
+    let v1 = common::guest("sandbox_tests");
+    let pipeline = swap_pipeline(dir.path(), &v1, r#"{ mode = "echo", tag = "v1" }"#, "");
+    let text = std::fs::read_to_string(&pipeline)
+        .unwrap()
+        .replace(r#"deadline = "60s""#, r#"deadline = "500ms""#);
+    std::fs::write(&pipeline, text).unwrap();
+    let v2 = dir.path().join("v2.wasm");
+    std::fs::write(&v2, common::variant(&sandbox_wasm(), "v2")).unwrap();
+    let v2_config = dir.path().join("v2.json");
+    std::fs::write(&v2_config, r#"{"mode":"loop"}"#).unwrap();
+    let run = Running::start(&pipeline, &ckpt, cache.path(), TOKEN, &[]);
+    for n in 0..3 {
+        write_file(dir.path(), n, 20);
+    }
+    wait_committed(&ckpt, 60);
+    let text = ok(&run.weir(
+        &[
+            "deploy",
+            v2.to_str().unwrap(),
+            "--config",
+            v2_config.to_str().unwrap(),
+        ],
+        None,
+    ));
+    assert!(text.contains("version 2"), "{text}");
+    for n in 3..8 {
+        write_file(dir.path(), n, 20);
+    }
+    // The pipeline keeps committing epochs: on version 1 again.
+    wait_committed(&ckpt, 160);
+    let status = ok(&run.weir(&["status"], None));
+    assert!(status.contains("active   version 1"), "{status}");
+    let registry: Value =
+        serde_json::from_slice(&std::fs::read(ckpt.join("operators/registry.json")).unwrap())
+            .unwrap();
+    let events = registry["events"].as_array().unwrap();
+    let auto = events
+        .iter()
+        .find(|e| e["action"] == "auto-rollback")
+        .unwrap_or_else(|| panic!("no auto-rollback in {events:?}"));
+    assert_eq!(auto["version"], 1, "{auto}");
+    let note = auto["note"].as_str().unwrap();
+    assert!(
+        note.contains("from version 2") && note.contains("deadline"),
+        "{note}"
+    );
+    run.interrupt();
+
+    // Every epoch ran (and records) version 1, every record exactly once.
+    let d1 = digest(&sandbox_wasm());
+    let mut seen = BTreeMap::new();
+    for epoch in epochs(&ckpt) {
+        let offsets = entry(&ckpt, "offsets", epoch).unwrap();
+        assert_eq!(offsets["operator"]["digest"], d1.as_str(), "epoch {epoch}");
+        assert!(entry(&ckpt, "commits", epoch).is_some(), "epoch {epoch}");
+        for row in output_rows(dir.path(), epoch) {
+            assert_eq!(row["tag"], "v1", "epoch {epoch}");
+            *seen
+                .entry(row["txn_id"].as_str().unwrap().to_string())
+                .or_insert(0) += 1;
+        }
+    }
+    assert_eq!(seen.len(), 160, "records lost");
+    assert!(seen.values().all(|&n| n == 1), "a record was emitted twice");
+}
+
+/// Open file descriptors of process `pid`.
+fn open_fds(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, |d| d.count())
+}
+
+/// Whether the server closed `stream` within `within` (a read sees EOF or
+/// a reset).
+fn closed_by_server(stream: &mut std::net::TcpStream, within: Duration) -> bool {
+    use std::io::Read;
+    stream.set_read_timeout(Some(within)).unwrap();
+    let mut buf = [0u8; 256];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => continue, // an error answer before closing
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return false,
+            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => return false,
+            Err(_) => return true,
+        }
+    }
+}
+
+#[test]
+fn hostile_clients_cannot_stop_the_pipeline_or_its_admin_api() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let ckpt = dir.path().join("checkpoint");
+    let v1 = common::guest("sandbox_tests");
+    let pipeline = swap_pipeline(
+        dir.path(),
+        &v1,
+        r#"{ mode = "echo", tag = "v1" }"#,
+        "max_connections = 16\nheader_timeout = \"1s\"",
+    );
+    let run = Running::start(&pipeline, &ckpt, cache.path(), TOKEN, &[]);
+    let addr = run.url.trim_start_matches("http://").to_string();
+    write_file(dir.path(), 0, 10);
+    wait_committed(&ckpt, 10);
+
+    // 300 idle connections (bounded, 127.0.0.1 only): past the limit of 16
+    // they are closed at once, so the process's descriptors stay bounded.
+    let fds_before = open_fds(run.pid());
+    let mut idle: Vec<std::net::TcpStream> = (0..300)
+        .filter_map(|_| std::net::TcpStream::connect(&addr).ok())
+        .collect();
+    assert_eq!(idle.len(), 300);
+    std::thread::sleep(Duration::from_millis(300));
+    let fds_during = open_fds(run.pid());
+    assert!(
+        fds_during < fds_before + 40,
+        "descriptors grew from {fds_before} to {fds_during}"
+    );
+    let closed_at_once = idle
+        .iter_mut()
+        .skip(100)
+        .map(|s| closed_by_server(s, Duration::from_millis(200)))
+        .filter(|&closed| closed)
+        .count();
+    assert!(closed_at_once >= 150, "{closed_at_once} of 200 closed");
+    // The epoch loop goes on meanwhile.
+    write_file(dir.path(), 1, 10);
+    wait_committed(&ckpt, 20);
+
+    // The held ones and a half-sent request are closed by the header timeout.
+    let mut half = (0..100)
+        .find_map(|_| {
+            // Wait for a free slot (the idle ones time out after 1 s).
+            let mut s = std::net::TcpStream::connect(&addr).unwrap();
+            use std::io::Write;
+            if s.write_all(b"GET /v1/health HTTP/1.1\r\nHost: x\r\n")
+                .is_ok()
+                && !closed_by_server(&mut s, Duration::from_millis(100))
+            {
+                return Some(s);
+            }
+            std::thread::sleep(Duration::from_millis(200));
+            None
+        })
+        .expect("no connection slot came free: idle connections are never closed");
+    let started = std::time::Instant::now();
+    assert!(
+        closed_by_server(&mut half, Duration::from_secs(20)),
+        "a half-sent request kept its connection"
+    );
+    assert!(started.elapsed() < Duration::from_secs(15));
+    drop(idle);
+
+    // Bearer in any case works; a wrong token still does not.
+    let client = reqwest::blocking::Client::new();
+    let status_url = format!("{}/v1/pipelines/swap", run.url);
+    for scheme in ["bearer", "BEARER", "Bearer"] {
+        let r = client
+            .get(&status_url)
+            .header("Authorization", format!("{scheme} {TOKEN}"))
+            .send()
+            .unwrap();
+        assert_eq!(r.status(), 200, "{scheme}");
+    }
+    let r = client
+        .get(&status_url)
+        .header("Authorization", "bearer not-the-token-at-all")
+        .send()
+        .unwrap();
+    assert_eq!(r.status(), 401);
+
+    // Ten parallel uploads of one component with different configs all
+    // succeed (the blob store's temp files are per writer).
+    let v2 = dir.path().join("v2.wasm");
+    std::fs::write(&v2, common::variant(&sandbox_wasm(), "v2")).unwrap();
+    let children: Vec<_> = (0..10)
+        .map(|i| {
+            let config = dir.path().join(format!("c{i}.json"));
+            std::fs::write(&config, format!(r#"{{"mode":"echo","tag":"c{i}"}}"#)).unwrap();
+            Command::new(env!("CARGO_BIN_EXE_weir"))
+                .args(["deploy", v2.to_str().unwrap(), "--stage", "--config"])
+                .arg(&config)
+                .args(["--pipeline", "swap", "--admin", &run.url])
+                .env("WEIR_ADMIN_TOKEN", TOKEN)
+                .env("WEIR_LOG", "warn")
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for child in children {
+        ok(&child.wait_with_output().unwrap());
+    }
+    let versions = ok(&run.weir(&["versions"], None));
+    for n in 2..=11 {
+        assert!(versions.contains(&format!("{n}")), "{versions}");
+    }
+    write_file(dir.path(), 2, 10);
+    wait_committed(&ckpt, 30);
+    run.interrupt();
+}

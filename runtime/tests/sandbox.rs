@@ -20,7 +20,7 @@ fn run_mode(host: &WasmHost, mode: &str, extra_operator: &str) -> anyhow::Result
         &guest("sandbox_tests"),
         &format!(r#"{{ mode = "{mode}" }}"#),
         "",
-        extra_operator,
+        &format!("on_error = \"fail\"\n{extra_operator}"),
     );
     let mut p = common::open_pipeline(dir.path(), &toml, host)?;
     p.run(host, &AtomicBool::new(false), &mut |_| {})?;
@@ -214,4 +214,146 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
         }
     }
     out
+}
+
+/// The `txn_id` of generated payment `row` (0-based) of input file 0.
+fn txn_id_at(dir: &std::path::Path, row: usize) -> String {
+    let text = std::fs::read_to_string(dir.join("input/payments-0000.jsonl")).unwrap();
+    let line = text.lines().nth(row).unwrap();
+    let v: serde_json::Value = serde_json::from_str(line).unwrap();
+    v["txn_id"].as_str().unwrap().to_string()
+}
+
+/// The `txn_id`s the echo operator wrote, in order.
+fn echoed(dir: &std::path::Path) -> Vec<String> {
+    sink_files(&dir.join("out"))
+        .iter()
+        .flat_map(|(_, bytes)| {
+            String::from_utf8_lossy(bytes)
+                .lines()
+                .map(|l| {
+                    let v: serde_json::Value = serde_json::from_str(l).unwrap();
+                    v["txn_id"].as_str().unwrap().to_string()
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+/// A 10,000-row epoch whose row 4,321 makes the echo operator loop (300 ms
+/// deadline) under the default `on_error = "dead-letter"`.
+fn poisoned_pipeline(dir: &std::path::Path) -> (std::path::PathBuf, String) {
+    write_input(dir, 11, 1, 10_000);
+    let poison = txn_id_at(dir, 4_321);
+    let toml = pipeline_toml(
+        dir,
+        &guest("sandbox_tests"),
+        &format!(r#"{{ mode = "echo", poison = "{poison}", poison_by = "loop" }}"#),
+        "",
+        "deadline = \"300ms\"",
+    );
+    let path = dir.join("pipeline.toml");
+    std::fs::write(&path, toml).unwrap();
+    (path, poison)
+}
+
+#[test]
+fn a_poison_record_is_isolated_and_the_rest_of_its_epoch_is_processed() {
+    let cache = tempfile::tempdir().unwrap();
+    let clean = tempfile::tempdir().unwrap();
+    let (pipeline, poison) = poisoned_pipeline(clean.path());
+    let status = common::weir_run_quiet(&pipeline, cache.path())
+        .status()
+        .unwrap();
+    assert!(status.success(), "weir run stopped on a poison record");
+
+    // The other 9,999 rows produced their output, in order.
+    let all: Vec<String> = (0..10_000).map(|r| txn_id_at(clean.path(), r)).collect();
+    let want: Vec<String> = all.iter().filter(|t| **t != poison).cloned().collect();
+    assert_eq!(echoed(clean.path()), want);
+
+    // The record is in the dead-letter output with its position and cause.
+    let ck = clean.path().join("checkpoint");
+    let letters = std::fs::read_to_string(ck.join("dead-letter/epoch-0000000000.jsonl")).unwrap();
+    let letters: Vec<serde_json::Value> = letters
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(letters.len(), 1, "{letters:?}");
+    let letter = &letters[0];
+    let input_file = clean.path().join("input/payments-0000.jsonl");
+    assert_eq!(letter["origin"], input_file.display().to_string().as_str());
+    assert_eq!(letter["line"], 4_322);
+    assert_eq!(letter["row"], 4_321);
+    let wasm = std::fs::read(guest("sandbox_tests")).unwrap();
+    assert_eq!(
+        letter["operator"],
+        weir::operator::digest_of(&wasm).as_str()
+    );
+    let reason = letter["reason"].as_str().unwrap();
+    assert!(reason.contains("deadline"), "{reason}");
+    let raw: serde_json::Value = serde_json::from_str(letter["raw"].as_str().unwrap()).unwrap();
+    assert_eq!(raw["txn_id"], poison.as_str());
+
+    // offsets/0 records the isolated row, so a replay skips exactly it.
+    let entry: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(ck.join("offsets/0")).unwrap()).unwrap();
+    assert_eq!(entry["isolated"][0]["row"], 4_321, "{entry}");
+
+    // SIGKILL while the epoch is being searched or run, then restart: the
+    // same record is isolated and the output is the same.
+    let crashy = tempfile::tempdir().unwrap();
+    let (pipeline, _) = poisoned_pipeline(crashy.path());
+    let ck = crashy.path().join("checkpoint");
+    for delay_ms in [200, 1_500] {
+        let mut child = common::weir_run_quiet(&pipeline, cache.path())
+            .spawn()
+            .unwrap();
+        common::wait_for("offsets/0", || ck.join("offsets/0").exists());
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(
+            !ck.join("commits/0").exists(),
+            "the kill came after the epoch committed; the test needs it mid-epoch"
+        );
+    }
+    let status = common::weir_run_quiet(&pipeline, cache.path())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert_eq!(
+        sink_files(&crashy.path().join("out")),
+        sink_files(&clean.path().join("out"))
+    );
+    let letters_of = |dir: &std::path::Path| {
+        let text =
+            std::fs::read_to_string(dir.join("checkpoint/dead-letter/epoch-0000000000.jsonl"))
+                .unwrap();
+        // The origin names each run's own input directory.
+        text.replace(&dir.display().to_string(), "DIR")
+    };
+    assert_eq!(letters_of(crashy.path()), letters_of(clean.path()));
+}
+
+#[test]
+fn a_failure_that_needs_more_than_max_isolated_records_fails_the_epoch() {
+    let host = WasmHost::new(None).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    write_input(dir.path(), 7, 1, 100);
+    let toml = pipeline_toml(
+        dir.path(),
+        &guest("sandbox_tests"),
+        r#"{ mode = "fail" }"#,
+        "",
+        "max_isolated = 3",
+    );
+    let mut p = common::open_pipeline(dir.path(), &toml, &host).unwrap();
+    let err = p
+        .run(&host, &AtomicBool::new(false), &mut |_| {})
+        .unwrap_err();
+    let text = format!("{err:#}");
+    assert!(text.contains("operator.max_isolated` = 3"), "{text}");
+    assert!(text.contains("sandbox-tests was told to fail"), "{text}");
+    assert!(!dir.path().join("checkpoint/commits/0").exists());
 }

@@ -203,7 +203,7 @@ fn an_operator_hoarding_state_fails_its_epoch_and_commits_nothing() {
         &guest("sandbox_tests"),
         r#"{ mode = "state-bomb" }"#,
         "",
-        "memory = \"16MiB\"",
+        "memory = \"16MiB\"\non_error = \"fail\"",
     );
     let err = format!("{:#}", run(dir.path(), &toml).unwrap_err());
     assert!(

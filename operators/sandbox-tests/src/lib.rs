@@ -9,7 +9,9 @@
 //! number of rows its card has had so far, across epochs. `watermark` echoes
 //! each row's `txn_id` with the epoch's watermark. `touch` reads and
 //! rewrites the state of every `card_id` with one batched call each and
-//! outputs nothing (the state benchmark).
+//! outputs nothing (the state benchmark). `"poison": "<txn_id>"` (with
+//! `"poison_by": "trap" | "loop" | "fail" | ...`, default `trap`) makes any
+//! mode fail a batch holding that `txn_id`: a poison record.
 
 use weir_sdk::{Batch, EpochContext, Error, Int64Builder, Operator, Output, Utf8Builder};
 
@@ -34,6 +36,8 @@ pub struct SandboxTest {
     mode: Mode,
     tag: Option<String>,
     spin: u64,
+    /// A `txn_id` this guest fails on, the way `poison_by` names.
+    poison: Option<(String, Mode)>,
 }
 
 /// The string value of `"key"` in a flat JSON object (this guest has no JSON parser).
@@ -78,6 +82,16 @@ impl Operator for SandboxTest {
             mode: parse_mode(config)?,
             tag: string_field(config, "tag").map(str::to_string),
             spin: number_field(config, "spin").unwrap_or(0),
+            poison: match string_field(config, "poison") {
+                Some(id) => {
+                    let by = string_field(config, "poison_by").unwrap_or("trap");
+                    Some((
+                        id.to_string(),
+                        parse_mode(&format!("{{\"mode\": \"{by}\"}}"))?,
+                    ))
+                }
+                None => None,
+            },
         })
     }
 
@@ -96,6 +110,12 @@ impl Operator for SandboxTest {
         let mut x = 0u64;
         for i in 0..self.spin {
             x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(i));
+        }
+        if let Some((poison, by)) = &self.poison {
+            let ids = batch.utf8("txn_id")?;
+            if (0..batch.num_rows()).any(|r| ids.get(r) == Some(poison.as_str())) {
+                return misbehave(*by, batch);
+            }
         }
         match self.mode {
             Mode::Echo => {
@@ -164,42 +184,49 @@ impl Operator for SandboxTest {
                     .with("watermark", marks)
                     .build()
             }
-            Mode::StateBomb => {
-                // Keeps writing state until the host refuses.
-                let value = vec![7u8; 1 << 20];
-                for i in 0u64.. {
-                    weir_sdk::state::put(&i.to_le_bytes(), &value);
-                }
-                Output::empty()
+            other => misbehave(other, batch),
+        }
+    }
+}
+
+/// The failing modes: each ends the call without a proper output.
+fn misbehave(mode: Mode, batch: &Batch) -> Result<Output, Error> {
+    match mode {
+        Mode::StateBomb => {
+            // Keeps writing state until the host refuses.
+            let value = vec![7u8; 1 << 20];
+            for i in 0u64.. {
+                weir_sdk::state::put(&i.to_le_bytes(), &value);
             }
-            Mode::Loop => {
-                let mut x: u64 = batch.num_rows() as u64;
-                loop {
-                    x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
-                }
-            }
-            Mode::Bomb => {
-                let mut hoard: Vec<Vec<u8>> = Vec::new();
-                loop {
-                    hoard.push(vec![1u8; 16 << 20]);
-                    std::hint::black_box(&hoard);
-                }
-            }
-            Mode::Trap => {
-                #[cfg(target_arch = "wasm32")]
-                core::arch::wasm32::unreachable();
-                #[cfg(not(target_arch = "wasm32"))]
-                std::process::abort();
-            }
-            Mode::Panic => panic!("sandbox-tests was told to panic"),
-            Mode::Fail => Err(Error::failed("sandbox-tests was told to fail")),
-            Mode::BadOutput => {
-                // Two columns of different lengths, bypassing the builder check.
-                let mut a = Int64Builder::new();
-                a.push(1);
-                Ok(Output::new().with("a", a).with("b", Int64Builder::new()))
+            Output::empty()
+        }
+        Mode::Loop => {
+            let mut x: u64 = batch.num_rows() as u64;
+            loop {
+                x = std::hint::black_box(x.wrapping_mul(6364136223846793005).wrapping_add(1));
             }
         }
+        Mode::Bomb => {
+            let mut hoard: Vec<Vec<u8>> = Vec::new();
+            loop {
+                hoard.push(vec![1u8; 16 << 20]);
+                std::hint::black_box(&hoard);
+            }
+        }
+        Mode::Trap => {
+            #[cfg(target_arch = "wasm32")]
+            core::arch::wasm32::unreachable();
+            #[cfg(not(target_arch = "wasm32"))]
+            std::process::abort();
+        }
+        Mode::Panic => panic!("sandbox-tests was told to panic"),
+        Mode::BadOutput => {
+            // Two columns of different lengths, bypassing the builder check.
+            let mut a = Int64Builder::new();
+            a.push(1);
+            Ok(Output::new().with("a", a).with("b", Int64Builder::new()))
+        }
+        _ => Err(Error::failed("sandbox-tests was told to fail")),
     }
 }
 

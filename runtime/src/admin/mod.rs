@@ -13,6 +13,9 @@
 pub mod client;
 pub mod dashboard;
 mod routes;
+mod serve;
+
+pub use serve::ConnectionLimits;
 
 use crate::config::AdminConfig;
 use crate::deploy::Control;
@@ -36,6 +39,11 @@ pub struct AdminSettings {
     pub token: Option<String>,
     /// Largest accepted upload request, in bytes.
     pub max_upload: usize,
+    /// Uploads read and validated at once; more wait (unread), so memory
+    /// stays below about this many times `max_upload`.
+    pub max_concurrent_uploads: usize,
+    /// Connection count and timeouts.
+    pub connections: ConnectionLimits,
 }
 
 impl std::fmt::Debug for AdminSettings {
@@ -44,6 +52,8 @@ impl std::fmt::Debug for AdminSettings {
             .field("listen", &self.listen)
             .field("token", &self.token.as_ref().map(|_| "<set>"))
             .field("max_upload", &self.max_upload)
+            .field("max_concurrent_uploads", &self.max_concurrent_uploads)
+            .field("connections", &self.connections)
             .finish()
     }
 }
@@ -65,6 +75,12 @@ impl AdminSettings {
             None => std::env::var(var).ok(),
         }
         .filter(|t| !t.trim().is_empty());
+        if token.as_ref().is_some_and(|t| t.trim() != t) {
+            bail!(
+                "the admin token has leading or trailing whitespace (a newline from `echo` or \
+                 a file?): clients would send it trimmed and never match. Remove it."
+            );
+        }
         if token.as_ref().is_some_and(|t| t.len() < 16) {
             bail!("the admin token must be at least 16 characters");
         }
@@ -77,10 +93,25 @@ impl AdminSettings {
         }
         let max_upload =
             crate::config::parse_size(&cfg.max_upload).context("`admin.max_upload`")?;
+        if cfg.max_concurrent_uploads == 0 {
+            bail!("`admin.max_concurrent_uploads` must be at least 1");
+        }
+        if cfg.max_connections < 2 {
+            bail!("`admin.max_connections` must be at least 2");
+        }
+        if cfg.header_timeout.is_zero() || cfg.request_timeout.is_zero() {
+            bail!("`admin.header_timeout` and `admin.request_timeout` must be longer than zero");
+        }
         Ok(AdminSettings {
             listen,
             token,
             max_upload,
+            max_concurrent_uploads: cfg.max_concurrent_uploads,
+            connections: ConnectionLimits {
+                max_connections: cfg.max_connections,
+                header_timeout: cfg.header_timeout,
+                request_timeout: cfg.request_timeout,
+            },
         })
     }
 }
@@ -116,6 +147,7 @@ impl AdminServer {
             );
         }
         let app = routes::router(control, telemetry, &settings);
+        let limits = settings.connections;
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -132,12 +164,7 @@ impl AdminServer {
                             return;
                         }
                     };
-                    let serve = axum::serve(listener, app).with_graceful_shutdown(async {
-                        let _ = rx.await;
-                    });
-                    if let Err(e) = serve.await {
-                        tracing::error!("admin API stopped: {e}");
-                    }
+                    serve::serve(listener, app, limits, rx).await;
                 })
             })
             .context("admin API: starting its thread")?;
@@ -205,6 +232,17 @@ mod tests {
         for (c, want) in [
             (cfg("nonsense", None), "`admin.listen`"),
             (cfg("127.0.0.1:1", Some("short")), "at least 16"),
+            (
+                cfg("127.0.0.1:1", Some("a-long-enough-token\n")),
+                "trailing whitespace",
+            ),
+            (
+                AdminConfig {
+                    max_connections: 1,
+                    ..cfg("127.0.0.1:1", None)
+                },
+                "`admin.max_connections`",
+            ),
             (
                 AdminConfig {
                     max_upload: "lots".into(),

@@ -38,6 +38,9 @@ struct App {
     telemetry: Arc<Telemetry>,
     token: Option<Arc<str>>,
     max_upload: usize,
+    /// One permit per upload being read and validated (`admin.max_concurrent_uploads`).
+    uploads: Arc<tokio::sync::Semaphore>,
+    request_timeout: std::time::Duration,
 }
 
 /// An error answer: status plus `{"error": message}`.
@@ -77,6 +80,8 @@ pub(super) fn router(
         telemetry,
         token: settings.token.as_deref().map(Arc::from),
         max_upload: settings.max_upload,
+        uploads: Arc::new(tokio::sync::Semaphore::new(settings.max_concurrent_uploads)),
+        request_timeout: settings.connections.request_timeout,
     };
     let pipeline = Router::new()
         .route("/", get(status))
@@ -117,6 +122,23 @@ pub(super) fn router(
                 "no such endpoint; see `weir --help` or the README's admin API table".into(),
             )
         })
+        .layer(middleware::from_fn_with_state(app, time_limit))
+}
+
+/// Answers 408 when a request (reading its body included) takes longer
+/// than `admin.request_timeout`.
+async fn time_limit(State(app): State<App>, request: Request, next: Next) -> Response {
+    match tokio::time::timeout(app.request_timeout, next.run(request)).await {
+        Ok(response) => response,
+        Err(_) => ApiError(
+            StatusCode::REQUEST_TIMEOUT,
+            format!(
+                "the request took longer than `admin.request_timeout` = {}",
+                humantime::format_duration(app.request_timeout)
+            ),
+        )
+        .into_response(),
+    }
 }
 
 /// Checks the bearer token (when one is set) and the pipeline name. A
@@ -170,7 +192,7 @@ fn check_token(app: &App, request: &Request) -> ApiResult<()> {
             .headers()
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "));
+            .and_then(bearer_token);
         match given {
             None => {
                 return Err(ApiError(
@@ -190,6 +212,13 @@ fn check_token(app: &App, request: &Request) -> ApiResult<()> {
         }
     }
     Ok(())
+}
+
+/// The token of an `Authorization: Bearer <token>` value; the scheme is
+/// case-insensitive (RFC 9110 §11.1).
+fn bearer_token(value: &str) -> Option<&str> {
+    let (scheme, token) = value.trim_start().split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then_some(token)
 }
 
 /// Compares in time independent of where the first difference is.
@@ -283,6 +312,15 @@ async fn upload(
             ),
         )
     };
+    // Uploads queue here: their bodies wait in the socket, unread, so at
+    // most `max_concurrent_uploads` are in memory at once. A closed
+    // semaphore cannot happen (it is never closed).
+    let _permit = app.uploads.clone().acquire_owned().await.map_err(|_| {
+        ApiError(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the admin API is shutting down".into(),
+        )
+    })?;
     let declared = request
         .headers()
         .get(header::CONTENT_LENGTH)

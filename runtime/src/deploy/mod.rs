@@ -16,6 +16,7 @@ use crate::checkpoint::Blobs;
 use crate::operator::LoadedOperator;
 use crate::progress::EpochProgress;
 use crate::registry::{GoldenCheck, Origin, Registry, Shadow, Version};
+use anyhow::Context;
 use serde::Serialize;
 use shadow::ShadowReport;
 use std::collections::{HashMap, VecDeque};
@@ -316,6 +317,35 @@ impl Control {
             .map_err(|e| DeployError::Conflict(format!("{e:#}")))?;
         self.log_change("rolled back to", n);
         self.listed(n)
+    }
+
+    /// Rolls the failing active version `from` back to the version before
+    /// it (the engine calls this when that version handles an epoch the
+    /// new one fails on); recorded in the history as `auto-rollback`.
+    /// Returns the version now active.
+    pub fn auto_roll_back(&self, from: u32, reason: &str) -> anyhow::Result<Version> {
+        let mut inner = self.lock();
+        if inner.registry.active().map(|v| v.number) != Some(from) {
+            anyhow::bail!("version {from} is no longer the active version");
+        }
+        let to = inner
+            .registry
+            .roll_back_as(None, "auto-rollback", Some(reason))?;
+        let version = inner
+            .registry
+            .get(to)
+            .cloned()
+            .with_context(|| format!("version {to} vanished from the registry"))?;
+        drop(inner);
+        self.log_change("automatically rolled back to", to);
+        Ok(version)
+    }
+
+    /// The version a plain rollback would return to.
+    pub fn previous_version(&self) -> Option<Version> {
+        let inner = self.lock();
+        let n = inner.registry.previous_version()?;
+        inner.registry.get(n).cloned()
     }
 
     /// Runs version `number` in shadow from the next epoch on.

@@ -128,6 +128,7 @@ mod tests {
             planned,
             pending,
             pending_files: None,
+            changed_files: None,
         });
         p
     }

@@ -119,6 +119,7 @@ mod tests {
             planned: 10,
             pending,
             pending_files: None,
+            changed_files: None,
         });
         p
     }

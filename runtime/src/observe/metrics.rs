@@ -50,6 +50,8 @@ pub struct Metrics {
     epochs: Counter,
     replayed: Counter,
     failures: Counter,
+    isolated: Counter,
+    rollbacks: Counter,
     rows_in: Counter,
     rows_out: Counter,
     dead_letters: Counter,
@@ -78,6 +80,8 @@ impl Metrics {
             epochs: Counter::default(),
             replayed: Counter::default(),
             failures: Counter::default(),
+            isolated: Counter::default(),
+            rollbacks: Counter::default(),
             rows_in: Counter::default(),
             rows_out: Counter::default(),
             dead_letters: Counter::default(),
@@ -109,8 +113,18 @@ impl Metrics {
         );
         r.register(
             "epoch_failures",
-            "Epochs that failed (the run stops; a restart re-runs them)",
+            "Failed attempts at an epoch (continuous pipelines retry them with backoff)",
             m.failures.clone(),
+        );
+        r.register(
+            "isolated_records",
+            "Records the operator failed on, set aside to the dead-letter output",
+            m.isolated.clone(),
+        );
+        r.register(
+            "operator_rollbacks",
+            "Automatic rollbacks of a new operator version that failed where the one before did not",
+            m.rollbacks.clone(),
         );
         r.register("input_rows", "Rows read from the source", m.rows_in.clone());
         r.register(
@@ -258,6 +272,16 @@ impl Metrics {
     /// Counts a failed epoch.
     pub fn failure(&self) {
         self.failures.inc();
+    }
+
+    /// Counts records the operator failed on.
+    pub fn isolated(&self, n: u64) {
+        self.isolated.inc_by(n);
+    }
+
+    /// Counts an automatic rollback.
+    pub fn rolled_back(&self) {
+        self.rollbacks.inc();
     }
 
     /// Sets the backlog verdict.

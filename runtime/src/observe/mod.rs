@@ -119,6 +119,16 @@ impl Telemetry {
         self.metrics.failure();
     }
 
+    /// The operator failed on `n` records, which were set aside.
+    pub fn records_isolated(&self, n: u64) {
+        self.metrics.isolated(n);
+    }
+
+    /// A failing new version was rolled back automatically.
+    pub fn rolled_back(&self) {
+        self.metrics.rolled_back();
+    }
+
     /// Progress records after epoch `after`, at most `limit`, with the
     /// verdict and totals.
     pub fn report(&self, after: Option<u64>, limit: usize) -> ProgressReport {

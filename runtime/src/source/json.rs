@@ -118,6 +118,8 @@ impl JsonDecoder {
                         line: record.line,
                         reason,
                         raw: String::from_utf8_lossy(record.bytes).into_owned(),
+                        operator: None,
+                        row: None,
                     });
                 }
             }
@@ -153,9 +155,19 @@ pub fn lines<'a>(data: &'a [u8], origin: &str) -> Vec<Record<'a>> {
         .collect()
 }
 
+/// How many records [`lines`] finds in `data` (its non-blank lines).
+pub fn non_blank_lines(data: &[u8]) -> usize {
+    data.split(|&b| b == b'\n')
+        .filter(|l| !l.iter().all(u8::is_ascii_whitespace))
+        .count()
+}
+
 /// Decodes newline-separated JSON with arrow-json into batches of at most
 /// `batch_rows` rows; whitespace between records is ignored.
 fn decode_all(schema: &SchemaRef, data: &[u8], batch_rows: usize) -> Result<Vec<RecordBatch>> {
+    // The decoder allocates for a whole batch up front: size it by the
+    // records `data` can hold (each at least `{}`), not by the limit alone.
+    let batch_rows = batch_rows.min(data.len() / 2 + 1);
     let mut decoder = ReaderBuilder::new(schema.clone())
         .with_batch_size(batch_rows)
         .build_decoder()?;

@@ -377,6 +377,8 @@ impl KafkaSource {
             line: None,
             reason,
             raw: String::from_utf8_lossy(r.value.as_deref().unwrap_or(b"")).into_owned(),
+            operator: None,
+            row: None,
         });
         Ok(())
     }
@@ -705,6 +707,7 @@ impl Source for KafkaSource {
                 })
                 .sum(),
             pending_files: None,
+            changed_files: None,
         });
         if ranges.is_empty() {
             return Ok(None);

@@ -21,8 +21,25 @@ pub struct DeadLetter {
     pub line: Option<u64>,
     /// Why it was rejected.
     pub reason: String,
-    /// The raw input, lossily decoded as UTF-8.
+    /// The raw input, lossily decoded as UTF-8 (for a record the operator
+    /// failed on: the row as JSON, as the operator got it).
     pub raw: String,
+    /// For a record the operator failed on: the operator version's digest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operator: Option<String>,
+    /// For a record the operator failed on: its row in the epoch's input
+    /// (0-based, in read order), as recorded in `offsets/N`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub row: Option<u64>,
+}
+
+/// Where a row of an epoch's input came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RowOrigin {
+    /// A file path, a topic-partition-offset, ...
+    pub origin: String,
+    /// 1-based line, for line-oriented origins.
+    pub line: Option<u64>,
 }
 
 /// The rows of one planned range.
@@ -55,6 +72,10 @@ pub struct Backlog {
     /// Files available but not yet planned (file sources only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pending_files: Option<u64>,
+    /// Files that changed after they were planned (appended to or
+    /// re-created); their new bytes are not read (file sources only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changed_files: Option<u64>,
 }
 
 /// The unit of a [`Backlog`].
@@ -111,6 +132,15 @@ pub trait Source: Send {
     /// first plan, or if the source cannot tell).
     fn backlog(&self) -> Option<Backlog> {
         None
+    }
+
+    /// Where row `row` (0-based, in read order) of `range` came from, for
+    /// the dead-letter record of a row the operator failed on. Called only
+    /// then, so it may read the range again. `None` if the source cannot
+    /// tell (the row's own columns then identify it).
+    fn locate(&mut self, range: &serde_json::Value, row: u64) -> anyhow::Result<Option<RowOrigin>> {
+        let _ = (range, row);
+        Ok(None)
     }
 
     /// Called after `commits/<N>` is durable for `range`. Progress lives in

@@ -76,6 +76,25 @@ pub struct StateStore {
     keys: u64,
 }
 
+/// Free space the state store needs to open: RocksDB preallocates its
+/// write-ahead log (about 1.1 × the 64 MiB write buffer), and when that
+/// fails it aborts the process (an assertion in its log writer) instead of
+/// returning ENOSPC. Checked before opening, so the user gets the reason.
+pub const MIN_FREE_BYTES: u64 = 128 << 20;
+
+fn check_free_space(root: &Path) -> Result<()> {
+    match fsutil::free_bytes(root) {
+        Some(free) if free < MIN_FREE_BYTES => bail!(
+            "not enough free disk space for the state store in {}: {} MiB free, it needs at \
+             least {} MiB (No space left on device). Free some space or move the checkpoint.",
+            root.display(),
+            free >> 20,
+            MIN_FREE_BYTES >> 20
+        ),
+        _ => Ok(()),
+    }
+}
+
 fn db_options() -> rocksdb::Options {
     let mut o = rocksdb::Options::default();
     o.create_if_missing(true);
@@ -195,6 +214,7 @@ impl StateStore {
         last_committed: Option<u64>,
     ) -> Result<(Self, Opened)> {
         fsutil::create_dir_durable(root)?;
+        check_free_space(root)?;
         let working = root.join("working");
         let origin = Self::origin(root, last_committed)?;
         let usable = working.exists().then(|| DB::open(&db_options(), &working));
@@ -224,6 +244,9 @@ impl StateStore {
                      checkpoint?",
                     working.display()
                 )
+            }
+            Some(Err(e)) if e.to_string().contains("No space left") => {
+                bail!("opening the state store {}: {e}", working.display())
             }
             Some(Err(e)) => {
                 tracing::warn!(

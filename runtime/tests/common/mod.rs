@@ -398,6 +398,11 @@ impl Running {
         }
     }
 
+    /// The process id of `weir run`.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map_or(0, std::process::Child::id)
+    }
+
     /// Stops the pipeline like Ctrl-C does (after the current epoch).
     pub fn interrupt(mut self) {
         let mut child = self.child.take().unwrap();

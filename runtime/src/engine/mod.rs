@@ -9,9 +9,12 @@
 //! not committed is run again with the recorded range, operator digest and
 //! operator config, so its output is the same as the first attempt's.
 
+mod resilience;
+
+use crate::backoff::Backoff;
 use crate::checkpoint::Checkpoint;
 use crate::clock::now_ms;
-use crate::config::TriggerConfig;
+use crate::config::{FailurePolicy, OnError, TriggerConfig};
 use crate::dedup::{Dedup, Dropped};
 use crate::deploy::shadow::{self, ShadowReport};
 use crate::deploy::Control;
@@ -32,6 +35,11 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use resilience::{without_isolated, Ran};
+
+/// Longest wait between attempts at an epoch that cannot proceed.
+const EPOCH_RETRY_MAX: Duration = Duration::from_secs(30);
 
 /// An operator call failed during an epoch. Carries what an on-call engineer
 /// needs: which pipeline, which epoch, which operator version, and why.
@@ -100,6 +108,8 @@ pub struct Pipeline {
     pub(crate) telemetry: Arc<Telemetry>,
     /// When the previous epoch started, for the input rate.
     pub(crate) previous_start: Option<Instant>,
+    /// What operator failures do (see [`resilience`]).
+    pub(crate) failure: FailurePolicy,
 }
 
 /// An epoch's input as the operator gets it, with the state view.
@@ -178,13 +188,8 @@ impl Pipeline {
             summary.dead_letters += p.dead_letters;
             on_epoch(p);
         };
-        let mut next = match self.recover(host)? {
-            (next, Some(progress)) => {
-                tally(&progress, &mut summary);
-                next
-            }
-            (next, None) => next,
-        };
+        let (mut next, mut pending) = self.recover(host)?;
+        let mut retry: Option<Backoff> = None;
         loop {
             if stop.load(Ordering::Relaxed) {
                 tracing::info!(pipeline = %self.name, "stop requested; last epoch committed");
@@ -192,22 +197,51 @@ impl Pipeline {
             }
             self.follow_control();
             let trigger_start = Instant::now();
-            let limit = match self.trigger {
-                TriggerConfig::Once => PlanLimit::Unbounded,
-                _ => PlanLimit::PerTrigger,
+            let attempt = match pending.take() {
+                // Planned by an earlier run (or an earlier attempt of this
+                // one) but not committed: run again exactly as recorded.
+                Some(epoch) => Some((epoch, Phases::default(), None, true)),
+                None => self
+                    .plan(next)?
+                    .map(|(phases, backlog)| (next, phases, backlog, false)),
             };
-            let plan_started = Instant::now();
-            let planned = self.source.plan(limit)?;
-            let plan_time = plan_started.elapsed();
-            let backlog = self.source.backlog();
-            self.telemetry.source_polled(backlog);
-            match planned {
-                Some(range) => {
-                    let progress = self
-                        .plan_and_run(host, next, range, plan_time, backlog)
-                        .inspect_err(|_| self.telemetry.epoch_failed())?;
-                    tally(&progress, &mut summary);
-                    next += 1;
+            match attempt {
+                Some((epoch, phases, backlog, replay)) => {
+                    match self.execute(host, epoch, replay, phases, backlog) {
+                        Ok(progress) => {
+                            if let Some(b) = retry.take() {
+                                tracing::info!(
+                                    pipeline = %self.name,
+                                    epoch,
+                                    "epoch committed after {} failed attempts",
+                                    b.attempts()
+                                );
+                            }
+                            tally(&progress, &mut summary);
+                            next = epoch + 1;
+                        }
+                        Err(e) => {
+                            self.telemetry.epoch_failed();
+                            if !self.retries_failed_epochs() {
+                                return Err(e);
+                            }
+                            let backoff = retry.get_or_insert_with(|| {
+                                Backoff::new(Duration::from_secs(1), EPOCH_RETRY_MAX)
+                            });
+                            let delay = backoff.next_delay();
+                            tracing::error!(
+                                pipeline = %self.name,
+                                epoch,
+                                attempt = backoff.attempts(),
+                                "epoch cannot proceed: {e:#}; retrying in {delay:.1?}, nothing is \
+                                 skipped. Fix the cause, or deploy or roll back the operator \
+                                 (`weir rollback`): the retry runs the active version."
+                            );
+                            pending = Some(epoch);
+                            sleep_until(Instant::now() + delay, stop);
+                            continue;
+                        }
+                    }
                 }
                 None if matches!(
                     self.trigger,
@@ -230,9 +264,44 @@ impl Pipeline {
         Ok(summary)
     }
 
-    /// Rebuilds the source's view of what was planned and re-runs the one
-    /// planned-but-uncommitted epoch, if any. Returns the next epoch number.
-    fn recover(&mut self, host: &WasmHost) -> Result<(u64, Option<EpochProgress>)> {
+    /// Whether a failed epoch is retried (with backoff, the admin API up)
+    /// rather than ending `run`: for continuous pipelines that do not ask
+    /// to stop on operator errors. A `once` or `available-now` run is a
+    /// batch job and fails visibly instead.
+    fn retries_failed_epochs(&self) -> bool {
+        self.failure.on_error == OnError::DeadLetter
+            && matches!(self.trigger, TriggerConfig::ProcessingTime { .. })
+    }
+
+    /// Asks the source for the next range and makes `offsets/<epoch>`
+    /// durable; `None` if there is no new data.
+    fn plan(&mut self, epoch: u64) -> Result<Option<(Phases, Option<Backlog>)>> {
+        let limit = match self.trigger {
+            TriggerConfig::Once => PlanLimit::Unbounded,
+            _ => PlanLimit::PerTrigger,
+        };
+        let plan_started = Instant::now();
+        let planned = self.source.plan(limit)?;
+        let plan = plan_started.elapsed();
+        let backlog = self.source.backlog();
+        self.telemetry.source_polled(backlog);
+        let Some(range) = planned else {
+            return Ok(None);
+        };
+        let wal_started = Instant::now();
+        self.write_offsets(epoch, range)?;
+        let phases = Phases {
+            plan,
+            wal: wal_started.elapsed(),
+            ..Phases::default()
+        };
+        Ok(Some((phases, backlog)))
+    }
+
+    /// Rebuilds the source's view of what was planned and brings the state
+    /// to the last commit. Returns the next epoch number and the one
+    /// planned-but-uncommitted epoch, if any, which `run` executes first.
+    fn recover(&mut self, host: &WasmHost) -> Result<(u64, Option<u64>)> {
         let planned = self.checkpoint.offsets.epochs()?;
         for &epoch in &planned {
             let entry = self.offset_entry(epoch)?;
@@ -268,10 +337,7 @@ impl Pipeline {
             operator = %entry.operator.digest,
             "re-running epoch planned by an earlier run but never committed"
         );
-        let progress = self
-            .execute(host, &entry, true, Phases::default(), None)
-            .inspect_err(|_| self.telemetry.epoch_failed())?;
-        Ok((last_planned + 1, Some(progress)))
+        Ok((last_planned, Some(last_planned)))
     }
 
     /// Brings the state to the last committed epoch: undoes the state of an
@@ -284,7 +350,7 @@ impl Pipeline {
             for epoch in from..=last {
                 let entry = self.offset_entry(epoch)?;
                 let input = self.read_input(&entry)?;
-                let prepared = self.prepare(&entry, input.batches)?;
+                let prepared = self.prepare(&entry, without_isolated(&entry, input.batches)?)?;
                 let (_, env, _) =
                     self.run_operator(host, &entry, &prepared.batches, prepared.env)?;
                 self.commit_state(epoch, env)?;
@@ -349,13 +415,7 @@ impl Pipeline {
         batches: &[RecordBatch],
         env: EpochEnv,
     ) -> Result<(Vec<RecordBatch>, EpochEnv, bool)> {
-        let run = VersionRun {
-            epoch: entry.epoch,
-            epoch_time_ms: entry.epoch_time_ms,
-            digest: &entry.operator.digest,
-            config_digest: &entry.operator.config_digest,
-            migrate_from: entry.migrate_from.as_deref(),
-        };
+        let run = VersionRun::of(entry);
         match self.run_version(host, &run, batches, env)? {
             Ok(done) => Ok(done),
             Err(cause) => Err(EpochFailed {
@@ -460,14 +520,8 @@ impl Pipeline {
             .with_context(|| format!("offsets/{epoch} disappeared"))
     }
 
-    fn plan_and_run(
-        &mut self,
-        host: &WasmHost,
-        epoch: u64,
-        range: serde_json::Value,
-        plan: Duration,
-        backlog: Option<Backlog>,
-    ) -> Result<EpochProgress> {
+    /// Writes `offsets/<epoch>` for `range` with the active operator.
+    fn write_offsets(&mut self, epoch: u64, range: serde_json::Value) -> Result<()> {
         let migrate_from = self
             .last_digest
             .as_ref()
@@ -485,19 +539,14 @@ impl Pipeline {
             },
             config_hash: self.config_hash.clone(),
             watermark_ms: self.event_time.as_ref().and_then(EventTime::watermark),
+            isolated: Vec::new(),
         };
-        let wal_started = Instant::now();
         self.checkpoint
             .offsets
             .write(epoch, &entry)
             .with_context(|| format!("writing offsets/{epoch}"))?;
         self.last_digest = Some(entry.operator.digest.clone());
-        let phases = Phases {
-            plan,
-            wal: wal_started.elapsed(),
-            ..Phases::default()
-        };
-        self.execute(host, &entry, false, phases, backlog)
+        Ok(())
     }
 
     fn operator_for(&mut self, host: &WasmHost, digest: &str) -> Result<Arc<LoadedOperator>> {
@@ -523,11 +572,12 @@ impl Pipeline {
         Ok(text)
     }
 
-    /// Runs one planned epoch: read → operator → sink → commit.
+    /// Runs planned epoch `epoch` (its `offsets/<epoch>` is durable):
+    /// read → operator → sink → commit.
     fn execute(
         &mut self,
         host: &WasmHost,
-        entry: &OffsetEntry,
+        epoch: u64,
         replay: bool,
         mut phases: Phases,
         backlog: Option<Backlog>,
@@ -536,18 +586,26 @@ impl Pipeline {
         let started_ms = now_ms() - (phases.plan + phases.wal).as_millis() as i64;
         let since_previous = self.previous_start.map(|p| started.duration_since(p));
         self.previous_start = Some(started);
-        let epoch = entry.epoch;
+        let entry = self.offset_entry(epoch)?;
 
         let t = Instant::now();
-        let mut input = self.read_input(entry)?;
+        let mut input = self.read_input(&entry)?;
         phases.read = t.elapsed();
         let rows_in = input.rows();
         let micro_batches = input.batches.len();
 
         let t = Instant::now();
-        let prepared = self.prepare(entry, std::mem::take(&mut input.batches))?;
-        let (outputs, env, migrated) =
-            self.run_operator(host, entry, &prepared.batches, prepared.env)?;
+        let ran = self.run_resilient(host, entry, std::mem::take(&mut input.batches))?;
+        let Ran {
+            entry,
+            prepared,
+            outputs,
+            env,
+            migrated,
+            isolated,
+        } = ran;
+        let entry = &entry;
+        input.dead_letters.extend(isolated);
         phases.operator = t.elapsed();
         let t = Instant::now();
         let version = self
@@ -617,6 +675,7 @@ impl Pipeline {
             processed_rows_per_sec: rate(rows_in, total),
             rows_out,
             dead_letters: input.dead_letters.len() as u64,
+            isolated_rows: entry.isolated.len() as u64,
             late_rows: prepared.observed.late,
             duplicates: prepared.dropped.duplicates,
             watermark_ms: entry.watermark_ms,
@@ -670,6 +729,19 @@ struct VersionRun<'a> {
     digest: &'a str,
     config_digest: &'a str,
     migrate_from: Option<&'a str>,
+}
+
+impl<'a> VersionRun<'a> {
+    /// The run an offsets entry records.
+    fn of(entry: &'a OffsetEntry) -> Self {
+        VersionRun {
+            epoch: entry.epoch,
+            epoch_time_ms: entry.epoch_time_ms,
+            digest: &entry.operator.digest,
+            config_digest: &entry.operator.config_digest,
+            migrate_from: entry.migrate_from.as_deref(),
+        }
+    }
 }
 
 fn sleep_until(deadline: Instant, stop: &AtomicBool) {
