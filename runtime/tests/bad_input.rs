@@ -149,3 +149,120 @@ fn config_errors_name_the_key() {
     let (ok, err) = weir_run(&good);
     assert!(!ok && err.contains("source directory"), "{err}");
 }
+
+/// Dead letters of a one-epoch run over `lines` (one file), as (line, raw).
+fn dead_letters_of(lines: &[&str]) -> Vec<(u64, String)> {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("input");
+    std::fs::create_dir_all(&input).unwrap();
+    std::fs::write(input.join("f.jsonl"), lines.join("\n")).unwrap();
+    open_and_run(dir.path(), "on_malformed = \"dead-letter\"").unwrap();
+    let path = dir
+        .path()
+        .join("checkpoint/dead-letter/epoch-0000000000.jsonl");
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            (
+                v["line"].as_u64().unwrap(),
+                v["raw"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_record_is_judged_alone_whatever_its_neighbours_look_like() {
+    // A pretty-printed object spans lines: each of its lines is a record of
+    // its own in JSON lines, alone or next to a malformed line.
+    let pretty =
+        serde_json::to_string_pretty(&serde_json::from_str::<serde_json::Value>(GOOD2).unwrap())
+            .unwrap();
+    let pretty_lines: Vec<&str> = pretty.lines().collect();
+    let alone = dead_letters_of(&[&[GOOD], pretty_lines.as_slice()].concat());
+    let with_bad = dead_letters_of(&[&[GOOD, "{oops"], pretty_lines.as_slice()].concat());
+    assert_eq!(alone.len(), pretty_lines.len(), "{alone:?}");
+    assert_eq!(with_bad.len(), pretty_lines.len() + 1, "{with_bad:?}");
+    // The same lines of the object, shifted by the one bad line.
+    let shifted: Vec<(u64, String)> = with_bad[1..]
+        .iter()
+        .map(|(l, raw)| (l - 1, raw.clone()))
+        .collect();
+    assert_eq!(shifted, alone);
+    // Two objects on one line are one malformed record, not two rows.
+    let two = format!("{GOOD}{GOOD2}");
+    assert_eq!(dead_letters_of(&[GOOD, &two]).len(), 1);
+}
+
+#[test]
+fn lossy_numbers_are_malformed_not_truncated() {
+    let base: serde_json::Value = serde_json::from_str(GOOD2).unwrap();
+    let with = |key: &str, raw: &str| {
+        let mut text = serde_json::to_string(&base).unwrap();
+        let old = format!("\"{key}\":{}", base[key]);
+        text = text.replace(&old, &format!("\"{key}\":{raw}"));
+        assert_ne!(text, serde_json::to_string(&base).unwrap(), "{key}");
+        text
+    };
+    for (key, raw) in [
+        ("ts", "1700000000000.9"),
+        ("ts", "1e3"),
+        ("ts", "9223372036854775808"),
+        ("amount", "-1e400"),
+        ("amount", "1e999"),
+    ] {
+        let line = with(key, raw);
+        let letters = dead_letters_of(&[GOOD, &line]);
+        assert_eq!(letters.len(), 1, "{key} = {raw} was accepted: {letters:?}");
+        assert_eq!(letters[0].0, 2);
+    }
+    // Exact values still pass.
+    assert!(dead_letters_of(&[GOOD, &with("ts", "1700000000000")]).is_empty());
+    assert!(dead_letters_of(&[GOOD, &with("amount", "1e3")]).is_empty());
+}
+
+#[test]
+fn files_changed_after_planning_are_reported_and_settle_waits_for_writers() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("input");
+    std::fs::create_dir_all(&input).unwrap();
+    std::fs::write(input.join("a.jsonl"), format!("{GOOD}\n")).unwrap();
+    let toml = pipeline_toml(
+        dir.path(),
+        &guest("fraud_rules"),
+        DEMO_RULES_INLINE,
+        "settle = \"1s\"",
+        "",
+    );
+    let host = WasmHost::new(None).unwrap();
+    let epochs = |p: &mut weir::engine::Pipeline| {
+        let mut seen = Vec::new();
+        p.run(&host, &AtomicBool::new(false), &mut |e| {
+            seen.push(e.clone())
+        })
+        .unwrap();
+        seen
+    };
+    let mut p = common::open_pipeline(dir.path(), &toml, &host).unwrap();
+    // Written just now: not settled, so not planned yet.
+    assert!(epochs(&mut p).is_empty());
+    std::thread::sleep(std::time::Duration::from_millis(1_100));
+    let first = epochs(&mut p);
+    assert_eq!(first.len(), 1);
+    assert_eq!(first[0].rows_in, 1);
+    // Appended after it was planned: never read, but counted and warned.
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(input.join("a.jsonl"))
+        .unwrap();
+    std::io::Write::write_all(&mut f, format!("{GOOD2}\n").as_bytes()).unwrap();
+    std::fs::write(input.join("b.jsonl"), format!("{GOOD2}\n")).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1_100));
+    let second = epochs(&mut p);
+    assert_eq!(second.len(), 1);
+    let backlog = second[0].backlog.unwrap();
+    assert_eq!(backlog.changed_files, Some(1), "{backlog:?}");
+    assert_eq!(second[0].rows_in, 1, "only b.jsonl");
+}

@@ -121,3 +121,164 @@ fn demo_pipeline_reruns_from_its_own_directory_as_the_demo_says() {
     assert!(dir.path().join("checkpoint/commits/0").exists());
     assert!(dir.path().join("alerts").is_dir());
 }
+
+/// Every file under `dir` with its bytes, for "nothing was touched" checks.
+fn snapshot(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .map(|p| (p.display().to_string(), std::fs::read(&p).unwrap()))
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn a_damaged_checkpoint_is_refused_before_anything_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let out = weir(&[
+        "demo",
+        "--dir",
+        d,
+        "--payments",
+        "4000",
+        "--files",
+        "4",
+        "--files-per-epoch",
+        "1",
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    let ck = dir.path().join("checkpoint");
+    let pipeline = dir.path().join("pipeline.toml");
+    // More input, so a run that went on would write new alerts.
+    let more = weir::demo::generator::json_lines(9, 4_000, 1_000);
+    std::fs::write(dir.path().join("input/payments-0009.jsonl"), more).unwrap();
+    let alerts = snapshot(&dir.path().join("alerts"));
+    for (remove, want) in [
+        (
+            "offsets/1",
+            "offsets/1 is missing but epochs up to 3 were planned",
+        ),
+        ("offsets/3", "commits/3 exists but offsets/3 does not"),
+        (
+            "commits/1",
+            "commits/1 is missing but epochs up to 3 were committed",
+        ),
+        ("metadata", "metadata is missing but"),
+    ] {
+        let path = ck.join(remove);
+        let saved = std::fs::read(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        let out = weir(&["run", "--quiet", pipeline.to_str().unwrap()]);
+        let t = text(&out);
+        assert!(!out.status.success(), "{remove} removed, yet: {t}");
+        assert!(t.contains(want), "{remove}: {t}");
+        assert!(t.contains("is damaged"), "{t}");
+        assert_eq!(snapshot(&dir.path().join("alerts")), alerts, "{remove}");
+        assert!(
+            !ck.join("offsets/4").exists(),
+            "{remove}: an epoch was planned"
+        );
+        std::fs::write(&path, saved).unwrap();
+    }
+    let out = weir(&["run", "--quiet", pipeline.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(ck.join("commits/4").exists());
+}
+
+#[test]
+fn one_pipeline_spelled_from_two_directories_is_one_query() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let out = weir(&[
+        "demo",
+        "--dir",
+        d,
+        "--payments",
+        "2000",
+        "--files",
+        "2",
+        "--files-per-epoch",
+        "1",
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+    let more = weir::demo::generator::json_lines(9, 2_000, 500);
+    std::fs::write(dir.path().join("input/payments-0009.jsonl"), more).unwrap();
+    // `cd D && weir run pipeline.toml` after `weir demo --dir D`.
+    let out = Command::new(env!("CARGO_BIN_EXE_weir"))
+        .args(["run", "--quiet", "pipeline.toml"])
+        .current_dir(dir.path())
+        .env("WEIR_LOG", "warn")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(dir.path().join("checkpoint/commits/2").exists());
+    // And back through a path with `.` and `..` in it.
+    let parent = dir.path().parent().unwrap();
+    let name = dir.path().file_name().unwrap().to_str().unwrap();
+    let spelled = format!("./{name}/../{name}/pipeline.toml");
+    let out = Command::new(env!("CARGO_BIN_EXE_weir"))
+        .args(["run", "--quiet", &spelled])
+        .current_dir(parent)
+        .env("WEIR_LOG", "warn")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+}
+
+/// A 10 MiB tmpfs at a fresh directory, unmounted on drop (needs root).
+struct SmallDisk(tempfile::TempDir);
+
+impl SmallDisk {
+    fn mount() -> Option<SmallDisk> {
+        let dir = tempfile::tempdir().unwrap();
+        let status = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=10m", "tmpfs"])
+            .arg(dir.path())
+            .status()
+            .ok()?;
+        status.success().then_some(SmallDisk(dir))
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(self.0.path()).status();
+    }
+}
+
+#[test]
+fn a_nearly_full_disk_at_start_is_a_clean_error_not_an_abort() {
+    // SAFETY: a plain getuid call.
+    let root = unsafe { libc::getuid() } == 0;
+    let Some(disk) = SmallDisk::mount() else {
+        assert!(!root, "mounting a tmpfs failed although running as root");
+        eprintln!("skipped: mounting a small tmpfs needs root");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let out = weir(&["demo", "--dir", d, "--payments", "1000", "--files", "1"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let pipeline = dir.path().join("pipeline.toml");
+    let ck = disk.0.path().join("checkpoint");
+    let toml = std::fs::read_to_string(&pipeline).unwrap();
+    let toml = toml
+        .lines()
+        .map(|l| {
+            if l.starts_with("checkpoint") {
+                format!("checkpoint = \"{}\"", ck.display())
+            } else {
+                l.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    std::fs::write(&pipeline, toml).unwrap();
+    let out = weir(&["run", "--quiet", pipeline.to_str().unwrap()]);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    assert!(t.contains("not enough free disk space"), "{t}");
+    assert!(t.contains("No space left on device"), "{t}");
+}

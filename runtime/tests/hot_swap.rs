@@ -905,3 +905,74 @@ fn hostile_clients_cannot_stop_the_pipeline_or_its_admin_api() {
     wait_committed(&ckpt, 30);
     run.interrupt();
 }
+
+#[test]
+fn a_stuck_epoch_keeps_the_admin_api_up_and_a_rollback_unsticks_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let ckpt = dir.path().join("checkpoint");
+    let v1 = common::guest("sandbox_tests");
+    let pipeline = swap_pipeline(dir.path(), &v1, r#"{ mode = "echo", tag = "v1" }"#, "");
+    // No automatic rollback, and a failure on more than one record is the
+    // version's: the epoch cannot proceed until someone acts.
+    let text = std::fs::read_to_string(&pipeline).unwrap().replace(
+        r#"deadline = "60s""#,
+        "deadline = \"60s\"\nprobation_epochs = 0\nmax_isolated = 1",
+    );
+    std::fs::write(&pipeline, text).unwrap();
+    let v2 = dir.path().join("v2.wasm");
+    std::fs::write(&v2, common::variant(&sandbox_wasm(), "v2")).unwrap();
+    let v2_config = dir.path().join("v2.json");
+    std::fs::write(&v2_config, r#"{"mode":"fail"}"#).unwrap();
+    let run = Running::start(&pipeline, &ckpt, cache.path(), TOKEN, &[]);
+    write_file(dir.path(), 0, 20);
+    wait_committed(&ckpt, 20);
+    ok(&run.weir(
+        &[
+            "deploy",
+            v2.to_str().unwrap(),
+            "--config",
+            v2_config.to_str().unwrap(),
+        ],
+        None,
+    ));
+    write_file(dir.path(), 1, 20);
+    let stuck = 1;
+    common::wait_for("the epoch on version 2 to be planned", || {
+        entry(&ckpt, "offsets", stuck).is_some()
+    });
+    // Stuck for a few retries: the process and its API stay up.
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(
+        entry(&ckpt, "commits", stuck).is_none(),
+        "v2 cannot commit it"
+    );
+    let status = ok(&run.weir(&["status"], None));
+    assert!(status.contains("active   version 2"), "{status}");
+    let metrics = reqwest::blocking::Client::new()
+        .get(format!("{}/metrics", run.url))
+        .bearer_auth(TOKEN)
+        .send()
+        .unwrap()
+        .text()
+        .unwrap();
+    let failures: f64 = metrics
+        .lines()
+        .find(|l| l.starts_with("weir_epoch_failures_total"))
+        .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+        .unwrap_or_else(|| panic!("{metrics}"));
+    assert!(failures >= 2.0, "{failures} failed attempts");
+
+    ok(&run.weir(&["rollback"], None));
+    write_file(dir.path(), 2, 20);
+    wait_committed(&ckpt, 60);
+    run.interrupt();
+    let d1 = digest(&sandbox_wasm());
+    let replanned = entry(&ckpt, "offsets", stuck).unwrap();
+    assert_eq!(replanned["operator"]["digest"], d1.as_str());
+    let tags: BTreeSet<String> = (0..=2)
+        .flat_map(|e| output_rows(dir.path(), e))
+        .map(|r| r["tag"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(tags, BTreeSet::from(["v1".to_string()]));
+}

@@ -7,9 +7,12 @@
 use super::DeadLetter;
 use crate::config::MalformedPolicy;
 use anyhow::{bail, Context, Result};
+use arrow_array::ArrayRef;
 use arrow_array::RecordBatch;
+use arrow_json::reader::{ArrayDecoder, DecoderContext, DecoderFactory, Tape, TapeElement};
 use arrow_json::ReaderBuilder;
-use arrow_schema::SchemaRef;
+use arrow_schema::{ArrowError, DataType, FieldRef, SchemaRef};
+use std::sync::Arc;
 
 /// Decodes JSON records into a fixed schema.
 #[derive(Debug, Clone)]
@@ -169,6 +172,7 @@ fn decode_all(schema: &SchemaRef, data: &[u8], batch_rows: usize) -> Result<Vec<
     // records `data` can hold (each at least `{}`), not by the limit alone.
     let batch_rows = batch_rows.min(data.len() / 2 + 1);
     let mut decoder = ReaderBuilder::new(schema.clone())
+        .with_decoder_factory(Arc::new(ExactNumbers))
         .with_batch_size(batch_rows)
         .build_decoder()?;
     let mut batches = Vec::new();
@@ -187,5 +191,59 @@ fn decode_all(schema: &SchemaRef, data: &[u8], batch_rows: usize) -> Result<Vec<
         if done {
             return Ok(batches);
         }
+    }
+}
+
+/// Makes number columns exact: arrow-json alone truncates `1.9` into an
+/// int64 column and turns `-1e400` into -inf. Such values are malformed
+/// records here, like any other value that does not fit its column.
+#[derive(Debug)]
+struct ExactNumbers;
+
+impl DecoderFactory for ExactNumbers {
+    fn make_default_decoder(
+        &self,
+        ctx: &DecoderContext,
+        field: &FieldRef,
+        is_nullable: bool,
+    ) -> Result<Option<Box<dyn ArrayDecoder>>, ArrowError> {
+        let check: fn(&str) -> bool = match field.data_type() {
+            DataType::Int64 => |t| t.parse::<i64>().is_ok(),
+            DataType::Float64 => |t| t.parse::<f64>().is_ok_and(f64::is_finite),
+            _ => return Ok(None),
+        };
+        let inner = ctx.make_builtin_decoder(field, is_nullable)?;
+        Ok(Some(Box::new(Checked {
+            inner,
+            check,
+            column: field.name().clone(),
+            data_type: field.data_type().clone(),
+        })))
+    }
+}
+
+/// The built-in decoder of a number column, after checking each value.
+struct Checked {
+    inner: Box<dyn ArrayDecoder>,
+    check: fn(&str) -> bool,
+    column: String,
+    data_type: DataType,
+}
+
+impl ArrayDecoder for Checked {
+    fn decode(&mut self, tape: &Tape<'_>, pos: &[u32]) -> Result<ArrayRef, ArrowError> {
+        for &p in pos {
+            let text = match tape.get(p) {
+                TapeElement::Number(i) | TapeElement::String(i) => tape.get_string(i),
+                _ => continue, // null, or a type the built-in decoder refuses
+            };
+            if !(self.check)(text) {
+                return Err(ArrowError::JsonError(format!(
+                    "column `{}`: {text} is not exactly representable as {}",
+                    self.column, self.data_type
+                )));
+            }
+        }
+        self.inner.decode(tape, pos)
     }
 }
