@@ -3,7 +3,7 @@
 //! a replay can always load the exact version an epoch was planned with).
 
 use crate::fsutil;
-use crate::wal::{CommitEntry, Log, OffsetEntry};
+use crate::wal::{CommitEntry, Compacted, Log, OffsetEntry, ENTRY_FORMAT};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -212,6 +212,7 @@ impl Checkpoint {
     pub fn check_logs(&self) -> Result<()> {
         let offsets = self.offsets.epochs()?;
         let commits = self.commits.epochs()?;
+        let folded = self.offsets.compacted()?.map(|c| c.epoch);
         let damaged = |what: String| {
             anyhow::anyhow!(
                 "checkpoint {} is damaged: {what}. Weir cannot tell what that epoch read or \
@@ -222,26 +223,28 @@ impl Checkpoint {
                 self.root.display()
             )
         };
-        if let Some(gap) = first_gap(&offsets) {
+        if let Some(gap) = first_gap(&offsets, folded) {
             return Err(damaged(format!(
                 "offsets/{gap} is missing but epochs up to {} were planned",
-                offsets.last().copied().unwrap_or(0)
+                offsets.last().copied().unwrap_or(gap)
             )));
         }
-        if let Some(gap) = first_gap(&commits) {
+        if let Some(gap) = first_gap(&commits, folded) {
             return Err(damaged(format!(
                 "commits/{gap} is missing but epochs up to {} were committed",
-                commits.last().copied().unwrap_or(0)
+                commits.last().copied().unwrap_or(gap)
             )));
         }
-        match (offsets.last(), commits.last()) {
-            (None, Some(&c)) => Err(damaged(format!(
+        let planned = offsets.last().copied().or(folded);
+        let committed = commits.last().copied().or(folded);
+        match (planned, committed) {
+            (None, Some(c)) => Err(damaged(format!(
                 "commits/{c} exists but no epoch was planned (offsets/ is empty)"
             ))),
-            (Some(&o), Some(&c)) if c > o => Err(damaged(format!(
+            (Some(o), Some(c)) if c > o => Err(damaged(format!(
                 "commits/{c} exists but offsets/{c} does not (the newest planned epoch is {o})"
             ))),
-            (Some(&o), c) if o > c.map_or(0, |c| c + 1) => Err(damaged(format!(
+            (Some(o), c) if o > c.map_or(0, |c| c + 1) => Err(damaged(format!(
                 "epochs up to {o} were planned but {}; only the newest epoch may be \
                  uncommitted (commits/{} is missing)",
                 c.map_or("none committed".to_string(), |c| format!(
@@ -251,6 +254,45 @@ impl Checkpoint {
             ))),
             _ => Ok(()),
         }
+    }
+
+    /// Folds epochs up to `epoch` (just committed) into `offsets/<epoch>.compact`
+    /// with `source`, the source's [`crate::source::Source::planned_so_far`],
+    /// and deletes offset and commit entries before `keep_from`. A crash in
+    /// between leaves both the fold and the entries, which a start reads
+    /// consistently (entries up to the fold are not restored again).
+    pub fn compact(&self, epoch: u64, source: serde_json::Value, keep_from: u64) -> Result<()> {
+        let previous = self.offsets.compacted()?;
+        let (mut rows_in, mut rows_out) = previous
+            .as_ref()
+            .map_or((0, 0), |c| (c.rows_in, c.rows_out));
+        let after = previous.as_ref().map_or(0, |c| c.epoch + 1);
+        for e in after..=epoch {
+            let c = self
+                .commits
+                .get(e)?
+                .with_context(|| format!("compacting: commits/{e} is missing"))?;
+            rows_in += c.rows_in;
+            rows_out += c.rows_out;
+        }
+        self.offsets.write_compacted(&Compacted {
+            format: ENTRY_FORMAT,
+            epoch,
+            source,
+            rows_in,
+            rows_out,
+        })?;
+        let keep_from = keep_from.min(epoch + 1);
+        // Commits first: a crash then leaves offsets without commits only
+        // for epochs already folded in.
+        self.commits.remove_before(keep_from)?;
+        self.offsets.remove_before(keep_from)?;
+        Ok(())
+    }
+
+    /// The newest fold of the offset log, if it was compacted.
+    pub fn compacted(&self) -> Result<Option<Compacted>> {
+        self.offsets.compacted()
     }
 
     /// Opens an existing checkpoint for reading, without checks and without
@@ -273,8 +315,12 @@ impl Checkpoint {
 
     /// Input rows of all committed epochs: how far a pipeline has got.
     pub fn committed_rows(&self) -> Result<u64> {
-        let mut rows = 0;
+        let folded = self.offsets.compacted()?;
+        let mut rows = folded.as_ref().map_or(0, |c| c.rows_in);
         for epoch in self.commits.epochs()? {
+            if folded.as_ref().is_some_and(|c| epoch <= c.epoch) {
+                continue;
+            }
             rows += self.commits.get(epoch)?.map_or(0, |c| c.rows_in);
         }
         Ok(rows)
@@ -305,13 +351,19 @@ impl Checkpoint {
 }
 
 /// The first missing number of `epochs` (ascending), which must run
-/// 0, 1, 2, … without a hole.
-fn first_gap(epochs: &[u64]) -> Option<u64> {
-    epochs
-        .iter()
-        .enumerate()
-        .find(|(i, &e)| e != *i as u64)
-        .map(|(i, _)| i as u64)
+/// without a hole from 0 or, when the log was compacted up to `folded`,
+/// from at most `folded + 1`.
+fn first_gap(epochs: &[u64], folded: Option<u64>) -> Option<u64> {
+    let start = match (epochs.first(), folded) {
+        (None, _) => return None,
+        (Some(&first), Some(f)) if first <= f + 1 => first,
+        (Some(_), Some(f)) => return Some(f + 1),
+        (Some(_), None) => 0,
+    };
+    (start..)
+        .zip(epochs)
+        .find(|(want, &have)| *want != have)
+        .map(|(want, _)| want)
 }
 
 /// A checkpoint whose `metadata` is gone but whose logs are not is damaged:
@@ -504,6 +556,40 @@ mod tests {
         std::fs::remove_file(dir.path().join("metadata")).unwrap();
         let text = damaged(dir.path());
         assert!(text.contains("metadata is missing"), "{text}");
+    }
+
+    #[test]
+    fn compacted_logs_are_checked_from_their_fold() {
+        let dir = tempfile::tempdir().unwrap();
+        let ck = Checkpoint::open(dir.path(), meta("fraud"), true).unwrap();
+        for e in 0..10 {
+            let c = CommitEntry {
+                format: ENTRY_FORMAT,
+                epoch: e,
+                committed_at_ms: 0,
+                rows_in: 10,
+                rows_out: 1,
+                max_event_time_ms: None,
+            };
+            ck.commits.write(e, &c).unwrap();
+        }
+        entries(dir.path(), "offsets", 0..11);
+        ck.compact(7, serde_json::json!({"files": []}), 6).unwrap();
+        let ck = Checkpoint::open(dir.path(), meta("fraud"), true).unwrap();
+        assert_eq!(ck.offsets.epochs().unwrap(), vec![6, 7, 8, 9, 10]);
+        assert_eq!(ck.commits.epochs().unwrap(), vec![6, 7, 8, 9]);
+        assert_eq!(ck.committed_rows().unwrap(), 100);
+        let folded = ck.compacted().unwrap().unwrap();
+        assert_eq!((folded.epoch, folded.rows_in, folded.rows_out), (7, 80, 8));
+        // Entries may start anywhere up to the fold's next epoch, no later.
+        std::fs::remove_file(dir.path().join("commits/6")).unwrap();
+        std::fs::remove_file(dir.path().join("commits/7")).unwrap();
+        std::fs::remove_file(dir.path().join("offsets/6")).unwrap();
+        Checkpoint::open(dir.path(), meta("fraud"), true).unwrap();
+        std::fs::remove_file(dir.path().join("offsets/7")).unwrap();
+        std::fs::remove_file(dir.path().join("offsets/8")).unwrap();
+        let text = damaged(dir.path());
+        assert!(text.contains("offsets/8 is missing"), "{text}");
     }
 
     #[test]

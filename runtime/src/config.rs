@@ -31,6 +31,9 @@ pub struct PipelineConfig {
     /// Snapshots of the keyed state.
     #[serde(default)]
     pub state: StateConfig,
+    /// Compaction of the offset and commit logs.
+    #[serde(default)]
+    pub wal: WalConfig,
     /// The event-time column and allowed lateness (the watermark).
     #[serde(default)]
     pub event_time: Option<EventTimeConfig>,
@@ -45,6 +48,39 @@ pub struct PipelineConfig {
     /// Progress records kept in the checkpoint. Not part of the config hash.
     #[serde(default, skip_serializing)]
     pub progress: ProgressConfig,
+}
+
+/// `[wal]`: the offset and commit logs are compacted every `compact_every`
+/// epochs (everything up to then folded into one `offsets/<N>.compact`
+/// entry), keeping the newest `retain` entries of each, so a start reads a
+/// bounded number of files however long the pipeline has run. Entries a
+/// state rebuild may replay (after the newest state snapshot) are kept too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WalConfig {
+    /// Epochs between compactions (default 100; 0 never compacts).
+    #[serde(default = "default_wal_every")]
+    pub compact_every: u64,
+    /// Newest entries kept in `offsets/` and `commits/` (default 100).
+    #[serde(default = "default_wal_retain")]
+    pub retain: u64,
+}
+
+impl Default for WalConfig {
+    fn default() -> Self {
+        WalConfig {
+            compact_every: default_wal_every(),
+            retain: default_wal_retain(),
+        }
+    }
+}
+
+fn default_wal_every() -> u64 {
+    100
+}
+
+fn default_wal_retain() -> u64 {
+    100
 }
 
 /// `[progress]`: how many per-epoch progress records are kept under
@@ -813,6 +849,9 @@ impl PipelineConfig {
                 "`dedup` needs `[event_time]`: keys are remembered until the watermark passes \
                  them (add e.g. [event_time] column = \"ts\", allowed_lateness = \"1m\")"
             );
+        }
+        if self.wal.retain == 0 {
+            bail!("`wal.retain` must be at least 1");
         }
         if self.state.snapshot_every > 0 && self.state.snapshots_retained == 0 {
             bail!("`state.snapshots_retained` must be at least 1 while snapshots are taken");

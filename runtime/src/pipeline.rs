@@ -295,6 +295,7 @@ pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<
         telemetry,
         previous_start: None,
         failure: cfg.operator.failure_policy(),
+        wal: cfg.wal,
     })
 }
 

@@ -207,6 +207,20 @@ impl fmt::Display for EpochProgress {
         if self.duplicates > 0 {
             write!(f, " duplicates dropped {}", self.duplicates)?;
         }
+        if self.isolated_rows > 0 {
+            write!(
+                f,
+                "  operator failed on {} (dead-lettered)",
+                self.isolated_rows
+            )?;
+        }
+        if let Some(n) = self
+            .backlog
+            .and_then(|b| b.changed_files)
+            .filter(|&n| n > 0)
+        {
+            write!(f, "  {n} file(s) changed after planning (ignored)")?;
+        }
         if let Some(v) = self.operator_version {
             write!(f, "  v{v}")?;
         }

@@ -74,6 +74,27 @@ pub struct CommitEntry {
     pub max_event_time_ms: Option<i64>,
 }
 
+/// `offsets/<N>.compact`: epochs `0..=N` folded into one entry, so that a
+/// start reads it and the few newest entries rather than every entry since
+/// epoch 0 (Spark compacts its logs every so many batches the same way).
+/// Entries up to `N` may then be deleted, except those a state rebuild may
+/// still replay.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Compacted {
+    pub format: u32,
+    /// The newest epoch folded in; it was committed.
+    pub epoch: u64,
+    /// Everything the source planned in epochs `0..=epoch`, as one range
+    /// its `restore` accepts ([`crate::source::Source::planned_so_far`]).
+    pub source: serde_json::Value,
+    /// Input and output rows of epochs `0..=epoch`.
+    pub rows_in: u64,
+    pub rows_out: u64,
+}
+
+/// Suffix of compacted entries in the offsets directory.
+const COMPACT_SUFFIX: &str = ".compact";
+
 /// A directory of numbered JSON entries, one file per epoch, each written
 /// atomically. Entries are never rewritten with different content.
 pub struct Log<T> {
@@ -141,19 +162,77 @@ impl<T: Serialize + DeserializeOwned + PartialEq> Log<T> {
 
     /// All epochs present, ascending. Temp files and foreign names are ignored.
     pub fn epochs(&self) -> Result<Vec<u64>> {
-        let mut epochs = Vec::new();
+        self.numbered("")
+    }
+
+    /// The numbers `n` of the files named `<n><suffix>`, ascending.
+    fn numbered(&self, suffix: &str) -> Result<Vec<u64>> {
+        let mut found = Vec::new();
         let entries = match std::fs::read_dir(&self.dir) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(epochs),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(found),
             other => other.with_context(|| format!("listing {}", self.dir.display()))?,
         };
         for entry in entries {
             let name = entry?.file_name();
-            if let Some(n) = name.to_str().and_then(|s| s.parse::<u64>().ok()) {
-                epochs.push(n);
+            if let Some(n) = name
+                .to_str()
+                .and_then(|s| s.strip_suffix(suffix))
+                .and_then(|s| s.parse::<u64>().ok())
+            {
+                found.push(n);
             }
         }
-        epochs.sort_unstable();
-        Ok(epochs)
+        found.sort_unstable();
+        Ok(found)
+    }
+
+    /// Deletes the entries of epochs before `epoch` (they were compacted),
+    /// oldest first, so a crash leaves a contiguous tail.
+    pub fn remove_before(&self, epoch: u64) -> Result<usize> {
+        let mut removed = 0;
+        for e in self.epochs()?.into_iter().take_while(|&e| e < epoch) {
+            match std::fs::remove_file(self.path(e)) {
+                Ok(()) => removed += 1,
+                Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+                Err(err) => {
+                    return Err(err).with_context(|| format!("removing {}", self.path(e).display()))
+                }
+            }
+        }
+        if removed > 0 {
+            fsutil::sync_dir(&self.dir)
+                .with_context(|| format!("syncing {}", self.dir.display()))?;
+        }
+        Ok(removed)
+    }
+
+    /// The newest compacted entry in this directory, if any.
+    pub fn compacted(&self) -> Result<Option<Compacted>> {
+        let Some(epoch) = self.compacted_epochs()?.last().copied() else {
+            return Ok(None);
+        };
+        read_entry(&self.compact_path(epoch))
+    }
+
+    /// Durably writes `entry` as `<epoch>.compact` and removes older ones.
+    pub fn write_compacted(&self, entry: &Compacted) -> Result<()> {
+        let mut bytes = serde_json::to_vec(entry)?;
+        bytes.push(b'\n');
+        fsutil::write_atomic(&self.compact_path(entry.epoch), &bytes)?;
+        for old in self.compacted_epochs()? {
+            if old < entry.epoch {
+                let _ = std::fs::remove_file(self.compact_path(old));
+            }
+        }
+        Ok(())
+    }
+
+    fn compact_path(&self, epoch: u64) -> PathBuf {
+        self.dir.join(format!("{epoch}{COMPACT_SUFFIX}"))
+    }
+
+    fn compacted_epochs(&self) -> Result<Vec<u64>> {
+        self.numbered(COMPACT_SUFFIX)
     }
 
     /// The newest epoch and its entry.
@@ -216,6 +295,36 @@ mod tests {
         assert_eq!(log.latest().unwrap().unwrap().1, commit(2, 7));
         std::fs::write(dir.path().join("commits/.2.tmp-1"), b"junk").unwrap();
         assert_eq!(log.epochs().unwrap(), vec![0, 2]);
+    }
+
+    #[test]
+    fn compaction_keeps_the_newest_fold_and_prunes_old_entries() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = Log::<CommitEntry>::open(dir.path().join("offsets")).unwrap();
+        for e in 0..10 {
+            log.write(e, &commit(e, 1)).unwrap();
+        }
+        let fold = |epoch| Compacted {
+            format: ENTRY_FORMAT,
+            epoch,
+            source: serde_json::json!({ "upto": epoch }),
+            rows_in: epoch + 1,
+            rows_out: 0,
+        };
+        log.write_compacted(&fold(4)).unwrap();
+        log.write_compacted(&fold(8)).unwrap();
+        assert_eq!(log.compacted().unwrap(), Some(fold(8)));
+        assert_eq!(
+            log.compacted_epochs().unwrap(),
+            vec![8],
+            "older folds removed"
+        );
+        assert_eq!(log.remove_before(6).unwrap(), 6);
+        assert_eq!(
+            log.epochs().unwrap(),
+            vec![6, 7, 8, 9],
+            "compact files are no epochs"
+        );
     }
 
     #[test]

@@ -133,22 +133,27 @@ fn snapshot(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
     files
 }
 
-#[test]
-fn a_damaged_checkpoint_is_refused_before_anything_is_written() {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path().to_str().unwrap();
+/// `weir demo --dir D` with one input file per epoch.
+fn demo_one_file_per_epoch(d: &str, payments: &str, files: &str) {
     let out = weir(&[
         "demo",
         "--dir",
         d,
         "--payments",
-        "4000",
+        payments,
         "--files",
-        "4",
+        files,
         "--files-per-epoch",
         "1",
     ]);
     assert!(out.status.success(), "{}", text(&out));
+}
+
+#[test]
+fn a_damaged_checkpoint_is_refused_before_anything_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    demo_one_file_per_epoch(d, "4000", "4");
     let ck = dir.path().join("checkpoint");
     let pipeline = dir.path().join("pipeline.toml");
     // More input, so a run that went on would write new alerts.
@@ -191,18 +196,7 @@ fn a_damaged_checkpoint_is_refused_before_anything_is_written() {
 fn one_pipeline_spelled_from_two_directories_is_one_query() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().to_str().unwrap();
-    let out = weir(&[
-        "demo",
-        "--dir",
-        d,
-        "--payments",
-        "2000",
-        "--files",
-        "2",
-        "--files-per-epoch",
-        "1",
-    ]);
-    assert!(out.status.success(), "{}", text(&out));
+    demo_one_file_per_epoch(d, "2000", "2");
     let more = weir::demo::generator::json_lines(9, 2_000, 500);
     std::fs::write(dir.path().join("input/payments-0009.jsonl"), more).unwrap();
     // `cd D && weir run pipeline.toml` after `weir demo --dir D`.

@@ -9,13 +9,14 @@ use common::{guest, pipeline_toml, sink_files, write_input, DEMO_RULES_INLINE};
 use std::collections::HashSet;
 use std::path::Path;
 
-const FILES: u64 = 60;
 const PER_FILE: u64 = 2_000;
-const KILLS: usize = 20;
+
+/// Compacted often, so kills also land around compactions.
+const WAL: &str = "[wal]\ncompact_every = 7\nretain = 3\n";
 
 fn setup(dir: &Path, _run: &str) -> std::path::PathBuf {
-    write_input(dir, 42, FILES, PER_FILE);
-    let toml = pipeline_toml(dir, &guest("fraud_rules"), DEMO_RULES_INLINE, "", "");
+    write_input(dir, 42, common::crash_epochs(60), PER_FILE);
+    let toml = pipeline_toml(dir, &guest("fraud_rules"), DEMO_RULES_INLINE, "", "") + WAL;
     let file = dir.join("pipeline.toml");
     std::fs::write(&file, toml).unwrap();
     file
@@ -23,10 +24,11 @@ fn setup(dir: &Path, _run: &str) -> std::path::PathBuf {
 
 #[test]
 fn sigkill_at_random_moments_loses_and_duplicates_nothing() {
-    let (clean, crashy) = common::uninterrupted_and_killed(setup, KILLS);
+    let files = common::crash_epochs(60);
+    let (clean, crashy) = common::uninterrupted_and_killed(setup, common::crash_kills());
     let expected = sink_files(&clean.path().join("out"));
     assert!(
-        expected.len() > FILES as usize / 2,
+        expected.len() > files as usize / 2,
         "most epochs raise alerts"
     );
     let ck = crashy.path().join("checkpoint");
@@ -47,7 +49,23 @@ fn sigkill_at_random_moments_loses_and_duplicates_nothing() {
         }
     }
     let commits = common::latest_entry(&ck.join("commits")).unwrap();
-    assert_eq!(commits, FILES - 1, "every epoch committed exactly once");
+    assert_eq!(commits, files - 1, "every epoch committed exactly once");
+    // The logs were compacted: a start reads a bounded number of entries.
+    let entries = std::fs::read_dir(ck.join("offsets")).unwrap().count();
+    assert!(entries <= 3 + 7 + 1, "{entries} files in offsets/");
+    let folded = weir::checkpoint::Checkpoint::inspect(&ck)
+        .unwrap()
+        .compacted()
+        .unwrap()
+        .expect("compacted");
+    assert_eq!(folded.epoch % 7, 6);
+    assert_eq!(
+        weir::checkpoint::Checkpoint::inspect(&ck)
+            .unwrap()
+            .committed_rows()
+            .unwrap(),
+        files * PER_FILE
+    );
     let leftovers: Vec<_> = std::fs::read_dir(crashy.path().join("out"))
         .unwrap()
         .filter_map(|e| e.ok())

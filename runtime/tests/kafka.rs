@@ -286,7 +286,10 @@ fn transactional_sink_on_a_broker_without_transactions_fails_the_epoch_clearly()
 fn sigkill_with_the_kafka_source_loses_and_duplicates_nothing() {
     let broker = Broker::start();
     broker.create_topic("crash", 3);
-    broker.produce("crash", &payments(6_000), |i| (i % 3) as i32);
+    let epochs = common::crash_epochs(30);
+    broker.produce("crash", &payments(epochs as usize * 200), |i| {
+        (i % 3) as i32
+    });
     let setup = |dir: &Path, _run: &str| {
         let file = dir.join("pipeline.toml");
         let toml = kafka_toml(
@@ -298,9 +301,9 @@ fn sigkill_with_the_kafka_source_loses_and_duplicates_nothing() {
         std::fs::write(&file, toml).unwrap();
         file
     };
-    let (clean, crashy) = common::uninterrupted_and_killed(setup, 20);
+    let (clean, crashy) = common::uninterrupted_and_killed(setup, common::crash_kills());
     let expected = sink_files(&clean.path().join("out"));
-    assert_eq!(expected.len(), 30);
+    assert_eq!(expected.len() as u64, epochs);
     let actual = sink_files(&crashy.path().join("out"));
     assert!(
         actual == expected,
@@ -308,7 +311,8 @@ fn sigkill_with_the_kafka_source_loses_and_duplicates_nothing() {
     );
     let ids = output_ids(crashy.path());
     let unique: std::collections::HashSet<_> = ids.iter().collect();
-    assert_eq!((ids.len(), unique.len()), (6_000, 6_000));
+    let records = epochs as usize * 200;
+    assert_eq!((ids.len(), unique.len()), (records, records));
 }
 
 #[test]

@@ -390,23 +390,22 @@ fn server_down_for_30_seconds_mid_run_loses_and_duplicates_nothing() {
 
 #[test]
 fn sigkill_at_random_moments_leaves_the_rows_of_an_uninterrupted_run() {
-    const FILES: u64 = 40;
-    const KILLS: usize = 20;
+    let files = common::crash_epochs(40);
     let pg = PgServer::start();
     let setup = |dir: &Path, run: &str| {
-        write_input(dir, 42, FILES, 1_000);
+        write_input(dir, 42, files, 1_000);
         let toml = pg_toml(dir, Some(&pg.url("postgres")), &format!("alerts_{run}"), "");
         let file = dir.join("pipeline.toml");
         std::fs::write(&file, toml).unwrap();
         file
     };
-    common::uninterrupted_and_killed(setup, KILLS);
+    common::uninterrupted_and_killed(setup, common::crash_kills());
 
     let counts = |t: &str| pg.rows(&format!("SELECT count(*), count(DISTINCT txn_id) FROM {t}"));
     assert_eq!(counts("alerts_crashy"), counts("alerts_clean"));
     assert_eq!(
         counts("alerts_clean"),
-        [format!("({0},{0})", FILES * 1_000)]
+        [format!("({0},{0})", files * 1_000)]
     );
     assert!(
         pg.rows("SELECT * FROM alerts_crashy") == pg.rows("SELECT * FROM alerts_clean"),
@@ -414,7 +413,7 @@ fn sigkill_at_random_moments_leaves_the_rows_of_an_uninterrupted_run() {
     );
     assert_eq!(
         pg.count("SELECT count(*) FROM weir_sink_progress WHERE sink_name = 'alerts_crashy'"),
-        FILES as i64
+        files as i64
     );
 }
 

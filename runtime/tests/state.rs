@@ -180,17 +180,21 @@ fn a_deleted_working_copy_is_rebuilt_from_a_snapshot_and_replay() {
 #[test]
 fn sigkill_at_random_moments_leaves_the_state_and_output_of_an_uninterrupted_run() {
     let setup = |dir: &Path, _run: &str| {
-        write_files(dir, 0, 40);
+        write_files(dir, 0, common::crash_epochs(40));
         let file = dir.join("pipeline.toml");
-        std::fs::write(&file, count_toml(dir, "[state]\nsnapshot_every = 3")).unwrap();
+        let extra = "[state]\nsnapshot_every = 3\n[wal]\ncompact_every = 5\nretain = 2";
+        std::fs::write(&file, count_toml(dir, extra)).unwrap();
         file
     };
-    let (clean, crashy) = common::uninterrupted_and_killed(setup, 20);
+    let (clean, crashy) = common::uninterrupted_and_killed(setup, common::crash_kills());
     assert_eq!(
         sink_files(&crashy.path().join("out")),
         sink_files(&clean.path().join("out"))
     );
-    assert_eq!(output_counts(crashy.path()), expected_counts(40));
+    assert_eq!(
+        output_counts(crashy.path()),
+        expected_counts(common::crash_epochs(40))
+    );
     assert_eq!(state_dump(crashy.path()), state_dump(clean.path()));
 }
 

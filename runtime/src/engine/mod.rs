@@ -14,7 +14,7 @@ mod resilience;
 use crate::backoff::Backoff;
 use crate::checkpoint::Checkpoint;
 use crate::clock::now_ms;
-use crate::config::{FailurePolicy, OnError, TriggerConfig};
+use crate::config::{FailurePolicy, OnError, TriggerConfig, WalConfig};
 use crate::dedup::{Dedup, Dropped};
 use crate::deploy::shadow::{self, ShadowReport};
 use crate::deploy::Control;
@@ -110,6 +110,8 @@ pub struct Pipeline {
     pub(crate) previous_start: Option<Instant>,
     /// What operator failures do (see [`resilience`]).
     pub(crate) failure: FailurePolicy,
+    /// How the offset and commit logs are compacted.
+    pub(crate) wal: WalConfig,
 }
 
 /// An epoch's input as the operator gets it, with the state view.
@@ -303,12 +305,24 @@ impl Pipeline {
     /// planned-but-uncommitted epoch, if any, which `run` executes first.
     fn recover(&mut self, host: &WasmHost) -> Result<(u64, Option<u64>)> {
         let planned = self.checkpoint.offsets.epochs()?;
-        for &epoch in &planned {
+        let folded = self.checkpoint.compacted()?;
+        if let Some(c) = &folded {
+            self.source.restore(&c.source).with_context(|| {
+                format!("restoring source progress from offsets/{}.compact", c.epoch)
+            })?;
+        }
+        let folded = folded.map(|c| c.epoch);
+        for &epoch in planned.iter().filter(|&&e| folded.is_none_or(|f| e > f)) {
             let entry = self.offset_entry(epoch)?;
             self.source
                 .restore(&entry.source)
                 .with_context(|| format!("restoring source progress from offsets/{epoch}"))?;
         }
+        let planned = if planned.is_empty() {
+            folded.into_iter().collect()
+        } else {
+            planned
+        };
         let latest = self.checkpoint.commits.latest()?;
         let last_committed = latest.as_ref().map(|(e, _)| *e);
         if let Some(et) = &mut self.event_time {
@@ -653,6 +667,7 @@ impl Pipeline {
             .with_context(|| format!("writing commits/{epoch}"))?;
         self.source.committed(&entry.source)?;
         self.state.after_commit(epoch)?;
+        self.compact_logs(epoch)?;
         if let Some(et) = &mut self.event_time {
             et.restore(max_event_time_ms);
         }
@@ -698,6 +713,25 @@ impl Pipeline {
         Ok(progress)
     }
 
+    /// Every `wal.compact_every` epochs, folds the logs up to `epoch`
+    /// (just committed) and deletes entries no start needs: all but the
+    /// newest `wal.retain`, keeping those a state rebuild may replay.
+    fn compact_logs(&mut self, epoch: u64) -> Result<()> {
+        let every = self.wal.compact_every;
+        if every == 0 || (epoch + 1) % every != 0 {
+            return Ok(());
+        }
+        let keep_from = (epoch + 1)
+            .saturating_sub(self.wal.retain)
+            .min(self.state.rebuild_replays_from()?);
+        let source = self.source.planned_so_far()?;
+        self.checkpoint
+            .compact(epoch, source, keep_from)
+            .with_context(|| format!("compacting the offset and commit logs at epoch {epoch}"))?;
+        crate::fsutil::release_free_memory();
+        Ok(())
+    }
+
     fn write_dead_letters(&self, epoch: u64, letters: &[DeadLetter]) -> Result<()> {
         if letters.is_empty() {
             return Ok(());
@@ -716,7 +750,7 @@ impl Pipeline {
             epoch,
             count = letters.len(),
             path = %path.display(),
-            "malformed records set aside"
+            "records set aside to the dead-letter output (malformed, or the operator failed on them)"
         );
         fsutil::write_atomic(&path, &bytes)
     }

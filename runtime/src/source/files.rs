@@ -173,6 +173,19 @@ impl Source for FileSource {
         Ok(())
     }
 
+    fn planned_so_far(&self) -> Result<serde_json::Value> {
+        let mut files: Vec<PlannedFile> = self
+            .seen
+            .iter()
+            .map(|(name, &size)| PlannedFile {
+                name: name.clone(),
+                size,
+            })
+            .collect();
+        files.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(serde_json::to_value(FileRange { files })?)
+    }
+
     fn plan(&mut self, limit: PlanLimit) -> Result<Option<serde_json::Value>> {
         let mut fresh = Vec::new();
         let mut unsettled = 0u64;

@@ -650,6 +650,20 @@ impl Source for KafkaSource {
         Ok(())
     }
 
+    fn planned_so_far(&self) -> Result<serde_json::Value> {
+        let partitions = self
+            .positions
+            .iter()
+            .map(|((topic, partition), &end)| PartitionRange {
+                topic: topic.clone(),
+                partition: *partition,
+                start: end,
+                end,
+            })
+            .collect();
+        Ok(serde_json::to_value(KafkaRange { partitions })?)
+    }
+
     fn plan(&mut self, limit: PlanLimit) -> Result<Option<serde_json::Value>> {
         let marks = self.offsets_waiting_for_broker()?;
         // A new query that starts anywhere but the earliest offsets pins its

@@ -118,6 +118,11 @@ pub trait Source: Send {
     /// `plan` never proposes it again.
     fn restore(&mut self, range: &serde_json::Value) -> anyhow::Result<()>;
 
+    /// Everything planned so far (by `plan` and `restore`), as one range
+    /// that `restore` accepts: the compacted offset log keeps this instead
+    /// of every epoch's range ([`crate::wal::Compacted`]).
+    fn planned_so_far(&self) -> anyhow::Result<serde_json::Value>;
+
     /// Proposes the range for the next epoch, or `None` if no new data exists.
     /// The proposal counts as planned from here on.
     fn plan(&mut self, limit: PlanLimit) -> anyhow::Result<Option<serde_json::Value>>;

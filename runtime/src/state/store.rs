@@ -357,6 +357,17 @@ impl StateStore {
         }
     }
 
+    /// The first epoch a rebuild of the state (after its working copy was
+    /// lost) would replay: the one after the newest snapshot, or the
+    /// state's origin without one. Offset entries from here on are kept
+    /// when the logs are compacted.
+    pub fn rebuild_replays_from(&self) -> Result<u64> {
+        match Self::snapshots(&self.root)?.last() {
+            Some(&s) => Ok(s + 1),
+            None => Self::origin(&self.root, None),
+        }
+    }
+
     /// The epoch the state reflects.
     pub fn epoch(&self) -> Option<u64> {
         self.epoch

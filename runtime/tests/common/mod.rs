@@ -251,6 +251,21 @@ pub fn kill_and_restart(
     (done, mid_epoch)
 }
 
+/// Kills per SIGKILL crash test: 20, or `WEIR_CRASH_KILLS` (e.g. 100 for a
+/// long campaign by hand).
+pub fn crash_kills() -> usize {
+    std::env::var("WEIR_CRASH_KILLS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20)
+}
+
+/// Epochs a crash test needs for [`crash_kills`] kills: its usual count,
+/// or more when more kills are asked for (each life commits about one).
+pub fn crash_epochs(usual: u64) -> u64 {
+    usual.max(crash_kills() as u64 * 3 / 2 + 10)
+}
+
 /// The SIGKILL crash test's common part. `setup(dir, run)` writes a
 /// pipeline into `dir` and returns its file; `run` is `"clean"` or
 /// `"crashy"`, for pipelines that must write to different places (tables)
