@@ -160,9 +160,16 @@ pub fn lines<'a>(data: &'a [u8], origin: &str) -> Vec<Record<'a>> {
 
 /// How many records [`lines`] finds in `data` (its non-blank lines).
 pub fn non_blank_lines(data: &[u8]) -> usize {
-    data.split(|&b| b == b'\n')
-        .filter(|l| !l.iter().all(u8::is_ascii_whitespace))
-        .count()
+    let mut start = 0;
+    let mut count = 0;
+    for end in memchr::memchr_iter(b'\n', data).chain(std::iter::once(data.len())) {
+        // A record line starts with `{` almost always: one byte decides.
+        if !data[start..end].iter().all(u8::is_ascii_whitespace) {
+            count += 1;
+        }
+        start = end + 1;
+    }
+    count
 }
 
 /// Decodes newline-separated JSON with arrow-json into batches of at most
@@ -209,7 +216,7 @@ impl DecoderFactory for ExactNumbers {
     ) -> Result<Option<Box<dyn ArrayDecoder>>, ArrowError> {
         let check: fn(&str) -> bool = match field.data_type() {
             DataType::Int64 => |t| t.parse::<i64>().is_ok(),
-            DataType::Float64 => |t| t.parse::<f64>().is_ok_and(f64::is_finite),
+            DataType::Float64 => finite_f64,
             _ => return Ok(None),
         };
         let inner = ctx.make_builtin_decoder(field, is_nullable)?;
@@ -220,6 +227,17 @@ impl DecoderFactory for ExactNumbers {
             data_type: field.data_type().clone(),
         })))
     }
+}
+
+/// Whether `text` is a finite float64. Plain decimal digits (no exponent,
+/// no `inf` or `NaN`) shorter than 300 characters cannot overflow: nearly
+/// every value is judged without being parsed twice.
+fn finite_f64(text: &str) -> bool {
+    let plain = text.len() < 300
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_digit() || b == b'-' || b == b'.');
+    plain || text.parse::<f64>().is_ok_and(f64::is_finite)
 }
 
 /// The built-in decoder of a number column, after checking each value.
