@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Debian's Chromium, for the dashboard's browser test (runtime/tests/observe.rs)
+# Debian's Chromium, for the dashboard's browser test (tests/all/observe.rs)
 # and for regenerating docs/dashboard.png. Idempotent.
 set -euo pipefail
 if command -v chromium >/dev/null 2>&1; then

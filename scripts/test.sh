@@ -13,7 +13,8 @@ bash scripts/build-polyglot.sh
 # Headless Chromium for the dashboard's browser test.
 bash scripts/install-chromium.sh
 # One target dir for everything; the guest operators are built by
-# runtime/build.rs into target/guests and reused.
+# runtime/cli/build.rs into target/guests and reused (the tests build the
+# test-only guests there too, the first time they need one).
 cargo fmt --all --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo test --workspace --locked

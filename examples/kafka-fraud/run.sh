@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 root=../..
 bash "$root/scripts/install-tansu.sh"
-cargo build --release -q -p weir-runtime --manifest-path "$root/Cargo.toml"
+cargo build --release -q -p weir-cli --manifest-path "$root/Cargo.toml"
 weir="$root/target/release/weir"
 tansu broker --listener-url tcp://127.0.0.1:9092 --advertised-listener-url tcp://127.0.0.1:9092 \
     --storage-engine memory://tansu/ > broker.log 2>&1 &

@@ -1,0 +1,483 @@
+//! Routes of the admin API. Every answer is JSON; every refusal is
+//! `{"error": "..."}` with a status saying whose fault it was.
+//!
+//! | method | path | does |
+//! |---|---|---|
+//! | GET | `/v1/health` | liveness, no token needed |
+//! | GET | `/v1/pipelines/{name}` | status: active version, shadow totals, last epoch |
+//! | GET | `/v1/pipelines/{name}/versions` | every registered version |
+//! | POST | `/v1/pipelines/{name}/versions?then=stage\|activate\|shadow&key=COL` | upload (multipart: `component`, optional `config`, `label`, `golden_input`, `golden_output`) |
+//! | POST | `/v1/pipelines/{name}/versions/{n}/activate` | run version n from the next epoch |
+//! | POST | `/v1/pipelines/{name}/rollback?to=N` | back to the previous (or given) version |
+//! | GET | `/v1/pipelines/{name}/shadow?after=EPOCH` | per-epoch shadow reports |
+//! | POST | `/v1/pipelines/{name}/shadow/promote` | make the shadow version active |
+//! | DELETE | `/v1/pipelines/{name}/shadow` | stop the shadow run |
+//! | GET | `/v1/pipelines/{name}/progress?after=EPOCH&limit=N` | per-epoch progress records, backlog verdict, source lag, recent errors |
+//! | GET | `/v1/pipelines/{name}/history` | deploys, activations, rollbacks, shadows, promotions |
+//! | GET | `/v1/pipelines` | the pipeline this API serves, as a one-name list |
+//! | GET | `/metrics` | Prometheus text format |
+//! | GET | `/` (`/dashboard`) | the live dashboard (static page; it asks for the token, if one is set) |
+
+use super::AdminSettings;
+use axum::extract::{DefaultBodyLimit, Multipart, Path, Query, Request, State};
+use axum::http::{header, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::Deserialize;
+use std::sync::Arc;
+use weir_engine::deploy::validate::Golden;
+use weir_engine::deploy::{Control, DeployError, Then, Upload};
+use weir_engine::observe::Telemetry;
+use weir_engine::registry::Origin;
+
+#[derive(Clone)]
+struct App {
+    control: Arc<Control>,
+    telemetry: Arc<Telemetry>,
+    token: Option<Arc<str>>,
+    max_upload: usize,
+    /// One permit per upload being read and validated (`admin.max_concurrent_uploads`).
+    uploads: Arc<tokio::sync::Semaphore>,
+    request_timeout: std::time::Duration,
+}
+
+/// An error answer: status plus `{"error": message}`.
+struct ApiError(StatusCode, String);
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (self.0, Json(serde_json::json!({ "error": self.1 }))).into_response()
+    }
+}
+
+impl From<DeployError> for ApiError {
+    fn from(e: DeployError) -> Self {
+        let status = match &e {
+            DeployError::Refused(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            DeployError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            DeployError::NotFound(_) => StatusCode::NOT_FOUND,
+            DeployError::Conflict(_) => StatusCode::CONFLICT,
+            DeployError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        };
+        if status == StatusCode::INTERNAL_SERVER_ERROR {
+            tracing::error!("admin API: {e}");
+        }
+        ApiError(status, e.to_string())
+    }
+}
+
+type ApiResult<T> = Result<T, ApiError>;
+
+pub(super) fn router(
+    control: Arc<Control>,
+    telemetry: Arc<Telemetry>,
+    settings: &AdminSettings,
+) -> Router {
+    let app = App {
+        control,
+        telemetry,
+        token: settings.token.as_deref().map(Arc::from),
+        max_upload: settings.max_upload,
+        uploads: Arc::new(tokio::sync::Semaphore::new(settings.max_concurrent_uploads)),
+        request_timeout: settings.connections.request_timeout,
+    };
+    let pipeline = Router::new()
+        .route("/", get(status))
+        .route(
+            "/versions",
+            get(versions)
+                .post(upload)
+                .layer(DefaultBodyLimit::max(settings.max_upload)),
+        )
+        .route("/versions/{n}/activate", post(activate))
+        .route("/rollback", post(rollback))
+        .route("/shadow", get(shadow_reports).delete(unshadow))
+        .route("/shadow/promote", post(promote))
+        .route("/progress", get(progress))
+        .route("/history", get(history))
+        .layer(middleware::from_fn_with_state(app.clone(), authorise))
+        .with_state(app.clone());
+    let metrics = Router::new()
+        .route("/metrics", get(metrics))
+        .route("/v1/pipelines", get(pipelines))
+        .layer(middleware::from_fn_with_state(app.clone(), authorise_token))
+        .with_state(app.clone());
+    Router::new()
+        .route(
+            "/v1/health",
+            get(|| async { Json(serde_json::json!({"status": "ok"})) }),
+        )
+        .route(
+            "/",
+            get(|| async { axum::response::Redirect::to("/dashboard") }),
+        )
+        .route("/dashboard", get(super::dashboard::page))
+        .merge(metrics)
+        .nest("/v1/pipelines/{name}", pipeline)
+        .fallback(|| async {
+            ApiError(
+                StatusCode::NOT_FOUND,
+                "no such endpoint; see `weir --help` or the README's admin API table".into(),
+            )
+        })
+        .layer(middleware::from_fn_with_state(app, time_limit))
+}
+
+/// Answers 408 when a request (reading its body included) takes longer
+/// than `admin.request_timeout`.
+async fn time_limit(State(app): State<App>, request: Request, next: Next) -> Response {
+    match tokio::time::timeout(app.request_timeout, next.run(request)).await {
+        Ok(response) => response,
+        Err(_) => ApiError(
+            StatusCode::REQUEST_TIMEOUT,
+            format!(
+                "the request took longer than `admin.request_timeout` = {}",
+                humantime::format_duration(app.request_timeout)
+            ),
+        )
+        .into_response(),
+    }
+}
+
+/// Checks the bearer token (when one is set) and the pipeline name. A
+/// refused request's body is read first (up to the upload limit), so the
+/// client sees the answer rather than a reset connection.
+async fn authorise(
+    State(app): State<App>,
+    Path(params): Path<Vec<(String, String)>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    match check(&app, &params, &request) {
+        Ok(()) => next.run(request).await,
+        Err(refusal) => {
+            drain(request.into_body(), app.max_upload as u64).await;
+            refusal.into_response()
+        }
+    }
+}
+
+/// Checks the bearer token only, for routes outside a pipeline's path.
+async fn authorise_token(State(app): State<App>, request: Request, next: Next) -> Response {
+    match check_token(&app, &request) {
+        Ok(()) => next.run(request).await,
+        Err(refusal) => refusal.into_response(),
+    }
+}
+
+fn check(app: &App, params: &[(String, String)], request: &Request) -> ApiResult<()> {
+    check_token(app, request)?;
+    let name = params
+        .iter()
+        .find(|(k, _)| k == "name")
+        .map(|(_, v)| v.as_str())
+        .unwrap_or("");
+    if name != app.control.pipeline() {
+        return Err(ApiError(
+            StatusCode::NOT_FOUND,
+            format!(
+                "this admin API serves pipeline `{}`, not `{name}`",
+                app.control.pipeline()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn check_token(app: &App, request: &Request) -> ApiResult<()> {
+    if let Some(token) = &app.token {
+        let given = request
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(bearer_token);
+        match given {
+            None => {
+                return Err(ApiError(
+                    StatusCode::UNAUTHORIZED,
+                    "missing bearer token: send `Authorization: Bearer <token>` (weir's \
+                     commands read it from WEIR_ADMIN_TOKEN or --token)"
+                        .into(),
+                ))
+            }
+            Some(g) if !same_token(g.trim().as_bytes(), token.as_bytes()) => {
+                return Err(ApiError(
+                    StatusCode::UNAUTHORIZED,
+                    "wrong bearer token".into(),
+                ))
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(())
+}
+
+/// The token of an `Authorization: Bearer <token>` value; the scheme is
+/// case-insensitive (RFC 9110 §11.1).
+fn bearer_token(value: &str) -> Option<&str> {
+    let (scheme, token) = value.trim_start().split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then_some(token)
+}
+
+/// Compares in time independent of where the first difference is.
+fn same_token(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, DeployError> + Send + 'static,
+) -> ApiResult<T> {
+    match tokio::task::spawn_blocking(f).await {
+        Ok(r) => r.map_err(ApiError::from),
+        Err(e) => Err(ApiError(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("request handler failed: {e}"),
+        )),
+    }
+}
+
+async fn status(State(app): State<App>) -> impl IntoResponse {
+    Json(app.control.status())
+}
+
+async fn versions(State(app): State<App>) -> impl IntoResponse {
+    Json(app.control.versions())
+}
+
+#[derive(Deserialize)]
+struct ProgressQuery {
+    #[serde(default)]
+    after: Option<u64>,
+    #[serde(default)]
+    limit: Option<usize>,
+}
+
+async fn progress(State(app): State<App>, Query(q): Query<ProgressQuery>) -> impl IntoResponse {
+    Json(app.telemetry.report(
+        q.after,
+        q.limit.unwrap_or(weir_engine::observe::DEFAULT_RETAIN),
+    ))
+}
+
+async fn pipelines(State(app): State<App>) -> impl IntoResponse {
+    Json([app.control.pipeline().to_string()])
+}
+
+async fn history(State(app): State<App>) -> impl IntoResponse {
+    Json(app.control.events())
+}
+
+async fn metrics(State(app): State<App>) -> impl IntoResponse {
+    (
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        app.telemetry.metrics_text(),
+    )
+}
+
+#[derive(Deserialize)]
+struct UploadQuery {
+    #[serde(default)]
+    then: Option<String>,
+    #[serde(default)]
+    key: Option<String>,
+}
+
+async fn upload(
+    State(app): State<App>,
+    Query(q): Query<UploadQuery>,
+    request: Request,
+) -> ApiResult<impl IntoResponse> {
+    let then = match q.then.as_deref().unwrap_or("stage") {
+        "stage" => Then::Stage,
+        "activate" => Then::Activate,
+        "shadow" => Then::Shadow { key: q.key },
+        other => {
+            return Err(ApiError(
+                StatusCode::BAD_REQUEST,
+                format!("`then` must be stage, activate or shadow, not `{other}`"),
+            ))
+        }
+    };
+    let too_big = |size: u64| {
+        ApiError(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!(
+                "upload of {size} bytes is larger than the limit of {} bytes (`admin.max_upload`)",
+                app.max_upload
+            ),
+        )
+    };
+    // Uploads queue here: their bodies wait in the socket, unread, so at
+    // most `max_concurrent_uploads` are in memory at once. A closed
+    // semaphore cannot happen (it is never closed).
+    let _permit = app.uploads.clone().acquire_owned().await.map_err(|_| {
+        ApiError(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the admin API is shutting down".into(),
+        )
+    })?;
+    let declared = request
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if let Some(size) = declared.filter(|&s| s > app.max_upload as u64) {
+        drain(
+            request.into_body(),
+            (app.max_upload as u64).saturating_mul(8).max(256 << 20),
+        )
+        .await;
+        return Err(too_big(size));
+    }
+    let mut form = Multipart::from_request(request, &()).await.map_err(|e| {
+        ApiError(
+            StatusCode::BAD_REQUEST,
+            format!("expected a multipart/form-data upload: {e}"),
+        )
+    })?;
+    let mut parts = Parts::default();
+    loop {
+        let field = match form.next_field().await {
+            Ok(Some(f)) => f,
+            Ok(None) => break,
+            Err(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+                return Err(too_big(declared.unwrap_or(app.max_upload as u64 + 1)))
+            }
+            Err(e) => return Err(ApiError(e.status(), format!("reading the upload: {e}"))),
+        };
+        let name = field.name().unwrap_or("").to_string();
+        let file_name = field.file_name().map(str::to_string);
+        let bytes = match field.bytes().await {
+            Ok(b) => b.to_vec(),
+            Err(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+                return Err(too_big(declared.unwrap_or(app.max_upload as u64 + 1)))
+            }
+            Err(e) => return Err(ApiError(e.status(), format!("reading `{name}`: {e}"))),
+        };
+        parts.set(&name, bytes, file_name)?;
+    }
+    let upload = parts.into_upload()?;
+    let control = app.control.clone();
+    let listed = blocking(move || control.upload(upload, then)).await?;
+    Ok((StatusCode::CREATED, Json(listed)))
+}
+
+use axum::extract::FromRequest;
+
+/// Reads and drops a refused upload's body (up to a bound), so the client
+/// has sent it all and reads the 413 instead of a reset connection.
+async fn drain(body: axum::body::Body, bound: u64) {
+    use futures_util::StreamExt;
+    let mut stream = body.into_data_stream();
+    let mut read = 0u64;
+    while let Some(Ok(chunk)) = stream.next().await {
+        read += chunk.len() as u64;
+        if read > bound {
+            break;
+        }
+    }
+}
+
+/// The fields of an upload form.
+#[derive(Default)]
+struct Parts {
+    component: Option<(Vec<u8>, Option<String>)>,
+    config: Option<Vec<u8>>,
+    label: Option<Vec<u8>>,
+    golden_input: Option<Vec<u8>>,
+    golden_output: Option<Vec<u8>>,
+}
+
+impl Parts {
+    fn set(&mut self, name: &str, bytes: Vec<u8>, file_name: Option<String>) -> ApiResult<()> {
+        match name {
+            "component" => self.component = Some((bytes, file_name)),
+            "config" => self.config = Some(bytes),
+            "label" => self.label = Some(bytes),
+            "golden_input" => self.golden_input = Some(bytes),
+            "golden_output" => self.golden_output = Some(bytes),
+            other => {
+                return Err(ApiError(
+                    StatusCode::BAD_REQUEST,
+                    format!(
+                        "unknown form field `{other}`; expected component, config, label, \
+                         golden_input, golden_output"
+                    ),
+                ))
+            }
+        }
+        Ok(())
+    }
+
+    fn into_upload(self) -> ApiResult<Upload> {
+        let bad = |m: &str| ApiError(StatusCode::BAD_REQUEST, m.to_string());
+        let (wasm, file_name) = self
+            .component
+            .ok_or_else(|| bad("the upload has no `component` field (the .wasm file)"))?;
+        let text = |b: Vec<u8>, what: &str| {
+            String::from_utf8(b).map_err(|_| bad(&format!("`{what}` is not UTF-8")))
+        };
+        let golden = match (self.golden_input, self.golden_output) {
+            (Some(input), Some(expected)) => Some(Golden { input, expected }),
+            (None, None) => None,
+            _ => return Err(bad("golden_input and golden_output go together")),
+        };
+        Ok(Upload {
+            wasm,
+            config_json: self.config.map(|c| text(c, "config")).transpose()?,
+            golden,
+            label: self.label.map(|l| text(l, "label")).transpose()?,
+            origin: Origin::Upload { file_name },
+        })
+    }
+}
+
+async fn activate(
+    State(app): State<App>,
+    Path((_, n)): Path<(String, u32)>,
+) -> ApiResult<impl IntoResponse> {
+    let control = app.control.clone();
+    Ok(Json(blocking(move || control.activate(n)).await?))
+}
+
+#[derive(Deserialize)]
+struct RollbackQuery {
+    #[serde(default)]
+    to: Option<u32>,
+}
+
+async fn rollback(
+    State(app): State<App>,
+    Query(q): Query<RollbackQuery>,
+) -> ApiResult<impl IntoResponse> {
+    let control = app.control.clone();
+    Ok(Json(blocking(move || control.roll_back(q.to)).await?))
+}
+
+#[derive(Deserialize)]
+struct ReportsQuery {
+    #[serde(default)]
+    after: Option<u64>,
+}
+
+async fn shadow_reports(
+    State(app): State<App>,
+    Query(q): Query<ReportsQuery>,
+) -> impl IntoResponse {
+    Json(app.control.shadow_reports(q.after))
+}
+
+async fn promote(State(app): State<App>) -> ApiResult<impl IntoResponse> {
+    let control = app.control.clone();
+    Ok(Json(blocking(move || control.promote()).await?))
+}
+
+async fn unshadow(State(app): State<App>) -> ApiResult<impl IntoResponse> {
+    app.control.unshadow()?;
+    Ok(StatusCode::NO_CONTENT)
+}

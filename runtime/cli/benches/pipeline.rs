@@ -1,0 +1,316 @@
+//! `cargo bench -p weir-runtime`: prints a table of
+//!
+//! 1. `process` on a 10,000-row batch: the `fraud-rules` logic compiled
+//!    natively over Arrow arrays vs the same crate as a Wasm component behind
+//!    the operator host (columns copied in, output validated back out);
+//! 2. the demo pipeline end to end (file source → WAL → operator → file sink
+//!    → commit), against parsing the same input alone in the same run.
+//!
+//! Figures are medians; ratios compare runs made in this process, since
+//! absolute times on shared machines are noise.
+
+use arrow_array::builder::{Float64Builder, Int64Builder, StringBuilder};
+use arrow_array::{Array, Float64Array, Int64Array, RecordBatch, StringArray};
+use fraud_rules::rules::{Hit, Payments, RuleSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use weir_cli::demo::{self, generator, DemoOperator, DemoOptions};
+use weir_engine::config::PipelineConfig;
+use weir_host::{Limits, WasmHost};
+
+const ROWS: u64 = 10_000;
+
+fn col<'a, T: 'static>(batch: &'a RecordBatch, name: &str) -> &'a T {
+    batch
+        .column_by_name(name)
+        .and_then(|c| c.as_any().downcast_ref::<T>())
+        .expect("demo schema column")
+}
+
+/// The native baseline: the operator's own rule code over Arrow arrays.
+struct ArrowPayments<'a> {
+    amount: &'a Float64Array,
+    currency: &'a StringArray,
+    country: &'a StringArray,
+    card_country: &'a StringArray,
+    merchant_id: &'a StringArray,
+}
+
+fn opt_str(a: &StringArray, row: usize) -> Option<&str> {
+    a.is_valid(row).then(|| a.value(row))
+}
+
+fn opt_bytes(a: &StringArray, row: usize) -> Option<&[u8]> {
+    a.is_valid(row).then(|| a.value(row).as_bytes())
+}
+
+impl Payments for ArrowPayments<'_> {
+    fn len(&self) -> usize {
+        self.amount.len()
+    }
+    fn amount(&self, row: usize) -> Option<f64> {
+        self.amount.is_valid(row).then(|| self.amount.value(row))
+    }
+    fn currency(&self, row: usize) -> Option<&[u8]> {
+        opt_bytes(self.currency, row)
+    }
+    fn country(&self, row: usize) -> Option<&[u8]> {
+        opt_bytes(self.country, row)
+    }
+    fn card_country(&self, row: usize) -> Option<&[u8]> {
+        opt_bytes(self.card_country, row)
+    }
+    fn merchant_id(&self, row: usize) -> Option<&[u8]> {
+        opt_bytes(self.merchant_id, row)
+    }
+}
+
+/// What the guest does, natively: score, then build the same output columns.
+fn native_process(rules: &RuleSet, batch: &RecordBatch, hits: &mut Vec<Hit>) -> usize {
+    let p = ArrowPayments {
+        amount: col(batch, "amount"),
+        currency: col(batch, "currency"),
+        country: col(batch, "country"),
+        card_country: col(batch, "card_country"),
+        merchant_id: col(batch, "merchant_id"),
+    };
+    hits.clear();
+    rules.score_all(&p, hits);
+    let (txn, card) = (
+        col::<StringArray>(batch, "txn_id"),
+        col::<StringArray>(batch, "card_id"),
+    );
+    let ts = col::<Int64Array>(batch, "ts");
+    let (mut o_txn, mut o_card, mut o_reasons) = (
+        StringBuilder::new(),
+        StringBuilder::new(),
+        StringBuilder::new(),
+    );
+    let (mut o_amount, mut o_score, mut o_ts) = (
+        Float64Builder::new(),
+        Float64Builder::new(),
+        Int64Builder::new(),
+    );
+    for h in hits.iter() {
+        o_txn.append_option(opt_str(txn, h.row));
+        o_card.append_option(opt_str(card, h.row));
+        o_amount.append_option(p.amount(h.row));
+        o_score.append_value(h.score);
+        o_reasons.append_value(rules.reasons(h.fired));
+        o_ts.append_option(ts.is_valid(h.row).then(|| ts.value(h.row)));
+    }
+    let arrays: Vec<Arc<dyn Array>> = vec![
+        Arc::new(o_txn.finish()),
+        Arc::new(o_card.finish()),
+        Arc::new(o_amount.finish()),
+        Arc::new(o_score.finish()),
+        Arc::new(o_reasons.finish()),
+        Arc::new(o_ts.finish()),
+    ];
+    arrays[0].len()
+}
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+fn time<T>(iters: usize, mut f: impl FnMut() -> T) -> Duration {
+    for _ in 0..iters / 10 + 1 {
+        std::hint::black_box(f());
+    }
+    median(
+        (0..iters)
+            .map(|_| {
+                let t = Instant::now();
+                std::hint::black_box(f());
+                t.elapsed()
+            })
+            .collect(),
+    )
+}
+
+fn decode(schema: arrow_schema::SchemaRef, bytes: &[u8], rows: usize) -> Vec<RecordBatch> {
+    let mut d = arrow_json::ReaderBuilder::new(schema)
+        .with_batch_size(rows)
+        .build_decoder()
+        .unwrap();
+    let mut out = Vec::new();
+    let mut pos = 0;
+    while pos < bytes.len() {
+        let n = d.decode(&bytes[pos..]).unwrap();
+        pos += n;
+        if n == 0 || pos == bytes.len() {
+            out.extend(d.flush().unwrap());
+        }
+    }
+    out
+}
+
+fn row(name: &str, value: String, note: &str) {
+    println!("| {name:<44} | {value:>16} | {note}");
+}
+
+fn main() {
+    let scratch = tempfile::tempdir().unwrap();
+    let pipeline_file = demo::prepare(
+        scratch.path(),
+        &DemoOptions {
+            payments: 1,
+            files: 1,
+            operator: DemoOperator::Rules,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let cfg = PipelineConfig::load(&pipeline_file).unwrap();
+    let schema = match &cfg.source {
+        weir_engine::config::SourceConfig::Files { schema, .. } => {
+            weir_engine::open::arrow_schema(schema)
+        }
+        other => panic!("the demo pipeline reads files, not {other:?}"),
+    };
+    let rules_json =
+        std::env::var("BENCH_RULES").unwrap_or_else(|_| cfg.operator_config_json().unwrap());
+    let batch = decode(
+        schema.clone(),
+        &generator::json_lines(1, 0, ROWS),
+        ROWS as usize,
+    )
+    .remove(0);
+    assert_eq!(batch.num_rows(), ROWS as usize);
+
+    // 1. process() on 10k rows.
+    let rules = RuleSet::from_json(&rules_json).unwrap();
+    let mut hits = Vec::new();
+    let native_alerts = native_process(&rules, &batch, &mut hits);
+    let native = time(300, || native_process(&rules, &batch, &mut hits));
+
+    let host = WasmHost::new(None).unwrap();
+    let loaded = host
+        .load(weir_cli::FRAUD_RULES_WASM, Default::default())
+        .unwrap();
+    let limits = Limits::default();
+    let mut instance = loaded
+        .instantiate("bench", 0, limits, &rules_json, Default::default())
+        .unwrap();
+    let wasm_alerts = instance
+        .process("bench", 0, 0, batch.clone())
+        .unwrap()
+        .num_rows();
+    assert_eq!(
+        wasm_alerts, native_alerts,
+        "both sides find the same alerts"
+    );
+    let wasm = time(300, || {
+        instance
+            .process("bench", 0, 0, batch.clone())
+            .unwrap()
+            .num_rows()
+    });
+    let fresh = time(100, || {
+        let mut i = loaded
+            .instantiate("bench", 0, limits, &rules_json, Default::default())
+            .unwrap();
+        i.process("bench", 0, 0, batch.clone()).unwrap().num_rows()
+    });
+
+    // 2. The demo pipeline end to end, and parsing alone as its baseline.
+    let payments = 200_000u64;
+    let run_demo = |operator: DemoOperator| {
+        let dir = scratch.path().join(format!("e2e-{operator:?}"));
+        let opts = DemoOptions {
+            dir: Some(dir.clone()),
+            payments,
+            operator,
+            ..DemoOptions::default()
+        };
+        (demo::run(&opts, &mut |_| {}).unwrap(), dir, opts)
+    };
+    let (velocity_report, _, _) = run_demo(DemoOperator::Velocity);
+    let (report, dir, opts) = run_demo(DemoOperator::Rules);
+    let e2e = report.elapsed;
+    let e2e_velocity = velocity_report.elapsed;
+    let mut input = Vec::new();
+    for f in 0..opts.files {
+        input.extend(std::fs::read(dir.join(format!("input/payments-{f:04}.jsonl"))).unwrap());
+    }
+    let parse = time(5, || decode(schema.clone(), &input, 10_000).len());
+    // The file source's own decode: one record per line, numbers exact.
+    let decoder = weir_core::json::JsonDecoder::new(
+        schema.clone(),
+        10_000,
+        weir_engine::config::MalformedPolicy::Fail,
+    );
+    let source_decode = time(5, || {
+        let records = weir_core::json::non_blank_lines(&input);
+        decoder
+            .decode_records(&input, records, || weir_core::json::lines(&input, "bench"))
+            .unwrap()
+            .batches
+            .len()
+    });
+
+    let per_row =
+        |d: Duration, rows: u64| format!("{:.1} ns/row", d.as_nanos() as f64 / rows as f64);
+    println!(
+        "\nweir benchmarks ({ROWS}-row batches, {} alerts per batch)\n",
+        native_alerts
+    );
+    println!("| {:<44} | {:>16} | note", "measure", "value");
+    println!("|{}|{}|------", "-".repeat(46), "-".repeat(18));
+    row(
+        "process, native (same crate, Arrow arrays)",
+        format!("{native:.2?}"),
+        &per_row(native, ROWS),
+    );
+    row(
+        "process, Wasm (columns in + output validated)",
+        format!("{wasm:.2?}"),
+        &per_row(wasm, ROWS),
+    );
+    row(
+        "process, Wasm incl. fresh instance + init",
+        format!("{fresh:.2?}"),
+        &per_row(fresh, ROWS),
+    );
+    row(
+        "Wasm / native ratio",
+        format!("{:.2}x", wasm.as_secs_f64() / native.as_secs_f64()),
+        "target <= 1.3x",
+    );
+    row(
+        "Wasm+instantiate / native ratio",
+        format!("{:.2}x", fresh.as_secs_f64() / native.as_secs_f64()),
+        "what each epoch pays",
+    );
+    let rate = |rows: u64, d: Duration| rows as f64 / d.as_secs_f64();
+    row(
+        "demo pipeline end to end (fraud-rules)",
+        format!("{:.0} rec/s", rate(report.rows_in, e2e)),
+        &format!("{} payments, {} epochs", report.rows_in, report.epochs),
+    );
+    row(
+        "demo pipeline end to end (fraud-velocity)",
+        format!("{:.0} rec/s", rate(velocity_report.rows_in, e2e_velocity)),
+        &format!(
+            "{:.2}x the fraud-rules time; keyed state per card",
+            e2e_velocity.as_secs_f64() / e2e.as_secs_f64()
+        ),
+    );
+    row(
+        "JSON parse alone (baseline)",
+        format!("{:.0} rec/s", rate(payments, parse)),
+        "arrow-json, same input",
+    );
+    row(
+        "source decode / plain arrow-json",
+        format!("{:.2}x", source_decode.as_secs_f64() / parse.as_secs_f64()),
+        "records per line counted, numbers checked exact",
+    );
+    row(
+        "end to end / parse-alone time",
+        format!("{:.2}x", e2e.as_secs_f64() / parse.as_secs_f64()),
+        "1.0x = runtime adds nothing",
+    );
+}

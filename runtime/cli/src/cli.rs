@@ -1,0 +1,850 @@
+//! The `weir` command line.
+
+use crate::demo::{self, DemoOperator, DemoOptions};
+use crate::watch::Watcher;
+use anyhow::{Context, Result};
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use weir_admin::{client, AdminServer, AdminSettings};
+use weir_core::checkpoint::Checkpoint;
+use weir_engine::config::{PipelineConfig, TriggerConfig};
+use weir_engine::OpenOptions;
+use weir_host::{default_cache_root, Grants, WasmHost};
+
+/// Weir runs stream pipelines whose operators are sandboxed WebAssembly
+/// components: the host owns sources, the offset and commit logs, sinks and
+/// recovery; operators only turn micro-batches into rows.
+#[derive(Debug, Parser)]
+#[command(name = "weir", version, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run a pipeline until its trigger is done or Ctrl-C (the current epoch finishes first).
+    ///
+    /// Resumes from the checkpoint: an epoch planned but not committed by an
+    /// earlier run is re-run first, with the same input and operator version.
+    ///
+    /// With an `[admin]` section (or `--admin`), serves the admin API that
+    /// `weir deploy`, `weir rollback` and `weir versions` talk to: operators
+    /// are swapped between epochs without a restart. The same address serves
+    /// the live dashboard (`/dashboard`), Prometheus metrics (`/metrics`) and
+    /// per-epoch progress records (`weir status`).
+    ///
+    /// An `available-now` or `once` pipeline (a backfill) shows a progress
+    /// bar with rate and ETA when stderr is a terminal.
+    Run {
+        /// The pipeline file (see README, "Pipeline config").
+        pipeline: PathBuf,
+        /// Print only the summary, not a line per epoch.
+        #[arg(long, short)]
+        quiet: bool,
+        /// Redeploy the operator whenever its .wasm file changes (development).
+        #[arg(long)]
+        watch: bool,
+        /// Serve the admin API on this address (overrides `admin.listen`;
+        /// `127.0.0.1:0` picks a free port, written to <checkpoint>/admin-url).
+        #[arg(long, value_name = "HOST:PORT")]
+        admin: Option<String>,
+    },
+    /// Upload an operator version to a running pipeline and activate it at the next epoch.
+    ///
+    /// The upload is validated first (it compiles, implements the
+    /// weir:operator world, `init` accepts the config, golden files pass);
+    /// a refused upload changes nothing. With --shadow the version runs
+    /// beside the active one and only reports how its output differs.
+    Deploy {
+        #[command(flatten)]
+        target: TargetArgs,
+        /// The component (.wasm).
+        file: PathBuf,
+        /// Operator config (.json, or .toml); default: the active version's.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// A note kept with the version (e.g. the rule change).
+        #[arg(long)]
+        label: Option<String>,
+        /// Input rows (JSON lines, source schema) the version must turn into --golden-output.
+        #[arg(long, requires = "golden_output")]
+        golden_input: Option<PathBuf>,
+        /// The exact output rows (JSON lines) expected for --golden-input.
+        #[arg(long, requires = "golden_input")]
+        golden_output: Option<PathBuf>,
+        /// Run in shadow: same epochs as the active version, nothing written; see `weir status`.
+        #[arg(long, conflicts_with = "stage")]
+        shadow: bool,
+        /// Output column that identifies a row when shadow output is compared (default: the first).
+        #[arg(long, requires = "shadow")]
+        key: Option<String>,
+        /// Only register the version; activate it later with `weir activate`.
+        #[arg(long)]
+        stage: bool,
+        /// Wait until an epoch has run with the new version (at most this long, e.g. 30s).
+        #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+        wait: Option<std::time::Duration>,
+    },
+    /// List the operator versions of a running pipeline.
+    Versions {
+        #[command(flatten)]
+        target: TargetArgs,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Go back to the previously active operator version (or --to N), at the next epoch.
+    Rollback {
+        #[command(flatten)]
+        target: TargetArgs,
+        /// The version to go back to.
+        #[arg(long)]
+        to: Option<u32>,
+    },
+    /// Activate a registered operator version at the next epoch.
+    Activate {
+        #[command(flatten)]
+        target: TargetArgs,
+        /// Version number (see `weir versions`).
+        version: u32,
+    },
+    /// Make the version running in shadow the active one, at the next epoch.
+    Promote {
+        #[command(flatten)]
+        target: TargetArgs,
+    },
+    /// Stop the shadow run.
+    Unshadow {
+        #[command(flatten)]
+        target: TargetArgs,
+    },
+    /// Show what a running pipeline runs and whether it keeps up.
+    ///
+    /// Active version, shadow differences, last epoch, the backlog verdict
+    /// (keeping up / at risk / backlog growing), rates, source lag, state
+    /// size and recent warnings. The same figures are on the dashboard at
+    /// the admin URL and in Prometheus form at /metrics.
+    Status {
+        #[command(flatten)]
+        target: TargetArgs,
+        /// Print JSON (with every shadow report kept).
+        #[arg(long)]
+        json: bool,
+    },
+    /// Generate payments with planted fraud and score them with the bundled operator.
+    ///
+    /// Needs no services and no config. Everything is written to a fresh
+    /// directory (printed at the end), including a pipeline.toml to re-run.
+    Demo {
+        /// Directory to work in (default: a new directory under the temp dir).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        /// Number of payments to generate.
+        #[arg(long, default_value_t = 200_000)]
+        payments: u64,
+        /// Number of input files to split them into.
+        #[arg(long, default_value_t = 20)]
+        files: u64,
+        /// Input files per epoch.
+        #[arg(long, default_value_t = 2)]
+        files_per_epoch: usize,
+        /// Seed of the generated stream.
+        #[arg(long, default_value_t = 0x5EED)]
+        seed: u64,
+        /// The bundled operator: `velocity` (rules + per-card velocity over
+        /// keyed state) or `rules` (stateless rules only).
+        #[arg(long, value_enum, default_value_t = DemoOperator::Velocity)]
+        operator: DemoOperator,
+        /// Print only the summary.
+        #[arg(long, short)]
+        quiet: bool,
+    },
+    /// Produce synthetic payments (with planted fraud) to a Kafka topic.
+    ///
+    /// Drives examples/kafka-fraud; each payment's `ts` is its production
+    /// time, so alert latency can be read off the sink.
+    Feed {
+        /// Kafka bootstrap servers.
+        #[arg(long, default_value = "127.0.0.1:9092")]
+        bootstrap_servers: String,
+        /// Topic to produce to.
+        #[arg(long, default_value = "payments")]
+        topic: String,
+        /// Number of payments.
+        #[arg(long, default_value_t = 100_000)]
+        payments: u64,
+        /// Payments per second (default: as fast as possible).
+        #[arg(long)]
+        rate: Option<u64>,
+        /// Seed of the generated stream.
+        #[arg(long, default_value_t = 0x5EED)]
+        seed: u64,
+        /// Index of the first payment, to continue an earlier feed.
+        #[arg(long, default_value_t = 0)]
+        start: u64,
+    },
+    /// Inspect a checkpoint directory.
+    Checkpoint {
+        #[command(subcommand)]
+        command: CheckpointCommand,
+    },
+    /// Work with operator components.
+    Operator {
+        #[command(subcommand)]
+        command: OperatorCommand,
+    },
+}
+
+/// Which running pipeline an admin command talks to.
+#[derive(Debug, clap::Args)]
+struct TargetArgs {
+    /// The pipeline's name (its `name` in the pipeline file).
+    #[arg(long, short)]
+    pipeline: String,
+    /// The pipeline's admin API.
+    #[arg(long, env = "WEIR_ADMIN_URL", default_value = "http://127.0.0.1:7878")]
+    admin: String,
+    /// Bearer token of the admin API.
+    #[arg(long, env = "WEIR_ADMIN_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+}
+
+impl TargetArgs {
+    fn target(self) -> client::Target {
+        let url = if self.admin.contains("://") {
+            self.admin
+        } else {
+            format!("http://{}", self.admin)
+        };
+        client::Target {
+            url,
+            pipeline: self.pipeline,
+            token: self.token,
+        }
+    }
+}
+
+#[derive(Debug, Subcommand)]
+enum CheckpointCommand {
+    /// List epochs with their offsets, operator digests and commit status.
+    Show {
+        /// The checkpoint directory.
+        dir: PathBuf,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+enum OperatorCommand {
+    /// Run a component over sample rows, outside any pipeline, and print its output.
+    ///
+    /// The input is JSON lines in the source schema: the pipeline's with
+    /// --pipeline, else the demo's payments. Keyed state starts empty. With
+    /// --expect the output must equal that file row by row (exit 1 if not).
+    Test {
+        /// The component (.wasm).
+        file: PathBuf,
+        /// Input rows (JSON lines).
+        #[arg(long)]
+        input: PathBuf,
+        /// Operator config (.json or .toml); default: the pipeline's, else {}.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Take schema, config, limits and grants from this pipeline file.
+        #[arg(long)]
+        pipeline: Option<PathBuf>,
+        /// The exact expected output (JSON lines).
+        #[arg(long)]
+        expect: Option<PathBuf>,
+    },
+    /// Create an operator project that builds and tests out of the box.
+    New {
+        /// The operator's name (lowercase letters, digits, - and _).
+        name: String,
+        /// Language of the project.
+        #[arg(long, value_enum)]
+        lang: crate::devtools::scaffold::Lang,
+        /// Directory to create (default: ./NAME).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        /// weir-sdk directory for Rust projects (default: the one this weir was built from).
+        #[arg(long)]
+        sdk: Option<PathBuf>,
+    },
+    /// Check that a component implements the `weir:operator` world and what it imports.
+    Check {
+        /// The component (`.wasm`).
+        file: PathBuf,
+        /// Check as if the pipeline granted this capability (clocks, random).
+        #[arg(long = "grant", value_parser = ["clocks", "random"])]
+        grants: Vec<String>,
+    },
+}
+
+/// Entry point of the `weir` binary; returns the process exit code.
+pub fn main() -> i32 {
+    init_tracing();
+    let cli = Cli::parse();
+    match dispatch(cli) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            1
+        }
+    }
+}
+
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("WEIR_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
+    let fmt = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()));
+    // Warnings and errors are also kept for the dashboard and counted in
+    // `/metrics`.
+    let _ = tracing_subscriber::registry()
+        .with(filter)
+        .with(fmt)
+        .with(weir_engine::observe::recent::layer())
+        .try_init();
+}
+
+fn stop_flag() -> Result<Arc<AtomicBool>> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let flag = stop.clone();
+    ctrlc::set_handler(move || {
+        if flag.swap(true, Ordering::SeqCst) {
+            eprintln!(
+                "second interrupt: exiting now; the uncommitted epoch will be re-run on restart"
+            );
+            std::process::exit(130);
+        }
+        eprintln!("stopping after the current epoch (interrupt again to exit now)");
+    })
+    .context("installing the Ctrl-C handler")?;
+    Ok(stop)
+}
+
+fn dispatch(cli: Cli) -> Result<()> {
+    match cli.command {
+        Command::Run {
+            pipeline,
+            quiet,
+            watch,
+            admin,
+        } => run(pipeline, quiet, watch, admin),
+        Command::Deploy {
+            target,
+            file,
+            config,
+            label,
+            golden_input,
+            golden_output,
+            shadow,
+            key,
+            stage,
+            wait,
+        } => {
+            let then = if shadow {
+                "shadow"
+            } else if stage {
+                "stage"
+            } else {
+                "activate"
+            };
+            let target = target.target();
+            let started = std::time::Instant::now();
+            let v = target.deploy(&client::DeployRequest {
+                component: file,
+                config,
+                label,
+                golden: golden_input.zip(golden_output),
+                then: then.into(),
+                key,
+            })?;
+            let number = v["number"].as_u64().unwrap_or(0);
+            println!(
+                "version {number} ({}) validated and registered; {}",
+                v["digest"].as_str().unwrap_or("?"),
+                match then {
+                    "shadow" => "runs in shadow from the next epoch (see `weir status`)",
+                    "stage" => "not active (use `weir activate`)",
+                    _ => "active from the next epoch",
+                }
+            );
+            if let Some(timeout) = wait.filter(|_| then == "activate") {
+                let epoch = target.wait_for_epoch_on(number, timeout)?;
+                println!(
+                    "epoch {epoch} ran with version {number}, {:.2}s after the upload started",
+                    started.elapsed().as_secs_f64()
+                );
+            }
+            Ok(())
+        }
+        Command::Versions { target, json } => print_versions(&target.target().versions()?, json),
+        Command::Rollback { target, to } => {
+            let v = target.target().rollback(to)?;
+            println!(
+                "rolled back: version {} is active from the next epoch",
+                v["number"]
+            );
+            Ok(())
+        }
+        Command::Activate { target, version } => {
+            target.target().activate(version)?;
+            println!("version {version} is active from the next epoch");
+            Ok(())
+        }
+        Command::Promote { target } => {
+            let v = target.target().promote()?;
+            println!(
+                "promoted: version {} is active from the next epoch",
+                v["number"]
+            );
+            Ok(())
+        }
+        Command::Unshadow { target } => {
+            target.target().unshadow()?;
+            println!("shadow run stopped");
+            Ok(())
+        }
+        Command::Status { target, json } => {
+            let target = target.target();
+            let status = target.status()?;
+            let progress = target.progress(if json { 100 } else { 5 })?;
+            if json {
+                let doc = serde_json::json!({
+                    "status": status,
+                    "progress": progress,
+                    "shadow_reports": target.shadow_reports()?,
+                });
+                println!("{}", serde_json::to_string_pretty(&doc)?);
+            } else {
+                print!("{}", status_text(&status));
+                print!("{}", progress_text(&progress));
+            }
+            Ok(())
+        }
+        Command::Demo {
+            dir,
+            payments,
+            files,
+            files_per_epoch,
+            seed,
+            operator,
+            quiet,
+        } => {
+            anyhow::ensure!(payments > 0, "--payments must be at least 1");
+            anyhow::ensure!(files > 0, "--files must be at least 1");
+            anyhow::ensure!(files_per_epoch > 0, "--files-per-epoch must be at least 1");
+            let opts = DemoOptions {
+                dir,
+                payments,
+                files,
+                files_per_epoch,
+                seed,
+                operator,
+            };
+            println!("weir demo: {payments} payments in {files} files, {files_per_epoch} files per epoch");
+            let report = demo::run(&opts, &mut |p| {
+                if !quiet {
+                    println!("{p}");
+                }
+            })?;
+            print!("{}", demo::summary_text(&report));
+            Ok(())
+        }
+        Command::Feed {
+            bootstrap_servers,
+            topic,
+            payments,
+            rate,
+            seed,
+            start,
+        } => {
+            let started = std::time::Instant::now();
+            let sent = crate::feed::feed(&crate::feed::FeedOptions {
+                bootstrap_servers,
+                topic: topic.clone(),
+                payments,
+                rate,
+                seed,
+                start,
+            })?;
+            println!(
+                "produced {sent} payments to `{topic}` in {:.2?}",
+                started.elapsed()
+            );
+            Ok(())
+        }
+        Command::Checkpoint {
+            command: CheckpointCommand::Show { dir, json },
+        } => show_checkpoint(dir, json),
+        Command::Operator {
+            command: OperatorCommand::Check { file, grants },
+        } => check_operator(file, grants),
+        Command::Operator {
+            command:
+                OperatorCommand::Test {
+                    file,
+                    input,
+                    config,
+                    pipeline,
+                    expect,
+                },
+        } => {
+            let host = WasmHost::new(default_cache_root())?;
+            let checked = expect.is_some();
+            let report = crate::devtools::test_operator(
+                &host,
+                &crate::devtools::TestOptions {
+                    component: file,
+                    input,
+                    config,
+                    pipeline,
+                    expect,
+                },
+            )?;
+            for row in &report.rows {
+                println!("{}", serde_json::Value::Object(row.clone()));
+            }
+            eprintln!(
+                "{} rows in, {} rows out{}",
+                report.rows_in,
+                report.rows.len(),
+                if checked { "; output as expected" } else { "" }
+            );
+            Ok(())
+        }
+        Command::Operator {
+            command:
+                OperatorCommand::New {
+                    name,
+                    lang,
+                    dir,
+                    sdk,
+                },
+        } => {
+            let dir = dir.unwrap_or_else(|| PathBuf::from(&name));
+            let files = crate::devtools::scaffold::scaffold(&dir, &name, lang, sdk.as_deref())?;
+            println!(
+                "created {} ({} files); build and test it with `bash {}/test.sh`",
+                dir.display(),
+                files.len(),
+                dir.display()
+            );
+            Ok(())
+        }
+    }
+}
+
+fn run(path: PathBuf, quiet: bool, watch: bool, admin: Option<String>) -> Result<()> {
+    let mut cfg = PipelineConfig::load(&path)?;
+    if let Some(listen) = admin {
+        cfg.admin.get_or_insert_with(Default::default).listen = listen;
+    }
+    let admin = cfg
+        .admin
+        .as_ref()
+        .map(AdminSettings::resolve)
+        .transpose()
+        .context("`[admin]`")?;
+    let host = WasmHost::new(default_cache_root())?;
+    let mut pipeline = weir_engine::open(&cfg, &host, OpenOptions::default())?;
+    let _server = admin
+        .map(|settings| {
+            AdminServer::start(
+                settings,
+                pipeline.control(),
+                pipeline.telemetry(),
+                Some(pipeline.checkpoint().root().join("admin-url")),
+            )
+        })
+        .transpose()?;
+    let _watcher = if watch {
+        Some(
+            Watcher::start(
+                cfg.operator.path.clone(),
+                cfg.operator_config_json()?,
+                pipeline.control(),
+            )
+            .context("starting the operator watcher")?,
+        )
+    } else {
+        None
+    };
+    let stop = stop_flag()?;
+    let backfill = matches!(
+        cfg.trigger,
+        TriggerConfig::AvailableNow | TriggerConfig::Once
+    );
+    let mut bar = backfill
+        .then(weir_engine::observe::backfill::BackfillBar::new)
+        .filter(|b| b.visible());
+    let result = pipeline.run(&host, &stop, &mut |p| match &mut bar {
+        Some(bar) => bar.epoch(p, (!quiet).then(|| p.to_string())),
+        None if !quiet => println!("{p}"),
+        None => {}
+    });
+    if let Some(bar) = &bar {
+        bar.finish();
+    }
+    let summary = result?;
+    println!(
+        "{}: {} epochs ({} replayed), {} rows in, {} rows out, {} dead letters, {:.2}s",
+        cfg.name,
+        summary.epochs,
+        summary.replayed,
+        summary.rows_in,
+        summary.rows_out,
+        summary.dead_letters,
+        summary.elapsed.as_secs_f64()
+    );
+    Ok(())
+}
+
+fn show_checkpoint(dir: PathBuf, json: bool) -> Result<()> {
+    let ckpt = Checkpoint::inspect(&dir)?;
+    let committed: std::collections::HashSet<u64> = ckpt.commits.epochs()?.into_iter().collect();
+    let mut rows = Vec::new();
+    for epoch in ckpt.offsets.epochs()? {
+        let Some(entry) = ckpt.offsets.get(epoch)? else {
+            continue;
+        };
+        let commit = ckpt.commits.get(epoch)?;
+        rows.push(serde_json::json!({
+            "epoch": epoch,
+            "committed": committed.contains(&epoch),
+            "epoch_time_ms": entry.epoch_time_ms,
+            "operator": entry.operator.digest,
+            "operator_config": entry.operator.config_digest,
+            "source": entry.source,
+            "rows_in": commit.as_ref().map(|c| c.rows_in),
+            "rows_out": commit.as_ref().map(|c| c.rows_out),
+        }));
+    }
+    if json {
+        let doc = serde_json::json!({ "metadata": ckpt.metadata, "epochs": rows });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+        return Ok(());
+    }
+    let m = &ckpt.metadata;
+    println!(
+        "checkpoint {}\n  pipeline {}  query {}  format v{}\n  source {}\n  sink   {}\n",
+        dir.display(),
+        m.pipeline,
+        m.query_id,
+        m.format_version,
+        m.source,
+        m.sink
+    );
+    println!(
+        "{:>6}  {:<9}  {:>8}  {:>8}  {:<19}  source range",
+        "epoch", "status", "rows in", "rows out", "operator"
+    );
+    for r in &rows {
+        let digest = r["operator"].as_str().unwrap_or("");
+        let short = digest.get(..19).unwrap_or(digest);
+        let files = r["source"]["files"]
+            .as_array()
+            .map(|f| {
+                f.iter()
+                    .filter_map(|x| x["name"].as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            })
+            .unwrap_or_else(|| r["source"].to_string());
+        println!(
+            "{:>6}  {:<9}  {:>8}  {:>8}  {:<19}  {}",
+            r["epoch"],
+            if r["committed"].as_bool() == Some(true) {
+                "committed"
+            } else {
+                "PLANNED"
+            },
+            r["rows_in"].as_u64().map_or("-".into(), |n| n.to_string()),
+            r["rows_out"].as_u64().map_or("-".into(), |n| n.to_string()),
+            short,
+            files
+        );
+    }
+    if rows.iter().any(|r| r["committed"].as_bool() != Some(true)) {
+        println!("\nPLANNED: offsets written, commit missing; the next run re-runs that epoch.");
+    }
+    Ok(())
+}
+
+fn print_versions(list: &serde_json::Value, json: bool) -> Result<()> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(list)?);
+        return Ok(());
+    }
+    println!(
+        "{:>7}  {:<8}  {:<19}  {:<19}  {:>9}  {:<24}  label",
+        "version", "state", "component", "config", "size", "registered (UTC)"
+    );
+    for v in list.as_array().into_iter().flatten() {
+        let state = if v["active"].as_bool() == Some(true) {
+            "ACTIVE"
+        } else if v["shadow"].as_bool() == Some(true) {
+            "shadow"
+        } else {
+            ""
+        };
+        let short = |k: &str| {
+            v[k].as_str()
+                .and_then(|d| d.get(..19))
+                .unwrap_or("")
+                .to_string()
+        };
+        let when = v["registered_ms"]
+            .as_u64()
+            .map(|ms| {
+                humantime::format_rfc3339_seconds(
+                    std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms),
+                )
+                .to_string()
+            })
+            .unwrap_or_default();
+        let origin = match v["origin"]["kind"].as_str() {
+            Some("file") => format!("file {}", v["origin"]["path"].as_str().unwrap_or("")),
+            Some("watch") => "watch".to_string(),
+            _ => "upload".to_string(),
+        };
+        println!(
+            "{:>7}  {:<8}  {:<19}  {:<19}  {:>9}  {:<24}  {} ({origin})",
+            v["number"],
+            state,
+            short("digest"),
+            short("config_digest"),
+            v["size"],
+            when,
+            v["label"].as_str().unwrap_or("")
+        );
+    }
+    Ok(())
+}
+
+fn status_text(s: &serde_json::Value) -> String {
+    let mut out = format!("pipeline {}\n", s["pipeline"].as_str().unwrap_or("?"));
+    let a = &s["active"];
+    out += &format!(
+        "  active   version {} {}{}\n",
+        a["number"],
+        a["digest"].as_str().unwrap_or(""),
+        s["active_since_epoch"]
+            .as_u64()
+            .map(|e| format!(" (since epoch {e})"))
+            .unwrap_or_else(|| " (no epoch yet)".into())
+    );
+    if let Some(sh) = s["shadow"].as_object() {
+        out += &format!(
+            "  shadow   version {} over {} epochs: {} agreed; rows added {}, removed {}, changed {}; {} failed\n",
+            sh["version"]["number"],
+            sh["epochs"],
+            sh["epochs_agreeing"],
+            sh["added"],
+            sh["removed"],
+            sh["changed"],
+            sh["failed_epochs"],
+        );
+    }
+    if let Some(e) = s["last_epoch"].as_object() {
+        out += &format!(
+            "  last     epoch {} on version {}: {} rows in, {} out, {:.1} ms\n",
+            e["epoch"],
+            e["version"],
+            e["rows_in"],
+            e["rows_out"],
+            e["total_ms"].as_f64().unwrap_or(0.0)
+        );
+    }
+    out
+}
+
+/// The health, rates, lag and state lines of `weir status`.
+fn progress_text(p: &serde_json::Value) -> String {
+    let h = &p["health"];
+    let mut out = format!(
+        "  health   {}: {}\n",
+        h["verdict"].as_str().unwrap_or("?"),
+        h["reason"].as_str().unwrap_or("")
+    );
+    let epochs = p["epochs"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+    if let Some(last) = epochs.last() {
+        out += &format!(
+            "  rates    {:.0} rows/s in, {:.0} rows/s processed (epoch {}, {:.1} ms{})\n",
+            last["input_rows_per_sec"].as_f64().unwrap_or(0.0),
+            last["processed_rows_per_sec"].as_f64().unwrap_or(0.0),
+            last["epoch"],
+            last["total"].as_f64().unwrap_or(0.0),
+            p["trigger_interval_ms"]
+                .as_u64()
+                .map(|i| format!(" of a {i} ms trigger"))
+                .unwrap_or_default(),
+        );
+        out += &format!(
+            "  state    {} keys, {} bytes\n",
+            last["state_keys"], last["state_bytes"]
+        );
+    }
+    if let Some(b) = p["source"]["backlog"].as_object() {
+        out += &format!(
+            "  lag      {} {} waiting at the source{}\n",
+            b["pending"],
+            b["unit"].as_str().unwrap_or(""),
+            b["pending_files"]
+                .as_u64()
+                .map(|f| format!(" ({f} files)"))
+                .unwrap_or_default()
+        );
+    }
+    let errors = p["recent_errors"].as_array().map(Vec::len).unwrap_or(0);
+    if errors > 0 {
+        out += &format!("  log      {errors} recent warnings/errors (see the dashboard)\n");
+    }
+    out
+}
+
+fn check_operator(file: PathBuf, grant_names: Vec<String>) -> Result<()> {
+    let wasm = std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
+    let grants = Grants {
+        clocks: grant_names.iter().any(|g| g == "clocks"),
+        random: grant_names.iter().any(|g| g == "random"),
+    };
+    let host = WasmHost::new(None)?;
+    let report = host
+        .inspect(&wasm, grants)
+        .with_context(|| format!("{} is not a WebAssembly component", file.display()))?;
+    println!(
+        "{}\n  digest  {}\n  size    {} bytes",
+        file.display(),
+        report.digest,
+        report.size
+    );
+    println!("  exports");
+    for e in &report.exports {
+        println!("    {e}");
+    }
+    println!("  imports");
+    for i in &report.imports {
+        println!("    {i}");
+    }
+    match report.verdict {
+        Ok(()) => {
+            println!(
+                "ok: implements weir:operator/operator@0.1.0 and imports only what is granted"
+            );
+            Ok(())
+        }
+        Err(why) => anyhow::bail!("{} cannot run: {why}", file.display()),
+    }
+}

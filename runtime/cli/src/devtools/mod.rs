@@ -1,0 +1,110 @@
+//! Tools for people writing operators: `weir operator test` runs a
+//! component over sample rows outside any pipeline, and `weir operator new`
+//! scaffolds a buildable operator project in Rust, Python or JavaScript
+//! ([`scaffold`]).
+
+pub mod scaffold;
+
+use anyhow::{bail, Context, Result};
+use serde_json::{Map, Value};
+use std::path::{Path, PathBuf};
+use weir_engine::config::{ColumnConfig, PipelineConfig, SourceConfig};
+use weir_engine::deploy::validate::{self, Checks};
+use weir_host::{Grants, Limits, WasmHost};
+use weir_state::{SnapshotPolicy, StateStore};
+
+/// What `weir operator test` runs.
+#[derive(Debug, Clone, Default)]
+pub struct TestOptions {
+    pub component: PathBuf,
+    /// JSON lines in the source schema.
+    pub input: PathBuf,
+    /// Operator config (.json or .toml); default: the pipeline's, else `{}`.
+    pub config: Option<PathBuf>,
+    /// A pipeline file to take the source schema, config, limits and grants from.
+    pub pipeline: Option<PathBuf>,
+    /// The exact output rows expected (JSON lines).
+    pub expect: Option<PathBuf>,
+}
+
+/// What a test run produced.
+#[derive(Debug, Clone)]
+pub struct TestReport {
+    pub rows_in: u64,
+    pub rows: Vec<Map<String, Value>>,
+}
+
+#[derive(serde::Deserialize)]
+struct SchemaDoc {
+    schema: Vec<ColumnConfig>,
+}
+
+/// The columns of the demo's payments: the default input schema.
+pub fn demo_schema() -> Result<Vec<ColumnConfig>> {
+    let doc: SchemaDoc = toml::from_str(crate::demo::generator::SCHEMA_TOML)
+        .context("the built-in payment schema")?;
+    Ok(doc.schema)
+}
+
+/// Runs the component over the sample input as one epoch, against an
+/// empty keyed state; with `expect`, the output must match it row by row.
+pub fn test_operator(host: &WasmHost, opts: &TestOptions) -> Result<TestReport> {
+    let pipeline = opts
+        .pipeline
+        .as_deref()
+        .map(PipelineConfig::load)
+        .transpose()?;
+    let (schema, limits, grants, batch_rows) = match &pipeline {
+        Some(p) => {
+            let schema = match &p.source {
+                SourceConfig::Files { schema, .. } | SourceConfig::Kafka { schema, .. } => {
+                    schema.clone()
+                }
+            };
+            (schema, p.limits()?, p.operator.grants, p.batch_rows)
+        }
+        None => (demo_schema()?, Limits::default(), Grants::default(), 10_000),
+    };
+    let config = match (&opts.config, &pipeline) {
+        (Some(path), _) => weir_admin::client::config_json(path)?,
+        (None, Some(p)) => p.operator_config_json()?,
+        (None, None) => "{}".to_string(),
+    };
+    let wasm = read(&opts.component)?;
+    let input = read(&opts.input)?;
+    let scratch = std::env::temp_dir().join(format!("weir-operator-test-{}", uuid::Uuid::new_v4()));
+    let result = (|| {
+        let (state, _) = StateStore::open(&scratch, SnapshotPolicy::default(), None)
+            .context("creating a scratch state store")?;
+        let checks = Checks {
+            pipeline: "operator-test".into(),
+            host: host.clone(),
+            grants,
+            limits,
+            namespace: "operator".into(),
+            state: state.reader(),
+            input_schema: weir_engine::open::arrow_schema(&schema),
+            batch_rows,
+        };
+        let operator = checks
+            .component(&wasm, &config)
+            .map_err(|why| anyhow::anyhow!("{}: {why}", opts.component.display()))?;
+        let (rows_in, rows) = checks
+            .sample(&operator, &config, &input, "sample input")
+            .map_err(|why| anyhow::anyhow!("{why}"))?;
+        if let Some(path) = &opts.expect {
+            let expected = validate::parse_rows(&read(path)?)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+            if let Err(why) = validate::compare(&expected, &rows) {
+                bail!("{}: {why}", path.display());
+            }
+        }
+        Ok(TestReport { rows_in, rows })
+    })();
+    let _ = std::fs::remove_dir_all(&scratch);
+    result
+}
+
+fn read(path: &Path) -> Result<Vec<u8>> {
+    std::fs::read(path).with_context(|| format!("reading {}", path.display()))
+}

@@ -1,0 +1,23 @@
+//! The `weir` command: `run`, `demo`, `deploy` and friends, `operator new`
+//! and `operator test`, `feed`, `checkpoint`, plus the bundled guest
+//! operators `weir demo` runs. Everything that must be correct lives in the
+//! crates below it (engine, connectors, host, state, core); this crate only
+//! parses arguments, prints, and wires them together.
+
+pub mod cli;
+pub mod demo;
+pub mod devtools;
+pub mod feed;
+pub mod watch;
+
+/// The bundled `fraud-rules` operator, built from `operators/fraud-rules`.
+pub const FRAUD_RULES_WASM: &[u8] =
+    include_bytes!(concat!(env!("WEIR_GUEST_DIR"), "/fraud_rules.wasm"));
+
+/// The bundled `fraud-velocity` operator (fraud-rules plus a per-card
+/// velocity rule over keyed state), built from `operators/fraud-velocity`.
+pub const FRAUD_VELOCITY_WASM: &[u8] =
+    include_bytes!(concat!(env!("WEIR_GUEST_DIR"), "/fraud_velocity.wasm"));
+
+/// Directory holding the bundled guest components (for tests and benches).
+pub const GUEST_DIR: &str = env!("WEIR_GUEST_DIR");

@@ -1,0 +1,298 @@
+//! A directory of JSON-lines files. Each epoch takes the next files in
+//! arrival order (modification time, then name), at most
+//! `max_files_per_trigger` of them, and records name and size in the offset
+//! WAL; a replay reads the same files up to the same sizes. Files whose name
+//! starts with `.` or `_` are ignored, so writers can create a file under a
+//! hidden name and rename it into place when it is complete.
+
+use anyhow::{bail, Context, Result};
+use arrow_schema::SchemaRef;
+use serde::{Deserialize, Serialize};
+use std::collections::{HashMap, HashSet};
+use std::io::Read;
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime};
+use weir_core::json::MalformedPolicy;
+use weir_core::json::{lines, non_blank_lines, Decoded, JsonDecoder};
+use weir_core::source::{Backlog, BacklogUnit, PlanLimit, RowOrigin, Source, SourceBatch};
+
+/// One file of a planned range.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlannedFile {
+    /// File name inside the source directory.
+    pub name: String,
+    /// Bytes of the file that belong to the epoch.
+    pub size: u64,
+}
+
+/// The WAL form of a file source's range.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileRange {
+    pub files: Vec<PlannedFile>,
+}
+
+/// The file source.
+pub struct FileSource {
+    dir: PathBuf,
+    decoder: JsonDecoder,
+    max_files: usize,
+    /// Every planned file and the size it was planned with.
+    seen: HashMap<String, u64>,
+    /// Planned files found changed since (warned about once each).
+    changed: HashSet<String>,
+    /// How long a file must be unchanged before it is planned.
+    settle: Duration,
+    /// What the last `plan` found waiting.
+    backlog: Option<Backlog>,
+}
+
+impl FileSource {
+    /// A source over `dir`, parsing lines into `schema`.
+    pub fn new(
+        dir: PathBuf,
+        schema: SchemaRef,
+        max_files: usize,
+        batch_rows: usize,
+        policy: MalformedPolicy,
+    ) -> Result<Self> {
+        Self::with_settle(dir, schema, max_files, batch_rows, policy, Duration::ZERO)
+    }
+
+    /// Like [`FileSource::new`], planning only files unchanged for `settle`
+    /// (for writers that append in place instead of renaming).
+    pub fn with_settle(
+        dir: PathBuf,
+        schema: SchemaRef,
+        max_files: usize,
+        batch_rows: usize,
+        policy: MalformedPolicy,
+        settle: Duration,
+    ) -> Result<Self> {
+        if !dir.is_dir() {
+            bail!(
+                "source directory {} does not exist or is not a directory",
+                dir.display()
+            );
+        }
+        Ok(FileSource {
+            dir,
+            decoder: JsonDecoder::new(schema, batch_rows, policy),
+            max_files,
+            seen: HashMap::new(),
+            changed: HashSet::new(),
+            settle,
+            backlog: None,
+        })
+    }
+}
+
+impl FileSource {
+    /// Warns (once per file) that a planned file changed afterwards: its
+    /// new bytes are never read, since an epoch's range is fixed.
+    fn note_if_changed(&mut self, name: &str, planned: u64, now: u64) {
+        if now == planned || self.changed.contains(name) {
+            return;
+        }
+        self.changed.insert(name.to_string());
+        let what = if now > planned {
+            format!("grew from {planned} to {now} bytes after it was planned; the added bytes are ignored")
+        } else {
+            format!("shrank from {planned} to {now} bytes after it was planned (re-created?); its new content is ignored")
+        };
+        tracing::warn!(
+            file = %self.dir.join(name).display(),
+            "input file {what}. Write each file under a hidden name (`.name` or `_name`) and \
+             rename it into place when complete, set `source.settle` for writers that append \
+             in place, or give new data a new file name."
+        );
+    }
+
+    /// Whether `meta`'s file has been unchanged for `settle`.
+    fn settled(&self, meta: &std::fs::Metadata) -> bool {
+        self.settle.is_zero()
+            || meta
+                .modified()
+                .ok()
+                .and_then(|m| SystemTime::now().duration_since(m).ok())
+                .is_some_and(|age| age >= self.settle)
+    }
+
+    /// The planned bytes of `file` and its path as an origin; an error if
+    /// the file shrank since it was planned (the epoch could not be
+    /// replayed exactly).
+    fn read_planned(&self, file: &PlannedFile) -> Result<(Vec<u8>, String)> {
+        let path = self.dir.join(&file.name);
+        let mut data = Vec::with_capacity(file.size as usize);
+        std::fs::File::open(&path)
+            .with_context(|| format!("opening planned input {}", path.display()))?
+            .take(file.size)
+            .read_to_end(&mut data)
+            .with_context(|| format!("reading {}", path.display()))?;
+        if (data.len() as u64) < file.size {
+            bail!(
+                "input {} shrank to {} bytes after {} bytes were planned; \
+                 the epoch cannot be replayed exactly",
+                path.display(),
+                data.len(),
+                file.size
+            );
+        }
+        Ok((data, path.display().to_string()))
+    }
+
+    /// Decodes a file's JSON lines: one record per non-blank line, however
+    /// the neighbouring lines look.
+    fn decode_file(&self, data: &[u8], origin: &str) -> Result<Decoded> {
+        let records = non_blank_lines(data);
+        self.decoder
+            .decode_records(data, records, || lines(data, origin))
+    }
+}
+
+fn arrival_key(meta: &std::fs::Metadata) -> SystemTime {
+    meta.modified().unwrap_or(SystemTime::UNIX_EPOCH)
+}
+
+fn range_of(range: &serde_json::Value) -> Result<FileRange> {
+    serde_json::from_value(range.clone()).context("offset WAL entry is not a file source range")
+}
+
+impl Source for FileSource {
+    fn schema(&self) -> SchemaRef {
+        self.decoder.schema().clone()
+    }
+
+    fn identity(&self) -> String {
+        format!("files:{}", self.dir.display())
+    }
+
+    fn restore(&mut self, range: &serde_json::Value) -> Result<()> {
+        for f in range_of(range)?.files {
+            self.seen.insert(f.name, f.size);
+        }
+        Ok(())
+    }
+
+    fn planned_so_far(&self) -> Result<serde_json::Value> {
+        let mut files: Vec<PlannedFile> = self
+            .seen
+            .iter()
+            .map(|(name, &size)| PlannedFile {
+                name: name.clone(),
+                size,
+            })
+            .collect();
+        files.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(serde_json::to_value(FileRange { files })?)
+    }
+
+    fn plan(&mut self, limit: PlanLimit) -> Result<Option<serde_json::Value>> {
+        let mut fresh = Vec::new();
+        let mut unsettled = 0u64;
+        for entry in std::fs::read_dir(&self.dir)
+            .with_context(|| format!("listing source directory {}", self.dir.display()))?
+        {
+            let entry = entry?;
+            let Ok(name) = entry.file_name().into_string() else {
+                tracing::warn!(path = %entry.path().display(), "skipping file with a non-UTF-8 name");
+                continue;
+            };
+            if name.starts_with('.') || name.starts_with('_') {
+                continue;
+            }
+            let meta = entry.metadata()?;
+            if !meta.is_file() {
+                continue;
+            }
+            if let Some(&planned) = self.seen.get(&name) {
+                self.note_if_changed(&name, planned, meta.len());
+                continue;
+            }
+            if !self.settled(&meta) {
+                unsettled += 1;
+                continue;
+            }
+            fresh.push((arrival_key(&meta), name, meta.len()));
+        }
+        let waiting: u64 = fresh.iter().map(|f| f.2).sum();
+        let mut backlog = Backlog {
+            unit: BacklogUnit::Bytes,
+            planned: 0,
+            pending: waiting,
+            pending_files: Some(fresh.len() as u64 + unsettled),
+            changed_files: Some(self.changed.len() as u64),
+        };
+        if fresh.is_empty() {
+            self.backlog = Some(backlog);
+            return Ok(None);
+        }
+        fresh.sort();
+        if limit == PlanLimit::PerTrigger {
+            fresh.truncate(self.max_files);
+        }
+        backlog.planned = fresh.iter().map(|f| f.2).sum();
+        backlog.pending -= backlog.planned;
+        backlog.pending_files = backlog.pending_files.map(|n| n - fresh.len() as u64);
+        self.backlog = Some(backlog);
+        let files: Vec<PlannedFile> = fresh
+            .into_iter()
+            .map(|(_, name, size)| PlannedFile { name, size })
+            .collect();
+        for f in &files {
+            self.seen.insert(f.name.clone(), f.size);
+        }
+        Ok(Some(serde_json::to_value(FileRange { files })?))
+    }
+
+    fn backlog(&self) -> Option<Backlog> {
+        self.backlog
+    }
+
+    fn read(&mut self, range: &serde_json::Value) -> Result<SourceBatch> {
+        let mut out = SourceBatch::default();
+        for file in range_of(range)?.files {
+            let (data, origin) = self.read_planned(&file)?;
+            let part = self.decode_file(&data, &origin)?;
+            out.batches.extend(part.batches);
+            out.dead_letters.extend(part.dead_letters);
+        }
+        Ok(out)
+    }
+
+    fn locate(&mut self, range: &serde_json::Value, row: u64) -> Result<Option<RowOrigin>> {
+        let mut first = 0u64;
+        for file in range_of(range)?.files {
+            let (data, origin) = self.read_planned(&file)?;
+            let records = lines(&data, &origin);
+            let rejected = self.decode_file(&data, &origin)?.rejected;
+            let good = (records.len() - rejected.len()) as u64;
+            if row < first + good {
+                let record = records
+                    .into_iter()
+                    .enumerate()
+                    .filter(|(i, _)| rejected.binary_search(i).is_err())
+                    .nth((row - first) as usize)
+                    .map(|(_, r)| r);
+                return Ok(record.map(|r| RowOrigin {
+                    origin: r.origin,
+                    line: r.line,
+                }));
+            }
+            first += good;
+        }
+        Ok(None)
+    }
+
+    fn describe(&self, range: &serde_json::Value) -> String {
+        match range_of(range) {
+            Ok(r) => {
+                let bytes: u64 = r.files.iter().map(|f| f.size).sum();
+                match r.files.as_slice() {
+                    [one] => format!("1 file ({}, {bytes} B)", one.name),
+                    many => format!("{} files ({bytes} B)", many.len()),
+                }
+            }
+            Err(e) => format!("unreadable range: {e:#}"),
+        }
+    }
+}

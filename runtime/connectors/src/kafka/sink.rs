@@ -1,0 +1,275 @@
+//! Operator output to a Kafka topic: one JSON message per row, with
+//! `acks=all` and idempotence, each carrying `weir-query` and `weir-epoch`
+//! headers. By default the sink is at-least-once: a replayed epoch is sent
+//! again, with the same headers, so consumers can drop it. With
+//! `transactional = true` (brokers with KIP-98 transactions) each epoch is one
+//! transaction, and before its first write after a start the sink reads the
+//! topic's committed tail for this query's highest epoch and skips a replayed
+//! epoch that is already there: exactly-once for `read_committed` consumers.
+
+use crate::kafka::fetch_ranges;
+use crate::kafka::plan::PartitionRange;
+use anyhow::{anyhow, bail, Context, Result};
+use arrow_array::{Array, RecordBatch, StringArray};
+use rdkafka::client::ClientContext;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::message::{Header, OwnedHeaders};
+use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
+use rdkafka::ClientConfig;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use weir_core::sink::{to_json_lines, Sink};
+
+/// Sends `record`, waiting while the producer's local queue is full (the
+/// back-pressure a fast epoch meets), and failing on any other error.
+pub fn send_blocking<C: ProducerContext<DeliveryOpaque = ()> + 'static>(
+    producer: &ThreadedProducer<C>,
+    mut record: BaseRecord<'_, str, [u8]>,
+) -> rdkafka::error::KafkaResult<()> {
+    loop {
+        match producer.send(record) {
+            Ok(()) => return Ok(()),
+            Err((
+                rdkafka::error::KafkaError::MessageProduction(
+                    rdkafka::types::RDKafkaErrorCode::QueueFull,
+                ),
+                r,
+            )) => {
+                std::thread::sleep(Duration::from_millis(5));
+                record = r;
+            }
+            Err((e, _)) => return Err(e),
+        }
+    }
+}
+
+/// Settings of the Kafka sink.
+#[derive(Debug, Clone)]
+pub struct KafkaSinkSettings {
+    pub bootstrap_servers: String,
+    pub topic: String,
+    /// Output column whose value becomes the message key.
+    pub key_column: Option<String>,
+    /// One transaction per epoch (needs a broker with KIP-98 transactions).
+    pub transactional: bool,
+    pub options: BTreeMap<String, String>,
+    pub timeout: Duration,
+    /// The checkpoint's query id: names the transactional producer and tags
+    /// every message.
+    pub query_id: String,
+}
+
+#[derive(Clone, Default)]
+struct Deliveries {
+    failures: Arc<Mutex<Vec<String>>>,
+}
+
+impl ClientContext for Deliveries {}
+
+impl ProducerContext for Deliveries {
+    type DeliveryOpaque = ();
+    fn delivery(&self, result: &DeliveryResult<'_>, _: ()) {
+        if let Err((e, _)) = result {
+            if let Ok(mut f) = self.failures.lock() {
+                f.push(e.to_string());
+            }
+        }
+    }
+}
+
+/// The Kafka sink.
+pub struct KafkaSink {
+    s: KafkaSinkSettings,
+    producer: ThreadedProducer<Deliveries>,
+    deliveries: Deliveries,
+    transactional: bool,
+    /// Highest epoch already in the topic for this query (transactional only).
+    committed_tail: Option<Option<u64>>,
+}
+
+fn base_config(s: &KafkaSinkSettings) -> ClientConfig {
+    let mut c = ClientConfig::new();
+    c.set("bootstrap.servers", &s.bootstrap_servers)
+        .set("acks", "all")
+        .set("enable.idempotence", "true")
+        .set(
+            "message.timeout.ms",
+            s.timeout.as_millis().max(1000).to_string(),
+        )
+        .set("log_level", "3");
+    for (k, v) in &s.options {
+        c.set(k, v);
+    }
+    c
+}
+
+impl KafkaSink {
+    /// Connects; with `transactional`, registers the transactional producer.
+    pub fn new(s: KafkaSinkSettings) -> Result<Self> {
+        let deliveries = Deliveries::default();
+        let mut cfg = base_config(&s);
+        if s.transactional {
+            cfg.set("transactional.id", format!("weir-{}", s.query_id));
+        }
+        let producer: ThreadedProducer<Deliveries> = cfg
+            .create_with_context(deliveries.clone())
+            .context("creating the Kafka producer")?;
+        if s.transactional {
+            producer.init_transactions(s.timeout).map_err(|e| {
+                anyhow!(
+                    "`sink.transactional = true`, but {} did not start a transaction: {e}",
+                    s.bootstrap_servers
+                )
+            })?;
+        }
+        Ok(KafkaSink {
+            transactional: s.transactional,
+            s,
+            producer,
+            deliveries,
+            committed_tail: None,
+        })
+    }
+
+    /// Whether each epoch is written in one transaction.
+    pub fn is_transactional(&self) -> bool {
+        self.transactional
+    }
+
+    /// The highest epoch this query has committed to the topic, read from
+    /// the last few committed records of every partition.
+    fn read_committed_tail(&self) -> Result<Option<u64>> {
+        let consumer: BaseConsumer = ClientConfig::new()
+            .set("bootstrap.servers", &self.s.bootstrap_servers)
+            .set("group.id", format!("weir-tail-{}", self.s.query_id))
+            .set("enable.auto.commit", "false")
+            .set("isolation.level", "read_committed")
+            .create()
+            .context("creating the Kafka tail reader")?;
+        let md = consumer
+            .fetch_metadata(Some(&self.s.topic), self.s.timeout)
+            .map_err(|e| anyhow!("metadata of sink topic `{}`: {e}", self.s.topic))?;
+        let parts: Vec<i32> = md
+            .topics()
+            .iter()
+            .flat_map(|t| t.partitions().iter().map(|p| p.id()))
+            .collect();
+        let mut tail = Vec::new();
+        for p in parts {
+            let (low, high) = consumer
+                .fetch_watermarks(&self.s.topic, p, self.s.timeout)
+                .map_err(|e| anyhow!("offsets of sink topic `{}`-{p}: {e}", self.s.topic))?;
+            tail.push(PartitionRange {
+                topic: self.s.topic.clone(),
+                partition: p,
+                start: (high - 16).max(low),
+                end: high,
+            });
+        }
+        // Retention cannot take the newest records; skip rather than fail.
+        let records = fetch_ranges(
+            &consumer,
+            &tail,
+            &self.s.bootstrap_servers,
+            self.s.timeout,
+            false,
+        )?;
+        Ok(records
+            .iter()
+            .filter(|r| r.header("weir-query").as_deref() == Some(self.s.query_id.as_str()))
+            .filter_map(|r| r.header("weir-epoch")?.parse::<u64>().ok())
+            .max())
+    }
+
+    fn take_failures(&self) -> Vec<String> {
+        self.deliveries
+            .failures
+            .lock()
+            .map(|mut f| std::mem::take(&mut *f))
+            .unwrap_or_default()
+    }
+}
+
+impl Sink for KafkaSink {
+    fn write_epoch(&mut self, epoch: u64, batches: &[RecordBatch]) -> Result<()> {
+        if batches.iter().all(|b| b.num_rows() == 0) {
+            return Ok(());
+        }
+        if self.transactional {
+            if self.committed_tail.is_none() {
+                self.committed_tail = Some(self.read_committed_tail()?);
+            }
+            if self.committed_tail.flatten().is_some_and(|t| t >= epoch) {
+                tracing::info!(epoch, topic = %self.s.topic, "epoch already committed to the sink topic; skipping the replay");
+                return Ok(());
+            }
+            self.producer
+                .begin_transaction()
+                .context("beginning the epoch's transaction")?;
+        }
+        let lines = to_json_lines(batches)?;
+        let mut keys: Vec<Option<String>> = Vec::new();
+        if let Some(col) = &self.s.key_column {
+            for b in batches {
+                let a = b.column_by_name(col).with_context(|| {
+                    format!("`sink.key_column`: the output has no column `{col}`")
+                })?;
+                let strings = arrow_cast::cast(a, &arrow_schema::DataType::Utf8)?;
+                let strings = strings
+                    .as_any()
+                    .downcast_ref::<StringArray>()
+                    .context("key column as text")?;
+                keys.extend(
+                    (0..strings.len())
+                        .map(|i| strings.is_valid(i).then(|| strings.value(i).to_string())),
+                );
+            }
+        }
+        let epoch_text = epoch.to_string();
+        for (i, line) in lines
+            .split(|&b| b == b'\n')
+            .filter(|l| !l.is_empty())
+            .enumerate()
+        {
+            let headers = OwnedHeaders::new()
+                .insert(Header {
+                    key: "weir-query",
+                    value: Some(self.s.query_id.as_str()),
+                })
+                .insert(Header {
+                    key: "weir-epoch",
+                    value: Some(epoch_text.as_str()),
+                });
+            let key = keys.get(i).cloned().flatten();
+            let mut record = BaseRecord::<str, [u8]>::to(&self.s.topic)
+                .payload(line)
+                .headers(headers);
+            if let Some(k) = key.as_deref() {
+                record = record.key(k);
+            }
+            send_blocking(&self.producer, record)
+                .with_context(|| format!("sending to `{}`", self.s.topic))?;
+        }
+        if self.transactional {
+            self.producer
+                .commit_transaction(self.s.timeout)
+                .with_context(|| format!("committing epoch {epoch} to `{}`", self.s.topic))?;
+            self.committed_tail = Some(Some(epoch));
+        } else {
+            self.producer
+                .flush(self.s.timeout)
+                .with_context(|| format!("flushing epoch {epoch} to `{}`", self.s.topic))?;
+        }
+        let failures = self.take_failures();
+        if !failures.is_empty() {
+            bail!(
+                "{} messages of epoch {epoch} were not delivered to `{}`: {}",
+                failures.len(),
+                self.s.topic,
+                failures[0]
+            );
+        }
+        Ok(())
+    }
+}

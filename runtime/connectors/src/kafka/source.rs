@@ -1,0 +1,770 @@
+//! Kafka through rdkafka, the way Spark's Kafka source works: the runtime
+//! owns the offsets. Partitions are assigned explicitly (no consumer-group
+//! offset management), each epoch is planned as `{topic, partition, start,
+//! end}` ranges written to `offsets/N`, and exactly that range is fetched,
+//! on the first run and on any replay. Nothing is committed to Kafka unless
+//! `commit_to_group` asks for it, and then only so lag tools can see progress.
+
+use super::plan::{self, KafkaRange, PartitionRange, Tp};
+use anyhow::{anyhow, bail, Context, Result};
+use arrow_array::builder::{Int64Builder, StringBuilder};
+use arrow_array::{ArrayRef, RecordBatch};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::message::{Headers, Message};
+use rdkafka::{ClientConfig, Offset, TopicPartitionList};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use weir_core::backoff::Backoff;
+use weir_core::json::MalformedPolicy;
+use weir_core::json::{JsonDecoder, Record};
+use weir_core::source::{Backlog, BacklogUnit, DeadLetter, PlanLimit, Source, SourceBatch};
+
+/// Where a query without a checkpoint starts reading.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum StartingOffsets {
+    /// `"earliest"` (default) or `"latest"`.
+    Named(String),
+    /// Explicit offsets by topic, then partition (as a string key), e.g.
+    /// `{ payments = { "0" = 42, "1" = 0 } }`; partitions not listed start
+    /// at the earliest offset.
+    Offsets(BTreeMap<String, BTreeMap<String, i64>>),
+}
+
+impl Default for StartingOffsets {
+    fn default() -> Self {
+        StartingOffsets::Named("earliest".into())
+    }
+}
+
+/// How record values become columns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ValueFormat {
+    /// JSON objects decoded into the declared schema; record metadata follows
+    /// as `kafka_key`, `kafka_topic`, `kafka_partition`, `kafka_offset`,
+    /// `kafka_timestamp`, `kafka_headers`.
+    #[default]
+    Json,
+    /// Columns `key`, `value`, `topic`, `partition`, `offset`, `timestamp`,
+    /// `headers`; key and value must be UTF-8.
+    Raw,
+}
+
+/// The Kafka source's settings (see `SourceConfig::Kafka`).
+#[derive(Debug, Clone)]
+pub struct KafkaSettings {
+    pub bootstrap_servers: String,
+    pub topics: Vec<String>,
+    pub starting_offsets: StartingOffsets,
+    pub max_offsets_per_trigger: Option<u64>,
+    pub fail_on_data_loss: bool,
+    pub value_format: ValueFormat,
+    pub value_schema: SchemaRef,
+    pub commit_to_group: Option<String>,
+    pub options: BTreeMap<String, String>,
+    pub timeout: Duration,
+    pub batch_rows: usize,
+    pub policy: MalformedPolicy,
+}
+
+const META: [(&str, DataType, bool); 6] = [
+    ("key", DataType::Utf8, true),
+    ("topic", DataType::Utf8, false),
+    ("partition", DataType::Int64, false),
+    ("offset", DataType::Int64, false),
+    ("timestamp", DataType::Int64, true),
+    ("headers", DataType::Utf8, true),
+];
+
+/// The source schema for the given format.
+pub fn schema_for(format: ValueFormat, value_schema: &Schema) -> Result<SchemaRef> {
+    let mut fields: Vec<Field> = Vec::new();
+    match format {
+        ValueFormat::Raw => {
+            fields.push(Field::new("key", DataType::Utf8, true));
+            fields.push(Field::new("value", DataType::Utf8, true));
+            for (name, t, nullable) in &META[1..] {
+                fields.push(Field::new(*name, t.clone(), *nullable));
+            }
+        }
+        ValueFormat::Json => {
+            fields.extend(value_schema.fields().iter().map(|f| f.as_ref().clone()));
+            for (name, t, nullable) in &META {
+                let name = format!("kafka_{name}");
+                if fields.iter().any(|f| f.name() == &name) {
+                    bail!("`source.schema` declares `{name}`, which the Kafka source adds itself");
+                }
+                fields.push(Field::new(name, t.clone(), *nullable));
+            }
+        }
+    }
+    Ok(Arc::new(Schema::new(fields)))
+}
+
+/// `(low, high)` offsets per partition, as the broker reports them.
+type Watermarks = BTreeMap<Tp, (i64, i64)>;
+
+/// The broker answered, and the topic is not there: waiting will not help.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct TopicMissing(String);
+
+/// The Kafka source.
+pub struct KafkaSource {
+    s: KafkaSettings,
+    schema: SchemaRef,
+    decoder: JsonDecoder,
+    consumer: BaseConsumer,
+    /// Next offset to plan per partition.
+    positions: BTreeMap<Tp, i64>,
+    restored: bool,
+    /// What the last `plan` found waiting.
+    backlog: Option<Backlog>,
+}
+
+fn client_config(s: &KafkaSettings, group: &str) -> ClientConfig {
+    let mut c = ClientConfig::new();
+    c.set("bootstrap.servers", &s.bootstrap_servers)
+        .set("group.id", group)
+        .set("enable.auto.commit", "false")
+        .set("enable.auto.offset.store", "false")
+        // An offset outside the log must surface as an error, never as a
+        // silent jump to the start or the end.
+        .set("auto.offset.reset", "error")
+        .set("enable.partition.eof", "false")
+        // The range's end is known, so there is no point in letting the
+        // broker hold a fetch open waiting for more data than exists.
+        .set("fetch.wait.max.ms", "10")
+        .set(
+            "socket.timeout.ms",
+            s.timeout.as_millis().max(1000).to_string(),
+        )
+        .set("log_level", "3");
+    for (k, v) in &s.options {
+        c.set(k, v);
+    }
+    c
+}
+
+impl KafkaSource {
+    /// Connects and checks that every topic exists; a bad address or a
+    /// missing topic is an error within `timeout`, not a hang.
+    pub fn new(s: KafkaSettings) -> Result<Self> {
+        let schema = schema_for(s.value_format, &s.value_schema)?;
+        let group = s
+            .commit_to_group
+            .clone()
+            .unwrap_or_else(|| format!("weir-{}", uuid::Uuid::new_v4()));
+        let consumer: BaseConsumer = client_config(&s, &group)
+            .create()
+            .context("creating the Kafka consumer")?;
+        let decoder = JsonDecoder::new(s.value_schema.clone(), s.batch_rows, s.policy);
+        let source = KafkaSource {
+            s,
+            schema,
+            decoder,
+            consumer,
+            positions: BTreeMap::new(),
+            restored: false,
+            backlog: None,
+        };
+        source.partitions()?;
+        Ok(source)
+    }
+
+    /// Every partition of every configured topic, from fresh metadata.
+    fn partitions(&self) -> Result<Vec<Tp>> {
+        let mut out = Vec::new();
+        for topic in &self.s.topics {
+            let md = self
+                .consumer
+                .fetch_metadata(Some(topic), self.s.timeout)
+                .map_err(|e| {
+                    anyhow!(
+                        "could not get metadata for topic `{topic}` from Kafka at {} within {:?}: {e}",
+                        self.s.bootstrap_servers,
+                        self.s.timeout
+                    )
+                })?;
+            let t = md
+                .topics()
+                .iter()
+                .find(|t| t.name() == topic)
+                .with_context(|| format!("the broker returned no metadata for topic `{topic}`"))?;
+            if let Some(err) = t.error() {
+                bail!(
+                    "topic `{topic}` is not available on {}: {err:?}",
+                    self.s.bootstrap_servers
+                );
+            }
+            if t.partitions().is_empty() {
+                bail!(
+                    "topic `{topic}` does not exist on {}",
+                    self.s.bootstrap_servers
+                );
+            }
+            out.extend(t.partitions().iter().map(|p| (topic.clone(), p.id())));
+        }
+        Ok(out)
+    }
+
+    fn watermarks(&self, tps: &[Tp]) -> Result<Watermarks> {
+        let mut out = BTreeMap::new();
+        for tp in tps {
+            let w = self
+                .consumer
+                .fetch_watermarks(&tp.0, tp.1, self.s.timeout)
+                .map_err(|e| anyhow!("fetching offsets of {}-{}: {e}", tp.0, tp.1))?;
+            out.insert(tp.clone(), w);
+        }
+        Ok(out)
+    }
+
+    /// Partitions and watermarks, waiting (with backoff, and saying so in
+    /// the log) while the broker is unreachable: an outage delays epochs,
+    /// it never fails or skips them. A topic the broker reports as missing
+    /// is an error.
+    fn offsets_waiting_for_broker(&self) -> Result<Watermarks> {
+        let mut outage: Option<Backoff> = None;
+        loop {
+            let attempt = self.partitions().and_then(|tps| self.watermarks(&tps));
+            match attempt {
+                Ok(found) => {
+                    if let Some(b) = outage {
+                        tracing::info!(
+                            brokers = %self.s.bootstrap_servers,
+                            "Kafka is reachable again after {:?}; resuming",
+                            b.elapsed()
+                        );
+                    }
+                    return Ok(found);
+                }
+                Err(e) if e.downcast_ref::<TopicMissing>().is_some() => return Err(e),
+                Err(e) => {
+                    let b = outage.get_or_insert_with(Backoff::for_outage);
+                    if b.should_report(Duration::from_secs(10)) {
+                        tracing::warn!(
+                            brokers = %self.s.bootstrap_servers,
+                            "waiting for Kafka (no epoch is planned meanwhile, nothing is skipped): {e:#}"
+                        );
+                    }
+                    b.wait();
+                }
+            }
+        }
+    }
+
+    /// Positions for a query with no checkpoint, from `starting_offsets`.
+    fn initial_positions(&mut self, marks: &Watermarks) -> Result<()> {
+        match &self.s.starting_offsets {
+            StartingOffsets::Named(n) if n == "earliest" => {}
+            StartingOffsets::Named(n) if n == "latest" => {
+                for (tp, &(_, high)) in marks {
+                    self.positions.insert(tp.clone(), high);
+                }
+            }
+            StartingOffsets::Named(other) => bail!(
+                "`source.starting_offsets` is `{other}`; use \"earliest\", \"latest\" or a table of offsets"
+            ),
+            StartingOffsets::Offsets(map) => {
+                for (topic, parts) in map {
+                    for (p, &offset) in parts {
+                        let p: i32 = p.parse().with_context(|| {
+                            format!("`source.starting_offsets.{topic}`: `{p}` is not a partition number")
+                        })?;
+                        self.positions.insert((topic.clone(), p), offset);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Fetches exactly `ranges`, grouped by partition in range order.
+    fn fetch(&self, ranges: &[PartitionRange]) -> Result<Vec<Fetched>> {
+        fetch_ranges(
+            &self.consumer,
+            ranges,
+            &self.s.bootstrap_servers,
+            self.s.timeout,
+            self.s.fail_on_data_loss,
+        )
+    }
+
+    fn to_batches(&self, records: Vec<Fetched>) -> Result<SourceBatch> {
+        let mut out = SourceBatch::default();
+        // Key, value and headers must be text; anything else is malformed.
+        let mut good: Vec<Fetched> = Vec::with_capacity(records.len());
+        for r in records {
+            match r.text_problem() {
+                None => good.push(r),
+                Some(reason) => self.reject(&mut out, &r, reason)?,
+            }
+        }
+        match self.s.value_format {
+            ValueFormat::Raw => {
+                for chunk in good.chunks(self.s.batch_rows.max(1)) {
+                    let mut value = StringBuilder::new();
+                    for r in chunk {
+                        value.append_option(r.value.as_deref().map(utf8));
+                    }
+                    let chunk: Vec<&Fetched> = chunk.iter().collect();
+                    let mut cols: Vec<ArrayRef> = vec![meta_key(&chunk), Arc::new(value.finish())];
+                    cols.extend(meta_rest(&chunk));
+                    out.batches
+                        .push(RecordBatch::try_new(self.schema.clone(), cols)?);
+                }
+            }
+            ValueFormat::Json => {
+                let mut joined = Vec::new();
+                for r in &good {
+                    joined.extend_from_slice(r.value.as_deref().unwrap_or(b""));
+                    joined.push(b'\n');
+                }
+                let decoded = self.decoder.decode_records(&joined, good.len(), || {
+                    good.iter()
+                        .map(|r| Record {
+                            bytes: r.value.as_deref().unwrap_or(b""),
+                            origin: r.origin(),
+                            line: None,
+                        })
+                        .collect()
+                })?;
+                out.dead_letters.extend(decoded.dead_letters);
+                let mut rejected = decoded.rejected.iter().peekable();
+                let kept: Vec<&Fetched> = good
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| {
+                        if rejected.peek() == Some(&i) {
+                            rejected.next();
+                            false
+                        } else {
+                            true
+                        }
+                    })
+                    .map(|(_, r)| r)
+                    .collect();
+                let mut at = 0;
+                for values in decoded.batches {
+                    let n = values.num_rows();
+                    let chunk = &kept[at..at + n];
+                    at += n;
+                    let mut cols = values.columns().to_vec();
+                    cols.push(meta_key(chunk));
+                    cols.extend(meta_rest(chunk));
+                    out.batches
+                        .push(RecordBatch::try_new(self.schema.clone(), cols)?);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    fn reject(&self, out: &mut SourceBatch, r: &Fetched, reason: String) -> Result<()> {
+        if self.s.policy == MalformedPolicy::Fail {
+            bail!(
+                "malformed record at {}: {reason} (set `source.on_malformed = \"dead-letter\"` to set such records aside)",
+                r.origin()
+            );
+        }
+        out.dead_letters.push(DeadLetter {
+            origin: r.origin(),
+            line: None,
+            reason,
+            raw: String::from_utf8_lossy(r.value.as_deref().unwrap_or(b"")).into_owned(),
+            operator: None,
+            row: None,
+        });
+        Ok(())
+    }
+}
+
+/// Fetches exactly `ranges` with `consumer`, grouped by partition in range
+/// order. Waits (and says so in the log) while the broker is unreachable;
+/// offsets skipped by the log (transaction markers, compaction) end a range
+/// once the position passes its end. A range lost to retention is an error
+/// unless `fail_on_data_loss` is off, then just that partition is skipped.
+pub(crate) fn fetch_ranges(
+    consumer: &BaseConsumer,
+    ranges: &[PartitionRange],
+    brokers: &str,
+    timeout: Duration,
+    fail_on_data_loss: bool,
+) -> Result<Vec<Fetched>> {
+    let wanted: Vec<&PartitionRange> = ranges.iter().filter(|r| r.end > r.start).collect();
+    if wanted.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut tpl = TopicPartitionList::new();
+    for r in &wanted {
+        tpl.add_partition_offset(&r.topic, r.partition, Offset::Offset(r.start))?;
+    }
+    consumer.assign(&tpl).context("assigning partitions")?;
+    let mut buffers: HashMap<Tp, Vec<Fetched>> = HashMap::new();
+    let mut open: HashMap<Tp, i64> = wanted
+        .iter()
+        .map(|r| ((r.topic.clone(), r.partition), r.end))
+        .collect();
+    let mut last_progress = Instant::now();
+    let mut waited_logged = false;
+    let mut errors = 0u64;
+    let mut next: HashMap<Tp, i64> = wanted
+        .iter()
+        .map(|r| ((r.topic.clone(), r.partition), r.start))
+        .collect();
+    while !open.is_empty() {
+        match consumer.poll(Duration::from_millis(100)) {
+            Some(Ok(m)) => {
+                let tp = (m.topic().to_string(), m.partition());
+                let Some(&end) = open.get(&tp) else { continue };
+                let offset = m.offset();
+                if offset < end {
+                    buffers
+                        .entry(tp.clone())
+                        .or_default()
+                        .push(Fetched::from(&m));
+                    next.insert(tp.clone(), offset + 1);
+                    last_progress = Instant::now();
+                }
+                if offset >= end - 1 {
+                    open.remove(&tp);
+                }
+            }
+            Some(Err(rdkafka::error::KafkaError::MessageConsumption(
+                rdkafka::types::RDKafkaErrorCode::OffsetOutOfRange,
+            ))) => {
+                // The planned range aged out of retention before it was read.
+                if fail_on_data_loss {
+                    bail!(
+                        "data loss: offsets planned for this epoch ({}) are no longer on the                              broker (retention); set `source.fail_on_data_loss = false` to skip them",
+                        open.keys().map(|(t, p)| format!("{t}-{p}")).collect::<Vec<_>>().join(", ")
+                    );
+                }
+                // Drop only the partitions whose next offset is gone.
+                let gone: Vec<Tp> = open
+                    .keys()
+                    .filter(|tp| {
+                        let want = next.get(*tp).copied().unwrap_or(0);
+                        consumer
+                            .fetch_watermarks(&tp.0, tp.1, timeout)
+                            .is_ok_and(|(low, _)| low > want)
+                    })
+                    .cloned()
+                    .collect();
+                for tp in gone {
+                    let end = open.remove(&tp).unwrap_or(0);
+                    tracing::warn!(
+                        topic = %tp.0,
+                        partition = tp.1,
+                        "planned offsets from {} to {end} aged out of retention before they were read; skipping them",
+                        next.get(&tp).copied().unwrap_or(0)
+                    );
+                }
+            }
+            Some(Err(e)) => {
+                errors += 1;
+                if errors == 1 || errors % 100 == 0 {
+                    tracing::warn!("Kafka fetch error ({errors} so far, retrying): {e}");
+                }
+            }
+            None => {
+                // Offsets can be skipped (transaction markers, compaction):
+                // a partition whose position reached its end is done.
+                if let Ok(pos) = consumer.position() {
+                    for el in pos.elements() {
+                        let tp = (el.topic().to_string(), el.partition());
+                        if let (Some(&end), Offset::Offset(p)) = (open.get(&tp), el.offset()) {
+                            if p >= end {
+                                open.remove(&tp);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        let stalled = last_progress.elapsed();
+        if stalled > timeout && !waited_logged {
+            tracing::warn!(
+                brokers = %brokers,
+                waiting_for = ?open.keys().collect::<Vec<_>>(),
+                "no records from Kafka for {stalled:?}; waiting for the broker (nothing is skipped)"
+            );
+            waited_logged = true;
+        }
+        if stalled <= timeout {
+            waited_logged = false;
+        }
+    }
+    let _ = consumer.unassign();
+    let mut out = Vec::new();
+    for r in wanted {
+        out.extend(
+            buffers
+                .remove(&(r.topic.clone(), r.partition))
+                .unwrap_or_default(),
+        );
+    }
+    Ok(out)
+}
+
+fn utf8(b: &[u8]) -> &str {
+    // Only called after `text_problem` checked the bytes.
+    std::str::from_utf8(b).unwrap_or_default()
+}
+
+fn meta_key(chunk: &[&Fetched]) -> ArrayRef {
+    let mut key = StringBuilder::new();
+    for r in chunk {
+        key.append_option(r.key.as_deref().map(utf8));
+    }
+    Arc::new(key.finish())
+}
+
+fn meta_rest(chunk: &[&Fetched]) -> Vec<ArrayRef> {
+    let (mut topic, mut headers) = (StringBuilder::new(), StringBuilder::new());
+    let (mut partition, mut offset, mut ts) = (
+        Int64Builder::new(),
+        Int64Builder::new(),
+        Int64Builder::new(),
+    );
+    for r in chunk {
+        topic.append_value(&r.topic);
+        partition.append_value(i64::from(r.partition));
+        offset.append_value(r.offset);
+        ts.append_option(r.timestamp);
+        headers.append_option(r.headers.as_deref());
+    }
+    vec![
+        Arc::new(topic.finish()),
+        Arc::new(partition.finish()),
+        Arc::new(offset.finish()),
+        Arc::new(ts.finish()),
+        Arc::new(headers.finish()),
+    ]
+}
+
+/// A record copied out of the client's buffers.
+#[derive(Debug, Clone)]
+pub(crate) struct Fetched {
+    topic: String,
+    partition: i32,
+    offset: i64,
+    timestamp: Option<i64>,
+    key: Option<Vec<u8>>,
+    value: Option<Vec<u8>>,
+    /// Headers as a JSON object of strings, if any.
+    headers: Option<String>,
+    headers_ok: bool,
+}
+
+impl Fetched {
+    fn from<M: Message>(m: &M) -> Self {
+        let mut headers_ok = true;
+        let headers = m.headers().map(|h| {
+            let mut map = serde_json::Map::new();
+            for i in 0..h.count() {
+                let header = h.get(i);
+                let value = match header.value.map(std::str::from_utf8) {
+                    None => serde_json::Value::Null,
+                    Some(Ok(s)) => serde_json::Value::String(s.to_string()),
+                    Some(Err(_)) => {
+                        headers_ok = false;
+                        serde_json::Value::Null
+                    }
+                };
+                map.insert(header.key.to_string(), value);
+            }
+            serde_json::Value::Object(map).to_string()
+        });
+        Fetched {
+            topic: m.topic().to_string(),
+            partition: m.partition(),
+            offset: m.offset(),
+            timestamp: m.timestamp().to_millis(),
+            key: m.key().map(<[u8]>::to_vec),
+            value: m.payload().map(<[u8]>::to_vec),
+            headers,
+            headers_ok,
+        }
+    }
+
+    fn origin(&self) -> String {
+        format!("{}-{}@{}", self.topic, self.partition, self.offset)
+    }
+
+    /// The text value of header `key`, if present and UTF-8.
+    pub(crate) fn header(&self, key: &str) -> Option<String> {
+        let headers: serde_json::Value = serde_json::from_str(self.headers.as_deref()?).ok()?;
+        headers.get(key)?.as_str().map(String::from)
+    }
+
+    fn text_problem(&self) -> Option<String> {
+        if self
+            .key
+            .as_deref()
+            .is_some_and(|k| std::str::from_utf8(k).is_err())
+        {
+            return Some("key is not UTF-8".into());
+        }
+        if self
+            .value
+            .as_deref()
+            .is_some_and(|v| std::str::from_utf8(v).is_err())
+        {
+            return Some("value is not UTF-8".into());
+        }
+        if !self.headers_ok {
+            return Some("a header value is not UTF-8".into());
+        }
+        None
+    }
+}
+
+fn range_of(range: &serde_json::Value) -> Result<KafkaRange> {
+    serde_json::from_value(range.clone()).context("offset WAL entry is not a Kafka range")
+}
+
+impl Source for KafkaSource {
+    fn schema(&self) -> SchemaRef {
+        self.schema.clone()
+    }
+
+    fn identity(&self) -> String {
+        format!(
+            "kafka:{}/{}",
+            self.s.bootstrap_servers,
+            self.s.topics.join(",")
+        )
+    }
+
+    fn restore(&mut self, range: &serde_json::Value) -> Result<()> {
+        self.restored = true;
+        for r in range_of(range)?.partitions {
+            self.positions.insert((r.topic, r.partition), r.end);
+        }
+        Ok(())
+    }
+
+    fn planned_so_far(&self) -> Result<serde_json::Value> {
+        let partitions = self
+            .positions
+            .iter()
+            .map(|((topic, partition), &end)| PartitionRange {
+                topic: topic.clone(),
+                partition: *partition,
+                start: end,
+                end,
+            })
+            .collect();
+        Ok(serde_json::to_value(KafkaRange { partitions })?)
+    }
+
+    fn plan(&mut self, limit: PlanLimit) -> Result<Option<serde_json::Value>> {
+        let marks = self.offsets_waiting_for_broker()?;
+        // A new query that starts anywhere but the earliest offsets pins its
+        // starting positions in the WAL with its first epoch, even an empty
+        // one: a restart must resume there, not at a newer "latest".
+        let anchor = !self.restored && self.s.starting_offsets != StartingOffsets::default();
+        if !self.restored {
+            self.initial_positions(&marks)?;
+            self.restored = true;
+        }
+        let max = match limit {
+            PlanLimit::PerTrigger => self.s.max_offsets_per_trigger,
+            PlanLimit::Unbounded => None,
+        };
+        let (ranges, losses) = plan::plan(&self.positions, &marks, max, self.s.fail_on_data_loss)?;
+        for l in &losses {
+            tracing::warn!(
+                topic = %l.tp.0,
+                partition = l.tp.1,
+                lost = (l.available - l.wanted).max(0),
+                "records aged out of retention before they were read; skipping to offset {}",
+                l.available
+            );
+        }
+        let mut ranges = ranges;
+        if anchor {
+            for tp in marks.keys() {
+                if !ranges
+                    .iter()
+                    .any(|r| (&r.topic, r.partition) == (&tp.0, tp.1))
+                {
+                    let at = self.positions.get(tp).copied().unwrap_or(marks[tp].0);
+                    ranges.push(PartitionRange {
+                        topic: tp.0.clone(),
+                        partition: tp.1,
+                        start: at,
+                        end: at,
+                    });
+                }
+            }
+            ranges.sort_by(|a, b| (&a.topic, a.partition).cmp(&(&b.topic, b.partition)));
+        }
+        for r in &ranges {
+            self.positions.insert((r.topic.clone(), r.partition), r.end);
+        }
+        self.backlog = Some(Backlog {
+            unit: BacklogUnit::Records,
+            planned: ranges.iter().map(|r| (r.end - r.start).max(0) as u64).sum(),
+            pending: marks
+                .iter()
+                .map(|(tp, &(_, high))| {
+                    let at = self.positions.get(tp).copied().unwrap_or(high);
+                    (high - at).max(0) as u64
+                })
+                .sum(),
+            pending_files: None,
+            changed_files: None,
+        });
+        if ranges.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(serde_json::to_value(KafkaRange {
+            partitions: ranges,
+        })?))
+    }
+
+    fn backlog(&self) -> Option<Backlog> {
+        self.backlog
+    }
+
+    fn read(&mut self, range: &serde_json::Value) -> Result<SourceBatch> {
+        let range = range_of(range)?;
+        let records = self.fetch(&range.partitions)?;
+        self.to_batches(records)
+    }
+
+    fn describe(&self, range: &serde_json::Value) -> String {
+        match range_of(range) {
+            Ok(r) => {
+                let n: i64 = r.partitions.iter().map(|p| p.end - p.start).sum();
+                format!("{n} offsets over {} partitions", r.partitions.len())
+            }
+            Err(e) => format!("unreadable range: {e:#}"),
+        }
+    }
+
+    fn committed(&mut self, range: &serde_json::Value) -> Result<()> {
+        if self.s.commit_to_group.is_none() {
+            return Ok(());
+        }
+        let mut tpl = TopicPartitionList::new();
+        for r in range_of(range)?.partitions {
+            tpl.add_partition_offset(&r.topic, r.partition, Offset::Offset(r.end))?;
+        }
+        // Only for lag tools; failure here never affects correctness.
+        if let Err(e) = self
+            .consumer
+            .commit(&tpl, rdkafka::consumer::CommitMode::Sync)
+        {
+            tracing::warn!("committing offsets to the consumer group failed: {e}");
+        }
+        Ok(())
+    }
+}

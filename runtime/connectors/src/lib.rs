@@ -1,0 +1,18 @@
+//! Weir's connectors: one folder per technology, each owning its
+//! configuration, its checks and how it is opened.
+//!
+//! - [`files`]: a directory of JSON-lines files as a source; a directory of
+//!   per-epoch files as a sink.
+//! - [`kafka`]: a topic as a source (offset ranges planned by the engine,
+//!   not a consumer group) and as a sink (transactional per epoch).
+//! - [`postgres`]: a table as a sink, written in one transaction with the
+//!   epoch's progress row.
+//! - [`console`]: standard output, for demos and debugging.
+//!
+//! Sources implement [`weir_core::source::Source`] and sinks
+//! [`weir_core::sink::Sink`]; the engine owns progress and exactly-once.
+
+pub mod console;
+pub mod files;
+pub mod kafka;
+pub mod postgres;

@@ -1,0 +1,551 @@
+//! Operator output into a PostgreSQL table, exactly once.
+//!
+//! Each epoch is **one transaction** that first claims the epoch in a
+//! progress table — `INSERT (query_id, sink_name, epoch) … ON CONFLICT DO
+//! NOTHING` — and then writes the rows. A claim that inserts nothing means
+//! an earlier attempt of this epoch committed (the run crashed after the
+//! table had the rows but before `commits/N`), so the replay writes nothing.
+//! The claim holds the primary-key row lock, so even two runs of the same
+//! checkpoint at once cannot both write an epoch.
+//!
+//! Large epochs go through binary `COPY`, small ones through a prepared
+//! `INSERT` per row (see [`WriteMethod`]). A server that is down, restarting
+//! or out of connections is waited out with backoff and jitter — the engine
+//! does not write `commits/N` until this sink returns, so nothing is lost —
+//! and a write PostgreSQL refuses (a constraint, a type) fails the epoch
+//! with the column and constraint it named.
+
+mod cells;
+mod errors;
+pub mod table;
+
+use anyhow::{anyhow, bail, Context, Result};
+use arrow_array::RecordBatch;
+use arrow_schema::SchemaRef;
+use cells::{Cell, ColumnReader};
+use postgres::binary_copy::BinaryCopyInWriter;
+use postgres::config::{Host, SslMode};
+use postgres::types::{ToSql, Type};
+use postgres::{Client, NoTls, Transaction};
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use table::{quote_ident, ColumnPlan, TableName};
+use weir_core::backoff::Backoff;
+
+pub use errors::is_transient;
+
+/// Rows from which `auto` switches from per-row INSERT to COPY. Measured
+/// (`benches/postgres.rs`, loopback): one row is ~2x faster as an INSERT,
+/// two rows already cost the same, and from ten rows COPY is 2x and more
+/// faster; a PostgreSQL further away only makes per-row round trips dearer.
+pub const DEFAULT_COPY_THRESHOLD: usize = 2;
+
+/// How an epoch's rows are sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WriteMethod {
+    /// `copy` for epochs of at least `copy_threshold` rows, else `insert`.
+    #[default]
+    Auto,
+    /// Binary `COPY … FROM STDIN`: one stream per epoch.
+    Copy,
+    /// A prepared `INSERT` per row: one round trip per row.
+    Insert,
+}
+
+/// Settings of the PostgreSQL sink (see `SinkConfig::Postgres`).
+#[derive(Debug, Clone)]
+pub struct PostgresSinkSettings {
+    /// Connection string, URL or `key=value` form, already taken from
+    /// `url_env` if the pipeline named a variable.
+    pub url: String,
+    pub table: TableName,
+    /// Where `(query_id, sink_name, epoch)` of written epochs are recorded.
+    pub progress_table: TableName,
+    pub sink_name: String,
+    /// Create `table` from the first output's columns if it is missing.
+    pub create_table: bool,
+    pub write_method: WriteMethod,
+    /// Rows from which `auto` uses COPY.
+    pub copy_threshold: usize,
+    /// How long start-up waits for the server before giving up.
+    pub timeout: Duration,
+    /// The checkpoint's query id: the key of this query's epochs.
+    pub query_id: String,
+    /// Shown in `pg_stat_activity` unless the URL sets `application_name`.
+    pub application_name: String,
+}
+
+/// Name of the progress table unless the pipeline names another.
+pub const DEFAULT_PROGRESS_TABLE: &str = "weir_sink_progress";
+
+/// How long start-up waits for the server unless the pipeline says otherwise.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+
+impl PostgresSinkSettings {
+    /// The defaults of the pipeline file for writing to `table` (the
+    /// progress table beside it, `sink_name` = the table's name); callers
+    /// override single fields.
+    pub fn new(url: &str, table: TableName, query_id: &str) -> Self {
+        PostgresSinkSettings {
+            url: url.into(),
+            progress_table: TableName {
+                schema: table.schema.clone(),
+                table: DEFAULT_PROGRESS_TABLE.into(),
+            },
+            sink_name: table.table.clone(),
+            table,
+            create_table: true,
+            write_method: WriteMethod::Auto,
+            copy_threshold: DEFAULT_COPY_THRESHOLD,
+            timeout: DEFAULT_TIMEOUT,
+            query_id: query_id.into(),
+            application_name: "weir".into(),
+        }
+    }
+}
+
+/// Parses a connection string and fills in what a long-running writer
+/// needs: a connect timeout, keepalives and an application name.
+pub fn connection_config(url: &str, timeout: Duration, app: &str) -> Result<postgres::Config> {
+    let mut cfg: postgres::Config = url
+        .parse()
+        .map_err(|e| anyhow!("not a PostgreSQL connection string ({e}); write e.g. postgresql://user:password@127.0.0.1:5432/fraud"))?;
+    if cfg.get_ssl_mode() == SslMode::Require {
+        bail!(
+            "sslmode=require: this build of weir connects to PostgreSQL without TLS; \
+             use sslmode=disable or prefer, or reach the server through a TLS tunnel"
+        );
+    }
+    if cfg.get_hosts().is_empty() {
+        bail!("the connection string names no host; add e.g. @127.0.0.1:5432");
+    }
+    if cfg.get_connect_timeout().is_none() {
+        cfg.connect_timeout(timeout);
+    }
+    if cfg.get_application_name().is_none() {
+        cfg.application_name(app);
+    }
+    cfg.keepalives(true)
+        .keepalives_idle(Duration::from_secs(15));
+    Ok(cfg)
+}
+
+/// `host:port/database` of a connection, without user or password: what
+/// identifies the destination in checkpoint metadata and logs.
+pub fn location(cfg: &postgres::Config) -> String {
+    let ports = cfg.get_ports();
+    let hosts: Vec<String> = cfg
+        .get_hosts()
+        .iter()
+        .enumerate()
+        .map(|(i, h)| {
+            let port = ports.get(i).or(ports.first()).copied().unwrap_or(5432);
+            match h {
+                Host::Tcp(name) => format!("{name}:{port}"),
+                Host::Unix(path) => format!("{}:{port}", path.display()),
+            }
+        })
+        .collect();
+    let db = cfg.get_dbname().or(cfg.get_user()).unwrap_or("postgres");
+    format!("{}/{db}", hosts.join(","))
+}
+
+/// What one write attempt ran into.
+enum Attempt {
+    /// From the server or the connection: maybe transient.
+    Db(postgres::Error),
+    /// Ours (output that cannot go into this table): never retried.
+    Refused(anyhow::Error),
+}
+
+impl From<postgres::Error> for Attempt {
+    fn from(e: postgres::Error) -> Self {
+        Attempt::Db(e)
+    }
+}
+
+/// What a successful attempt did.
+enum Written {
+    Rows(WriteMethod),
+    /// An earlier attempt of the epoch committed with this many rows.
+    AlreadyThere(i64),
+}
+
+/// The PostgreSQL sink.
+pub struct PostgresSink {
+    s: PostgresSinkSettings,
+    config: postgres::Config,
+    location: String,
+    client: Option<Client>,
+    /// The output schema last checked against the table, and its plan.
+    plan: Option<(SchemaRef, Arc<[ColumnPlan]>)>,
+}
+
+impl PostgresSink {
+    /// Connects — waiting up to `timeout` for a server that is not up yet,
+    /// failing at once on a bad password or a missing database — and
+    /// creates the progress table if it is missing.
+    pub fn new(s: PostgresSinkSettings) -> Result<Self> {
+        let config = connection_config(&s.url, s.timeout, &s.application_name)?;
+        let location = location(&config);
+        let mut sink = PostgresSink {
+            s,
+            config,
+            location,
+            client: None,
+            plan: None,
+        };
+        let deadline = Instant::now() + sink.s.timeout;
+        let mut outage: Option<Backoff> = None;
+        loop {
+            let e = match sink.connect_and_prepare() {
+                Ok(()) => return Ok(sink),
+                Err(e) => e,
+            };
+            if !is_transient(&e) {
+                bail!(
+                    "PostgreSQL at {} ({}): {}",
+                    sink.location,
+                    sink.user(),
+                    errors::explain(&e)
+                );
+            }
+            let b = outage.get_or_insert_with(Backoff::for_outage);
+            if b.should_report(Duration::from_secs(5)) {
+                tracing::warn!(server = %sink.location, "PostgreSQL is not reachable yet, retrying: {}", errors::explain(&e));
+            }
+            if !b.wait_until(deadline) {
+                bail!(
+                    "PostgreSQL at {} is not reachable: {}; gave up after {:?} (`sink.timeout`)",
+                    sink.location,
+                    errors::explain(&e),
+                    sink.s.timeout
+                );
+            }
+        }
+    }
+
+    fn user(&self) -> String {
+        format!("user `{}`", self.config.get_user().unwrap_or("?"))
+    }
+
+    fn connect_and_prepare(&mut self) -> Result<(), postgres::Error> {
+        let mut client = self.config.connect(NoTls)?;
+        if table::oid(&mut client, &self.s.progress_table)?.is_some() {
+            self.client = Some(client);
+            return Ok(());
+        }
+        let ddl = format!(
+            "CREATE TABLE IF NOT EXISTS {} (\
+               query_id text NOT NULL, \
+               sink_name text NOT NULL, \
+               epoch bigint NOT NULL, \
+               rows bigint NOT NULL, \
+               written_at timestamptz NOT NULL DEFAULT now(), \
+               PRIMARY KEY (query_id, sink_name, epoch))",
+            self.s.progress_table.sql()
+        );
+        create_if_missing(&mut client, &ddl)?;
+        self.client = Some(client);
+        Ok(())
+    }
+
+    /// `host:port/database` this sink writes to.
+    pub fn location(&self) -> &str {
+        &self.location
+    }
+
+    /// One attempt on a live connection (reconnecting if there is none).
+    fn attempt(
+        &mut self,
+        epoch: i64,
+        batches: &[&RecordBatch],
+        rows: i64,
+    ) -> Result<Written, Attempt> {
+        let mut client = match self.client.take() {
+            Some(c) if !c.is_closed() => c,
+            _ => self.config.connect(NoTls)?,
+        };
+        let result = self.write_with(&mut client, epoch, batches, rows);
+        self.client = Some(client);
+        result
+    }
+
+    fn write_with(
+        &mut self,
+        client: &mut Client,
+        epoch: i64,
+        batches: &[&RecordBatch],
+        rows: i64,
+    ) -> Result<Written, Attempt> {
+        let mut planned = Vec::with_capacity(batches.len());
+        for batch in batches {
+            planned.push((*batch, self.plan_for(client, &batch.schema())?));
+        }
+        let mut tx = client.transaction()?;
+        let claimed = tx.execute(
+            &format!(
+                "INSERT INTO {} (query_id, sink_name, epoch, rows) VALUES ($1, $2, $3, $4) \
+                 ON CONFLICT (query_id, sink_name, epoch) DO NOTHING",
+                self.s.progress_table.sql()
+            ),
+            &[&self.s.query_id, &self.s.sink_name, &epoch, &rows],
+        )?;
+        if claimed == 0 {
+            let before: i64 = tx
+                .query_one(
+                    &format!(
+                        "SELECT rows FROM {} WHERE query_id = $1 AND sink_name = $2 AND epoch = $3",
+                        self.s.progress_table.sql()
+                    ),
+                    &[&self.s.query_id, &self.s.sink_name, &epoch],
+                )?
+                .get(0);
+            return Ok(Written::AlreadyThere(before));
+        }
+        let method = match self.s.write_method {
+            WriteMethod::Auto if rows as usize >= self.s.copy_threshold => WriteMethod::Copy,
+            WriteMethod::Auto => WriteMethod::Insert,
+            m => m,
+        };
+        // Consecutive batches with the same columns share one COPY/statement.
+        for group in planned.chunk_by(|a, b| Arc::ptr_eq(&a.1, &b.1)) {
+            let plans = &group[0].1;
+            let batches = group.iter().map(|(b, _)| *b);
+            match method {
+                WriteMethod::Copy => copy_rows(&mut tx, &self.s.table, plans, batches)?,
+                _ => insert_rows(&mut tx, &self.s.table, plans, batches)?,
+            }
+        }
+        tx.commit()?;
+        Ok(Written::Rows(method))
+    }
+
+    /// The column plan for an output schema: checked against the table
+    /// once (creating the table first if allowed), then reused.
+    fn plan_for(
+        &mut self,
+        client: &mut Client,
+        schema: &SchemaRef,
+    ) -> Result<Arc<[ColumnPlan]>, Attempt> {
+        if let Some((known, plan)) = &self.plan {
+            if known == schema {
+                return Ok(plan.clone());
+            }
+        }
+        let table = &self.s.table;
+        let mut columns = table::columns(client, table)?;
+        if columns.is_none() {
+            if !self.s.create_table {
+                return Err(Attempt::Refused(anyhow!(
+                    "table {table} does not exist and `sink.create_table = false`; create it with \
+                     the operator's output columns ({})",
+                    column_list(schema)
+                )));
+            }
+            let ddl = table::create_sql(table, schema).map_err(Attempt::Refused)?;
+            create_if_missing(client, &ddl)?;
+            tracing::info!(table = %table, server = %self.location, "created table for the operator's output: {ddl}");
+            columns = table::columns(client, table)?;
+        }
+        let columns = columns.ok_or_else(|| {
+            Attempt::Refused(anyhow!(
+                "table {table} disappeared right after it was created"
+            ))
+        })?;
+        let plan: Arc<[ColumnPlan]> = table::plan(table, schema, &columns)
+            .map_err(Attempt::Refused)?
+            .into();
+        self.plan = Some((schema.clone(), plan.clone()));
+        Ok(plan)
+    }
+}
+
+fn column_list(schema: &SchemaRef) -> String {
+    schema
+        .fields()
+        .iter()
+        .map(|f| format!("{} {}", f.name(), table::type_name(f.data_type())))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Runs a `CREATE … IF NOT EXISTS`; losing a creation race to another
+/// writer (which PostgreSQL reports as a duplicate) counts as success.
+fn create_if_missing(client: &mut Client, ddl: &str) -> Result<(), postgres::Error> {
+    match client.batch_execute(ddl) {
+        Err(e) if matches!(e.code().map(|c| c.code()), Some("23505" | "42P07")) => Ok(()),
+        other => other,
+    }
+}
+
+fn column_names(plans: &[ColumnPlan]) -> String {
+    plans
+        .iter()
+        .map(|p| quote_ident(&p.name))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn types(plans: &[ColumnPlan]) -> Vec<Type> {
+    plans.iter().map(|p| p.pg_type.clone()).collect()
+}
+
+/// Calls `row` with the cells of every row of `batches`.
+fn for_each_row<'a>(
+    plans: &'a [ColumnPlan],
+    batches: impl Iterator<Item = &'a RecordBatch>,
+    mut row: impl FnMut(&[Cell<'a>]) -> Result<(), Attempt>,
+) -> Result<(), Attempt> {
+    let mut cells = Vec::with_capacity(plans.len());
+    for batch in batches {
+        let readers = ColumnReader::for_batch(batch, plans).map_err(Attempt::Refused)?;
+        for i in 0..batch.num_rows() {
+            cells.clear();
+            for r in &readers {
+                cells.push(r.cell(i).map_err(Attempt::Refused)?);
+            }
+            row(&cells)?;
+        }
+    }
+    Ok(())
+}
+
+fn copy_rows<'a>(
+    tx: &mut Transaction<'_>,
+    table: &TableName,
+    plans: &'a [ColumnPlan],
+    batches: impl Iterator<Item = &'a RecordBatch>,
+) -> Result<(), Attempt> {
+    let sql = format!(
+        "COPY {} ({}) FROM STDIN (FORMAT binary)",
+        table.sql(),
+        column_names(plans)
+    );
+    let mut writer = BinaryCopyInWriter::new(tx.copy_in(&sql)?, &types(plans));
+    for_each_row(plans, batches, |cells| Ok(writer.write_raw(cells)?))?;
+    writer.finish()?;
+    Ok(())
+}
+
+fn insert_rows<'a>(
+    tx: &mut Transaction<'_>,
+    table: &TableName,
+    plans: &'a [ColumnPlan],
+    batches: impl Iterator<Item = &'a RecordBatch>,
+) -> Result<(), Attempt> {
+    let params: Vec<String> = (1..=plans.len()).map(|i| format!("${i}")).collect();
+    let sql = format!(
+        "INSERT INTO {} ({}) VALUES ({})",
+        table.sql(),
+        column_names(plans),
+        params.join(", ")
+    );
+    let statement = tx.prepare_typed(&sql, &types(plans))?;
+    for_each_row(plans, batches, |cells| {
+        let refs: Vec<&(dyn ToSql + Sync)> = cells.iter().map(|c| c as _).collect();
+        tx.execute(&statement, &refs)?;
+        Ok(())
+    })
+}
+
+impl weir_core::sink::Sink for PostgresSink {
+    fn write_epoch(&mut self, epoch: u64, batches: &[RecordBatch]) -> Result<()> {
+        let batches: Vec<&RecordBatch> = batches.iter().filter(|b| b.num_rows() > 0).collect();
+        let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
+        if rows == 0 {
+            return Ok(());
+        }
+        let epoch_key = i64::try_from(epoch).context("epoch number beyond bigint")?;
+        let started = Instant::now();
+        let mut outage: Option<Backoff> = None;
+        loop {
+            let e = match self.attempt(epoch_key, &batches, rows as i64) {
+                Ok(written) => {
+                    if let Some(b) = outage {
+                        tracing::info!(epoch, server = %self.location, "PostgreSQL is back after {:.1}s; epoch written", b.elapsed().as_secs_f64());
+                    }
+                    match written {
+                        Written::Rows(method) => tracing::debug!(
+                            epoch, rows, table = %self.s.table, ?method,
+                            "epoch written in {:?}", started.elapsed()
+                        ),
+                        Written::AlreadyThere(before) if before == rows as i64 => tracing::info!(
+                            epoch, table = %self.s.table,
+                            "epoch already in the table (written before a restart); not writing it again"
+                        ),
+                        Written::AlreadyThere(before) => tracing::warn!(
+                            epoch, table = %self.s.table,
+                            "epoch already in the table with {before} rows, but this replay produced {rows}; \
+                             keeping what was written (is the operator deterministic?)"
+                        ),
+                    }
+                    return Ok(());
+                }
+                Err(Attempt::Refused(e)) => {
+                    self.plan = None;
+                    return Err(e.context(format!("table {}", self.s.table)));
+                }
+                Err(Attempt::Db(e)) => e,
+            };
+            self.client = None;
+            if !is_transient(&e) {
+                self.plan = None;
+                bail!(
+                    "PostgreSQL at {} refused epoch {epoch} for table {}: {}",
+                    self.location,
+                    self.s.table,
+                    errors::explain(&e)
+                );
+            }
+            let b = outage.get_or_insert_with(Backoff::for_outage);
+            if b.should_report(Duration::from_secs(10)) {
+                tracing::warn!(
+                    epoch,
+                    server = %self.location,
+                    "waiting for PostgreSQL ({:.1}s so far, {} attempts): {}; the epoch is not \
+                     committed until the table has it, nothing is lost",
+                    b.elapsed().as_secs_f64(),
+                    b.attempts() + 1,
+                    errors::explain(&e)
+                );
+            }
+            b.wait();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn location_hides_credentials() {
+        let cfg = connection_config(
+            "postgresql://alice:s3cret@db.example:6543/fraud",
+            Duration::from_secs(3),
+            "weir",
+        )
+        .unwrap();
+        assert_eq!(location(&cfg), "db.example:6543/fraud");
+        assert_eq!(cfg.get_connect_timeout(), Some(&Duration::from_secs(3)));
+        assert_eq!(cfg.get_application_name(), Some("weir"));
+        let cfg = connection_config("host=10.0.0.1 user=bob", Duration::from_secs(1), "w").unwrap();
+        assert_eq!(location(&cfg), "10.0.0.1:5432/bob");
+    }
+
+    #[test]
+    fn bad_connection_strings_are_explained() {
+        let err = |url| {
+            format!(
+                "{:#}",
+                connection_config(url, Duration::from_secs(1), "w").unwrap_err()
+            )
+        };
+        assert!(err("postgres://u@h/db?sslmode=require").contains("TLS"));
+        assert!(err("postgresql://u@h:notaport/db").contains("not a PostgreSQL connection string"));
+        assert!(err("dbname=fraud").contains("no host"));
+    }
+}

@@ -1,0 +1,278 @@
+//! JSON records to Arrow, shared by every source that carries JSON (lines of
+//! a file, values of Kafka records). The fast path decodes all records in one
+//! arrow-json pass; only when that fails are records checked one by one, so
+//! the malformed ones can be reported (policy `fail`) or set aside (policy
+//! `dead-letter`) with their origin, while the good ones go on.
+
+use crate::source::DeadLetter;
+use anyhow::{bail, Context, Result};
+use arrow_array::ArrayRef;
+use arrow_array::RecordBatch;
+use arrow_json::reader::{ArrayDecoder, DecoderContext, DecoderFactory, Tape, TapeElement};
+use arrow_json::ReaderBuilder;
+use arrow_schema::{ArrowError, DataType, FieldRef, SchemaRef};
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+
+/// What to do with a line that does not parse or does not fit the schema.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MalformedPolicy {
+    /// Stop the epoch with an error naming file and line.
+    #[default]
+    Fail,
+    /// Write the line, with file, line number and reason, to the dead-letter directory.
+    DeadLetter,
+}
+
+/// Decodes JSON records into a fixed schema.
+#[derive(Debug, Clone)]
+pub struct JsonDecoder {
+    schema: SchemaRef,
+    batch_rows: usize,
+    policy: MalformedPolicy,
+}
+
+/// The result of decoding a run of records.
+#[derive(Debug, Default)]
+pub struct Decoded {
+    /// Rows of the good records, in order, at most `batch_rows` per batch.
+    pub batches: Vec<RecordBatch>,
+    /// Indices (into `split`'s records) of the records set aside, ascending.
+    pub rejected: Vec<usize>,
+    /// Why, and where from, for each rejected record.
+    pub dead_letters: Vec<DeadLetter>,
+}
+
+impl JsonDecoder {
+    /// A decoder into `schema`.
+    pub fn new(schema: SchemaRef, batch_rows: usize, policy: MalformedPolicy) -> Self {
+        JsonDecoder {
+            schema,
+            batch_rows,
+            policy,
+        }
+    }
+
+    /// The target schema.
+    pub fn schema(&self) -> &SchemaRef {
+        &self.schema
+    }
+
+    /// Decodes `joined`: JSON objects separated by newlines (a file's bytes,
+    /// or record values joined with `\n`). Only if the bulk decode fails is
+    /// `split` called, to list the individual records with their origin, so
+    /// the malformed ones can be found.
+    pub fn decode<'a>(
+        &self,
+        joined: &'a [u8],
+        split: impl FnOnce() -> Vec<Record<'a>>,
+    ) -> Result<Decoded> {
+        self.decode_checked(joined, None, split)
+    }
+
+    /// Like [`JsonDecoder::decode`] for inputs where every record must be
+    /// exactly one JSON object (message values): `records` is how many there
+    /// are, and an empty value or one holding two objects is malformed, so
+    /// rows stay aligned with their records.
+    pub fn decode_records<'a>(
+        &self,
+        joined: &'a [u8],
+        records: usize,
+        split: impl FnOnce() -> Vec<Record<'a>>,
+    ) -> Result<Decoded> {
+        self.decode_checked(joined, Some(records), split)
+    }
+
+    fn decode_checked<'a>(
+        &self,
+        joined: &'a [u8],
+        records: Option<usize>,
+        split: impl FnOnce() -> Vec<Record<'a>>,
+    ) -> Result<Decoded> {
+        if let Ok(batches) = decode_all(&self.schema, joined, self.batch_rows) {
+            let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
+            if records.is_none_or(|n| n == rows) {
+                return Ok(Decoded {
+                    batches,
+                    ..Decoded::default()
+                });
+            }
+        }
+        let mut good = Vec::with_capacity(joined.len());
+        let mut out = Decoded::default();
+        for (i, record) in split().into_iter().enumerate() {
+            let one = decode_all(&self.schema, record.bytes, 1).and_then(|b| {
+                let rows: usize = b.iter().map(RecordBatch::num_rows).sum();
+                if records.is_some() && rows != 1 {
+                    bail!("a record must hold exactly one JSON object, this one holds {rows}");
+                }
+                Ok(b)
+            });
+            match one {
+                Ok(_) => {
+                    good.extend_from_slice(record.bytes);
+                    good.push(b'\n');
+                }
+                Err(e) => {
+                    let reason = format!("{e:#}");
+                    let at = match record.line {
+                        Some(l) => format!("{} line {l}", record.origin),
+                        None => record.origin.clone(),
+                    };
+                    if self.policy == MalformedPolicy::Fail {
+                        bail!(
+                            "malformed record in {at}: {reason} (set `source.on_malformed = \
+                             \"dead-letter\"` to set such records aside)"
+                        );
+                    }
+                    out.rejected.push(i);
+                    out.dead_letters.push(DeadLetter {
+                        origin: record.origin,
+                        line: record.line,
+                        reason,
+                        raw: String::from_utf8_lossy(record.bytes).into_owned(),
+                        operator: None,
+                        row: None,
+                    });
+                }
+            }
+        }
+        out.batches = decode_all(&self.schema, &good, self.batch_rows)
+            .context("decoding the records that passed validation")?;
+        Ok(out)
+    }
+}
+
+/// One record of a decode, for the slow path.
+#[derive(Debug, Clone)]
+pub struct Record<'a> {
+    /// The record's JSON text.
+    pub bytes: &'a [u8],
+    /// Where it came from (file path, topic-partition@offset).
+    pub origin: String,
+    /// 1-based line, for line-oriented origins.
+    pub line: Option<u64>,
+}
+
+/// The records of a JSON-lines text, numbered from 1; blank lines are
+/// skipped but counted.
+pub fn lines<'a>(data: &'a [u8], origin: &str) -> Vec<Record<'a>> {
+    data.split(|&b| b == b'\n')
+        .enumerate()
+        .filter(|(_, l)| !l.iter().all(u8::is_ascii_whitespace))
+        .map(|(i, bytes)| Record {
+            bytes,
+            origin: origin.to_string(),
+            line: Some(i as u64 + 1),
+        })
+        .collect()
+}
+
+/// How many records [`lines`] finds in `data` (its non-blank lines).
+pub fn non_blank_lines(data: &[u8]) -> usize {
+    let mut start = 0;
+    let mut count = 0;
+    for end in memchr::memchr_iter(b'\n', data).chain(std::iter::once(data.len())) {
+        // A record line starts with `{` almost always: one byte decides.
+        if !data[start..end].iter().all(u8::is_ascii_whitespace) {
+            count += 1;
+        }
+        start = end + 1;
+    }
+    count
+}
+
+/// Decodes newline-separated JSON with arrow-json into batches of at most
+/// `batch_rows` rows; whitespace between records is ignored.
+fn decode_all(schema: &SchemaRef, data: &[u8], batch_rows: usize) -> Result<Vec<RecordBatch>> {
+    // The decoder allocates for a whole batch up front: size it by the
+    // records `data` can hold (each at least `{}`), not by the limit alone.
+    let batch_rows = batch_rows.min(data.len() / 2 + 1);
+    let mut decoder = ReaderBuilder::new(schema.clone())
+        .with_decoder_factory(Arc::new(ExactNumbers))
+        .with_batch_size(batch_rows)
+        .build_decoder()?;
+    let mut batches = Vec::new();
+    let mut pos = 0;
+    loop {
+        let consumed = decoder.decode(&data[pos..])?;
+        pos += consumed;
+        let done = pos >= data.len();
+        if consumed == 0 || done {
+            if let Some(batch) = decoder.flush()? {
+                if batch.num_rows() > 0 {
+                    batches.push(batch);
+                }
+            }
+        }
+        if done {
+            return Ok(batches);
+        }
+    }
+}
+
+/// Makes number columns exact: arrow-json alone truncates `1.9` into an
+/// int64 column and turns `-1e400` into -inf. Such values are malformed
+/// records here, like any other value that does not fit its column.
+#[derive(Debug)]
+struct ExactNumbers;
+
+impl DecoderFactory for ExactNumbers {
+    fn make_default_decoder(
+        &self,
+        ctx: &DecoderContext,
+        field: &FieldRef,
+        is_nullable: bool,
+    ) -> Result<Option<Box<dyn ArrayDecoder>>, ArrowError> {
+        let check: fn(&str) -> bool = match field.data_type() {
+            DataType::Int64 => |t| t.parse::<i64>().is_ok(),
+            DataType::Float64 => finite_f64,
+            _ => return Ok(None),
+        };
+        let inner = ctx.make_builtin_decoder(field, is_nullable)?;
+        Ok(Some(Box::new(Checked {
+            inner,
+            check,
+            column: field.name().clone(),
+            data_type: field.data_type().clone(),
+        })))
+    }
+}
+
+/// Whether `text` is a finite float64. Plain decimal digits (no exponent,
+/// no `inf` or `NaN`) shorter than 300 characters cannot overflow: nearly
+/// every value is judged without being parsed twice.
+fn finite_f64(text: &str) -> bool {
+    let plain = text.len() < 300
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_digit() || b == b'-' || b == b'.');
+    plain || text.parse::<f64>().is_ok_and(f64::is_finite)
+}
+
+/// The built-in decoder of a number column, after checking each value.
+struct Checked {
+    inner: Box<dyn ArrayDecoder>,
+    check: fn(&str) -> bool,
+    column: String,
+    data_type: DataType,
+}
+
+impl ArrayDecoder for Checked {
+    fn decode(&mut self, tape: &Tape<'_>, pos: &[u32]) -> Result<ArrayRef, ArrowError> {
+        for &p in pos {
+            let text = match tape.get(p) {
+                TapeElement::Number(i) | TapeElement::String(i) => tape.get_string(i),
+                _ => continue, // null, or a type the built-in decoder refuses
+            };
+            if !(self.check)(text) {
+                return Err(ArrowError::JsonError(format!(
+                    "column `{}`: {text} is not exactly representable as {}",
+                    self.column, self.data_type
+                )));
+            }
+        }
+        self.inner.decode(tape, pos)
+    }
+}

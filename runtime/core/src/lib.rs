@@ -1,0 +1,28 @@
+//! The vocabulary every other Weir crate shares, and the parts of the
+//! host that must be correct for exactly-once to hold.
+//!
+//! - [`wal`]: the offset log (`offsets/N`, durable before epoch N reads)
+//!   and the commit log (`commits/N`, written after the sink has epoch N),
+//!   after Spark Structured Streaming's `MicroBatchExecution`.
+//! - [`checkpoint`]: the directory both logs live in, its metadata and the
+//!   integrity checks a start runs before trusting it.
+//! - [`source`] and [`sink`]: the traits a connector implements; the engine,
+//!   not the connector, owns progress.
+//! - [`json`]: the JSON-lines decoder sources share (exact numbers, one
+//!   record per line, malformed lines set aside with file and line).
+//! - [`progress`]: the record of what one epoch did.
+//! - [`fsutil`] (durable writes), [`clock`] (the one wall clock),
+//!   [`backoff`] (pacing waits for services that are down).
+//!
+//! This crate knows nothing of Wasm, RocksDB, Kafka or PostgreSQL, so it
+//! builds in seconds and can be fuzzed on its own.
+
+pub mod backoff;
+pub mod checkpoint;
+pub mod clock;
+pub mod fsutil;
+pub mod json;
+pub mod progress;
+pub mod sink;
+pub mod source;
+pub mod wal;

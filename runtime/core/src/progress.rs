@@ -1,0 +1,281 @@
+//! What one epoch did, in the spirit of Spark's `StreamingQueryProgress`:
+//! rows in and out, rates, the time spent in each phase of the epoch
+//! protocol, the source's lag, the state's size and the operator version,
+//! so a slow phase or a growing backlog is visible at a glance. The engine
+//! hands each record to the engine's `observe` module, which keeps the recent ones in
+//! the checkpoint and turns them into metrics.
+//!
+//! In JSON, durations are milliseconds (`f64`).
+
+use crate::source::Backlog;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::Duration;
+
+/// Serde form of a [`Duration`] as fractional milliseconds.
+mod millis {
+    use super::*;
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_f64(d.as_secs_f64() * 1e3)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let ms = f64::deserialize(d)?;
+        Ok(Duration::try_from_secs_f64(ms / 1e3).unwrap_or_default())
+    }
+}
+
+/// Time spent in each phase of one epoch.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Phases {
+    /// Asking the source for its next range (Spark's `latestOffset`).
+    #[serde(with = "millis")]
+    pub plan: Duration,
+    /// Writing `offsets/<N>`.
+    #[serde(with = "millis")]
+    pub wal: Duration,
+    /// Reading and parsing the planned range.
+    #[serde(with = "millis")]
+    pub read: Duration,
+    /// Instantiating the operator and running `process` on every micro-batch.
+    #[serde(with = "millis")]
+    pub operator: Duration,
+    /// Writing output (and dead letters).
+    #[serde(with = "millis")]
+    pub sink: Duration,
+    /// Writing `commits/<N>`.
+    #[serde(with = "millis")]
+    pub commit: Duration,
+    /// Running the shadow candidate and comparing its output (not part of
+    /// the other phases).
+    #[serde(with = "millis")]
+    pub shadow: Duration,
+}
+
+/// The report of one finished epoch.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct EpochProgress {
+    pub pipeline: String,
+    pub epoch: u64,
+    /// Wall-clock time the epoch's planning started, Unix ms.
+    pub started_ms: i64,
+    /// Wall-clock time `commits/N` was written, Unix ms.
+    pub finished_ms: i64,
+    /// The epoch's time as recorded in `offsets/N` (what operators see).
+    pub epoch_time_ms: i64,
+    /// Whether this run re-executed an epoch planned by an earlier run.
+    pub replay: bool,
+    pub rows_in: u64,
+    /// Rows arriving per second: input rows over the time since the
+    /// previous epoch started (Spark's `inputRowsPerSecond`).
+    pub input_rows_per_sec: f64,
+    /// Rows processed per second: input rows over this epoch's duration
+    /// (Spark's `processedRowsPerSecond`).
+    pub processed_rows_per_sec: f64,
+    pub rows_out: u64,
+    pub dead_letters: u64,
+    /// Rows the operator failed on, set aside (they are among the dead
+    /// letters; see `operator.on_error`).
+    #[serde(default)]
+    pub isolated_rows: u64,
+    /// Rows older than the epoch's watermark.
+    pub late_rows: u64,
+    /// Rows the host's dedup dropped as repeats.
+    pub duplicates: u64,
+    /// The watermark the epoch ran with (Unix ms).
+    pub watermark_ms: Option<i64>,
+    pub micro_batches: usize,
+    pub operator_digest: String,
+    /// Registry number of the version the epoch ran with.
+    pub operator_version: Option<u32>,
+    /// Whether the epoch ran the new version's `migrate` hook first.
+    pub migrated: bool,
+    /// How a version running in shadow differed on this epoch.
+    pub shadow: Option<ShadowReport>,
+    /// Human summary of the source range.
+    pub range: String,
+    /// The source range as recorded in `offsets/N` (files and sizes, or
+    /// Kafka partitions with start and end offsets).
+    pub source: serde_json::Value,
+    /// What the source still had waiting after planning this epoch (`None`
+    /// for a replay, which does not plan).
+    pub backlog: Option<Backlog>,
+    /// Keys in the state store after the epoch committed.
+    pub state_keys: u64,
+    /// Approximate bytes of the state store after the epoch committed.
+    pub state_bytes: u64,
+    /// The processing-time trigger's interval (`None` for `once` and
+    /// `available-now`): the time an epoch has before the next one is due.
+    pub trigger_interval_ms: Option<u64>,
+    pub phases: Phases,
+    #[serde(with = "millis")]
+    pub total: Duration,
+}
+
+impl EpochProgress {
+    /// Spark's rule for a pipeline falling behind, applied to one epoch:
+    /// it took longer than the trigger interval *and* rows arrived faster
+    /// than it processed them. Always false without an interval.
+    pub fn falling_behind(&self) -> bool {
+        let Some(interval) = self.trigger_interval_ms else {
+            return false;
+        };
+        self.total.as_secs_f64() * 1e3 > interval as f64
+            && self.input_rows_per_sec > self.processed_rows_per_sec
+    }
+}
+
+/// How the candidate's output of one epoch differs from the active version's.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ShadowReport {
+    pub epoch: u64,
+    pub active_version: u32,
+    pub candidate_version: u32,
+    /// The column rows were matched on.
+    pub key: String,
+    pub active_rows: u64,
+    pub candidate_rows: u64,
+    pub added: u64,
+    pub removed: u64,
+    pub changed: u64,
+    /// For changed rows: how many differ in each column.
+    pub changed_columns: BTreeMap<String, u64>,
+    /// The first listed keys of each kind.
+    pub added_keys: Vec<String>,
+    pub removed_keys: Vec<String>,
+    pub changed_keys: Vec<String>,
+    /// Why the candidate produced no output for this epoch, if it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Time the candidate took, in ms.
+    pub candidate_ms: f64,
+}
+
+impl ShadowReport {
+    /// Whether the candidate agreed with the active version on every row.
+    pub fn agrees(&self) -> bool {
+        self.error.is_none() && self.added == 0 && self.removed == 0 && self.changed == 0
+    }
+}
+
+impl EpochProgress {
+    /// An empty record of epoch `n` of a pipeline named `p`, for the tests
+    /// of this and other crates to fill in.
+    #[doc(hidden)]
+    pub fn sample(n: u64) -> Self {
+        EpochProgress {
+            pipeline: "p".into(),
+            epoch: n,
+            started_ms: 0,
+            finished_ms: 0,
+            epoch_time_ms: 0,
+            replay: false,
+            rows_in: 0,
+            input_rows_per_sec: 0.0,
+            processed_rows_per_sec: 0.0,
+            rows_out: 0,
+            dead_letters: 0,
+            isolated_rows: 0,
+            late_rows: 0,
+            duplicates: 0,
+            watermark_ms: None,
+            micro_batches: 0,
+            operator_digest: String::new(),
+            operator_version: None,
+            migrated: false,
+            shadow: None,
+            range: String::new(),
+            source: serde_json::Value::Null,
+            backlog: None,
+            state_keys: 0,
+            state_bytes: 0,
+            trigger_interval_ms: None,
+            phases: Phases::default(),
+            total: Duration::ZERO,
+        }
+    }
+}
+
+/// Rows per second, 0 for an empty interval.
+pub fn rate(rows: u64, over: Duration) -> f64 {
+    let secs = over.as_secs_f64();
+    if secs > 0.0 {
+        rows as f64 / secs
+    } else {
+        0.0
+    }
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.1}ms", d.as_secs_f64() * 1e3)
+}
+
+impl fmt::Display for EpochProgress {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let p = &self.phases;
+        write!(
+            f,
+            "epoch {:>4}{} in {:>7} out {:>5} dead {:>3} {:>9.0} rows/s  plan {} wal {} read {} op {} sink {} commit {}  [{}]",
+            self.epoch,
+            if self.replay { " (replay)" } else { "" },
+            self.rows_in,
+            self.rows_out,
+            self.dead_letters,
+            self.processed_rows_per_sec,
+            ms(p.plan),
+            ms(p.wal),
+            ms(p.read),
+            ms(p.operator),
+            ms(p.sink),
+            ms(p.commit),
+            self.range,
+        )?;
+        if let Some(b) = self.backlog {
+            write!(f, "  lag {} {}", b.pending, b.unit.as_str())?;
+        }
+        if let Some(w) = self.watermark_ms {
+            write!(f, "  watermark {w} late {}", self.late_rows)?;
+        }
+        if self.duplicates > 0 {
+            write!(f, " duplicates dropped {}", self.duplicates)?;
+        }
+        if self.isolated_rows > 0 {
+            write!(
+                f,
+                "  operator failed on {} (dead-lettered)",
+                self.isolated_rows
+            )?;
+        }
+        if let Some(n) = self
+            .backlog
+            .and_then(|b| b.changed_files)
+            .filter(|&n| n > 0)
+        {
+            write!(f, "  {n} file(s) changed after planning (ignored)")?;
+        }
+        if let Some(v) = self.operator_version {
+            write!(f, "  v{v}")?;
+        }
+        if self.migrated {
+            write!(f, " (migrated)")?;
+        }
+        if let Some(s) = &self.shadow {
+            match &s.error {
+                Some(e) => write!(f, "  shadow v{} FAILED: {e}", s.candidate_version)?,
+                None => write!(
+                    f,
+                    "  shadow v{} +{} -{} ~{} ({})",
+                    s.candidate_version,
+                    s.added,
+                    s.removed,
+                    s.changed,
+                    ms(self.phases.shadow)
+                )?,
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,153 @@
+//! Sources: where rows come from. The runtime, not the source, owns
+//! progress: a source proposes the next range, the engine records it in
+//! `offsets/<N>`, and the source must then be able to read exactly that
+//! range again on any later run.
+
+use arrow_array::RecordBatch;
+use arrow_schema::SchemaRef;
+use serde::{Deserialize, Serialize};
+
+/// A line of input that could not be turned into a row.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeadLetter {
+    /// Where it came from (a file path, a topic-partition-offset, ...).
+    pub origin: String,
+    /// 1-based line number within the origin, if the origin has lines.
+    pub line: Option<u64>,
+    /// Why it was rejected.
+    pub reason: String,
+    /// The raw input, lossily decoded as UTF-8 (for a record the operator
+    /// failed on: the row as JSON, as the operator got it).
+    pub raw: String,
+    /// For a record the operator failed on: the operator version's digest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub operator: Option<String>,
+    /// For a record the operator failed on: its row in the epoch's input
+    /// (0-based, in read order), as recorded in `offsets/N`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub row: Option<u64>,
+}
+
+/// Where a row of an epoch's input came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RowOrigin {
+    /// A file path, a topic-partition-offset, ...
+    pub origin: String,
+    /// 1-based line, for line-oriented origins.
+    pub line: Option<u64>,
+}
+
+/// The rows of one planned range.
+#[derive(Debug, Default)]
+pub struct SourceBatch {
+    /// Rows in bounded micro-batches (at most the pipeline's `batch_rows` each).
+    pub batches: Vec<RecordBatch>,
+    /// Input that the malformed-record policy set aside.
+    pub dead_letters: Vec<DeadLetter>,
+}
+
+impl SourceBatch {
+    /// Number of rows across all batches.
+    pub fn rows(&self) -> u64 {
+        self.batches.iter().map(|b| b.num_rows() as u64).sum()
+    }
+}
+
+/// What a source had waiting when it last planned: the lag behind the
+/// source, in the source's own unit, for progress, metrics and ETAs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Backlog {
+    /// What the unit counts: `records` (Kafka offsets) or `bytes` (files,
+    /// whose row counts are unknown until read).
+    pub unit: BacklogUnit,
+    /// Units in the range the last `plan` proposed (0 if it proposed none).
+    pub planned: u64,
+    /// Units available at the source but not yet planned.
+    pub pending: u64,
+    /// Files available but not yet planned (file sources only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending_files: Option<u64>,
+    /// Files that changed after they were planned (appended to or
+    /// re-created); their new bytes are not read (file sources only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changed_files: Option<u64>,
+}
+
+/// The unit of a [`Backlog`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BacklogUnit {
+    Records,
+    Bytes,
+}
+
+impl BacklogUnit {
+    /// The unit's name, as metrics and the dashboard show it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BacklogUnit::Records => "records",
+            BacklogUnit::Bytes => "bytes",
+        }
+    }
+}
+
+/// How much the next epoch may take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PlanLimit {
+    /// Respect the source's per-trigger rate limit.
+    PerTrigger,
+    /// Take everything available (the `once` trigger).
+    Unbounded,
+}
+
+/// A replayable source of rows.
+pub trait Source: Send {
+    /// The schema of every batch this source yields.
+    fn schema(&self) -> SchemaRef;
+
+    /// Identity recorded in the checkpoint metadata; a checkpoint made for a
+    /// different identity is refused.
+    fn identity(&self) -> String;
+
+    /// Tells the source that `range` was planned by an earlier run, so that
+    /// `plan` never proposes it again.
+    fn restore(&mut self, range: &serde_json::Value) -> anyhow::Result<()>;
+
+    /// Everything planned so far (by `plan` and `restore`), as one range
+    /// that `restore` accepts: the compacted offset log keeps this instead
+    /// of every epoch's range ([`crate::wal::Compacted`]).
+    fn planned_so_far(&self) -> anyhow::Result<serde_json::Value>;
+
+    /// Proposes the range for the next epoch, or `None` if no new data exists.
+    /// The proposal counts as planned from here on.
+    fn plan(&mut self, limit: PlanLimit) -> anyhow::Result<Option<serde_json::Value>>;
+
+    /// Reads exactly `range`, as recorded in the offset WAL.
+    fn read(&mut self, range: &serde_json::Value) -> anyhow::Result<SourceBatch>;
+
+    /// One-line human description of a range, for logs and `checkpoint show`.
+    fn describe(&self, range: &serde_json::Value) -> String;
+
+    /// What the last `plan` saw waiting at the source (`None` before the
+    /// first plan, or if the source cannot tell).
+    fn backlog(&self) -> Option<Backlog> {
+        None
+    }
+
+    /// Where row `row` (0-based, in read order) of `range` came from, for
+    /// the dead-letter record of a row the operator failed on. Called only
+    /// then, so it may read the range again. `None` if the source cannot
+    /// tell (the row's own columns then identify it).
+    fn locate(&mut self, range: &serde_json::Value, row: u64) -> anyhow::Result<Option<RowOrigin>> {
+        let _ = (range, row);
+        Ok(None)
+    }
+
+    /// Called after `commits/<N>` is durable for `range`. Progress lives in
+    /// the WAL; this is only for mirroring it elsewhere (e.g. a Kafka
+    /// consumer group for lag tools), and must not affect correctness.
+    fn committed(&mut self, range: &serde_json::Value) -> anyhow::Result<()> {
+        let _ = range;
+        Ok(())
+    }
+}

@@ -1,0 +1,338 @@
+//! The offset and commit write-ahead logs, after Spark's MicroBatchExecution:
+//! `offsets/<N>` is written, durably, before epoch N reads a single row, and
+//! `commits/<N>` only after every sink holds epoch N's output. An epoch with
+//! an offsets entry but no commit entry is re-run on restart with exactly the
+//! recorded ranges and operator version.
+
+use crate::fsutil;
+use anyhow::{bail, Context, Result};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use std::marker::PhantomData;
+use std::path::{Path, PathBuf};
+
+/// Version of the entry format, checked on read.
+pub const ENTRY_FORMAT: u32 = 1;
+
+/// The operator version and configuration an epoch runs with.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OperatorRef {
+    /// `sha256:<hex>` of the component; the bytes are kept in `blobs/`.
+    pub digest: String,
+    /// `sha256:<hex>` of the JSON config text passed to `init`; kept in `blobs/`.
+    pub config_digest: String,
+}
+
+/// `offsets/<N>`: everything needed to run epoch N again, identically.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OffsetEntry {
+    pub format: u32,
+    pub epoch: u64,
+    /// The epoch's timestamp (Unix ms): the only clock an operator sees.
+    pub epoch_time_ms: i64,
+    /// The source's range for this epoch, in the source's own format.
+    pub source: serde_json::Value,
+    pub operator: OperatorRef,
+    /// Hash of the pipeline config when the epoch was planned.
+    pub config_hash: String,
+    /// The watermark the epoch runs with (Unix ms), with `[event_time]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watermark_ms: Option<i64>,
+    /// Set on the first epoch after the operator's component changed: the
+    /// digest of the one before, passed to the new version's `migrate` hook
+    /// (again on replay, so the epoch's state changes are the same).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub migrate_from: Option<String>,
+    /// Rows (0-based, in the order the source reads the range) the
+    /// operator failed on and that went to the dead-letter output instead;
+    /// a replay leaves out exactly these. Set by amending the entry before
+    /// any of the epoch's output was written.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub isolated: Vec<IsolatedRow>,
+}
+
+/// A row of an epoch's input that the operator failed on: left out of the
+/// epoch and written to the dead-letter output (the engine isolates them by bisection).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IsolatedRow {
+    /// 0-based, in the order the source reads the epoch's range.
+    pub row: u64,
+    /// How the operator failed on this row alone.
+    pub error: String,
+}
+
+/// `commits/<N>`: epoch N's output is in the sink.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommitEntry {
+    pub format: u32,
+    pub epoch: u64,
+    pub committed_at_ms: i64,
+    pub rows_in: u64,
+    pub rows_out: u64,
+    /// Largest event time of this and all earlier epochs (Unix ms).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_event_time_ms: Option<i64>,
+}
+
+/// `offsets/<N>.compact`: epochs `0..=N` folded into one entry, so that a
+/// start reads it and the few newest entries rather than every entry since
+/// epoch 0 (Spark compacts its logs every so many batches the same way).
+/// Entries up to `N` may then be deleted, except those a state rebuild may
+/// still replay.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Compacted {
+    pub format: u32,
+    /// The newest epoch folded in; it was committed.
+    pub epoch: u64,
+    /// Everything the source planned in epochs `0..=epoch`, as one range
+    /// its `restore` accepts ([`crate::source::Source::planned_so_far`]).
+    pub source: serde_json::Value,
+    /// Input and output rows of epochs `0..=epoch`.
+    pub rows_in: u64,
+    pub rows_out: u64,
+}
+
+/// Suffix of compacted entries in the offsets directory.
+const COMPACT_SUFFIX: &str = ".compact";
+
+/// A directory of numbered JSON entries, one file per epoch, each written
+/// atomically. Entries are never rewritten with different content.
+pub struct Log<T> {
+    dir: PathBuf,
+    _entries: PhantomData<T>,
+}
+
+impl<T: Serialize + DeserializeOwned + PartialEq> Log<T> {
+    /// Opens (creating if needed) the log in `dir`.
+    pub fn open(dir: PathBuf) -> Result<Self> {
+        fsutil::create_dir_durable(&dir)?;
+        fsutil::remove_stale_temps(&dir)?;
+        Ok(Log {
+            dir,
+            _entries: PhantomData,
+        })
+    }
+
+    /// Opens the log in `dir` for reading only: creates nothing and leaves
+    /// temp files alone, since a running pipeline may be writing one.
+    pub fn open_read_only(dir: PathBuf) -> Self {
+        Log {
+            dir,
+            _entries: PhantomData,
+        }
+    }
+
+    fn path(&self, epoch: u64) -> PathBuf {
+        self.dir.join(epoch.to_string())
+    }
+
+    /// Durably records the entry for `epoch`. Writing the same entry again is
+    /// a no-op; a different one is refused, because replay must not change
+    /// what an epoch was planned to be.
+    pub fn write(&self, epoch: u64, entry: &T) -> Result<()> {
+        if let Some(existing) = self.get(epoch)? {
+            if &existing == entry {
+                return Ok(());
+            }
+            bail!(
+                "{} already holds a different entry for epoch {epoch}",
+                self.dir.display()
+            );
+        }
+        let mut bytes = serde_json::to_vec_pretty(entry)?;
+        bytes.push(b'\n');
+        fsutil::write_atomic(&self.path(epoch), &bytes)
+    }
+
+    /// Replaces the entry of an epoch that has not delivered anything yet
+    /// (the operator failed before its sink phase): the epoch is re-planned
+    /// with another operator version or without the records it failed on.
+    /// The caller guarantees that no output of `epoch` was written; the
+    /// write is as atomic and durable as [`Log::write`].
+    pub fn amend(&self, epoch: u64, entry: &T) -> Result<()> {
+        let mut bytes = serde_json::to_vec_pretty(entry)?;
+        bytes.push(b'\n');
+        fsutil::write_atomic(&self.path(epoch), &bytes)
+    }
+
+    /// The entry for `epoch`, if written.
+    pub fn get(&self, epoch: u64) -> Result<Option<T>> {
+        read_entry(&self.path(epoch))
+    }
+
+    /// All epochs present, ascending. Temp files and foreign names are ignored.
+    pub fn epochs(&self) -> Result<Vec<u64>> {
+        self.numbered("")
+    }
+
+    /// The numbers `n` of the files named `<n><suffix>`, ascending.
+    fn numbered(&self, suffix: &str) -> Result<Vec<u64>> {
+        let mut found = Vec::new();
+        let entries = match std::fs::read_dir(&self.dir) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(found),
+            other => other.with_context(|| format!("listing {}", self.dir.display()))?,
+        };
+        for entry in entries {
+            let name = entry?.file_name();
+            if let Some(n) = name
+                .to_str()
+                .and_then(|s| s.strip_suffix(suffix))
+                .and_then(|s| s.parse::<u64>().ok())
+            {
+                found.push(n);
+            }
+        }
+        found.sort_unstable();
+        Ok(found)
+    }
+
+    /// Deletes the entries of epochs before `epoch` (they were compacted),
+    /// oldest first, so a crash leaves a contiguous tail.
+    pub fn remove_before(&self, epoch: u64) -> Result<usize> {
+        let mut removed = 0;
+        for e in self.epochs()?.into_iter().take_while(|&e| e < epoch) {
+            match std::fs::remove_file(self.path(e)) {
+                Ok(()) => removed += 1,
+                Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
+                Err(err) => {
+                    return Err(err).with_context(|| format!("removing {}", self.path(e).display()))
+                }
+            }
+        }
+        if removed > 0 {
+            fsutil::sync_dir(&self.dir)
+                .with_context(|| format!("syncing {}", self.dir.display()))?;
+        }
+        Ok(removed)
+    }
+
+    /// The newest compacted entry in this directory, if any.
+    pub fn compacted(&self) -> Result<Option<Compacted>> {
+        let Some(epoch) = self.compacted_epochs()?.last().copied() else {
+            return Ok(None);
+        };
+        read_entry(&self.compact_path(epoch))
+    }
+
+    /// Durably writes `entry` as `<epoch>.compact` and removes older ones.
+    pub fn write_compacted(&self, entry: &Compacted) -> Result<()> {
+        let mut bytes = serde_json::to_vec(entry)?;
+        bytes.push(b'\n');
+        fsutil::write_atomic(&self.compact_path(entry.epoch), &bytes)?;
+        for old in self.compacted_epochs()? {
+            if old < entry.epoch {
+                let _ = std::fs::remove_file(self.compact_path(old));
+            }
+        }
+        Ok(())
+    }
+
+    fn compact_path(&self, epoch: u64) -> PathBuf {
+        self.dir.join(format!("{epoch}{COMPACT_SUFFIX}"))
+    }
+
+    fn compacted_epochs(&self) -> Result<Vec<u64>> {
+        self.numbered(COMPACT_SUFFIX)
+    }
+
+    /// The newest epoch and its entry.
+    pub fn latest(&self) -> Result<Option<(u64, T)>> {
+        let Some(&epoch) = self.epochs()?.last() else {
+            return Ok(None);
+        };
+        let entry = self
+            .get(epoch)?
+            .with_context(|| format!("entry {epoch} vanished from {}", self.dir.display()))?;
+        Ok(Some((epoch, entry)))
+    }
+}
+
+fn read_entry<T: DeserializeOwned>(path: &Path) -> Result<Option<T>> {
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+    };
+    let value: serde_json::Value = serde_json::from_slice(&bytes)
+        .with_context(|| format!("{} is not valid JSON (corrupt checkpoint?)", path.display()))?;
+    let format = value.get("format").and_then(|f| f.as_u64()).unwrap_or(0);
+    if format != u64::from(ENTRY_FORMAT) {
+        bail!(
+            "{} has entry format {format}; this weir reads format {ENTRY_FORMAT}",
+            path.display()
+        );
+    }
+    serde_json::from_value(value)
+        .map(Some)
+        .with_context(|| format!("{} does not hold a valid entry", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn commit(epoch: u64, rows: u64) -> CommitEntry {
+        CommitEntry {
+            max_event_time_ms: None,
+            format: ENTRY_FORMAT,
+            epoch,
+            committed_at_ms: 0,
+            rows_in: rows,
+            rows_out: 0,
+        }
+    }
+
+    #[test]
+    fn write_read_latest_and_refuse_rewrite() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = Log::<CommitEntry>::open(dir.path().join("commits")).unwrap();
+        assert!(log.latest().unwrap().is_none());
+        log.write(0, &commit(0, 5)).unwrap();
+        log.write(2, &commit(2, 7)).unwrap();
+        log.write(2, &commit(2, 7)).unwrap();
+        assert!(log.write(2, &commit(2, 8)).is_err());
+        assert_eq!(log.epochs().unwrap(), vec![0, 2]);
+        assert_eq!(log.latest().unwrap().unwrap().1, commit(2, 7));
+        std::fs::write(dir.path().join("commits/.2.tmp-1"), b"junk").unwrap();
+        assert_eq!(log.epochs().unwrap(), vec![0, 2]);
+    }
+
+    #[test]
+    fn compaction_keeps_the_newest_fold_and_prunes_old_entries() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = Log::<CommitEntry>::open(dir.path().join("offsets")).unwrap();
+        for e in 0..10 {
+            log.write(e, &commit(e, 1)).unwrap();
+        }
+        let fold = |epoch| Compacted {
+            format: ENTRY_FORMAT,
+            epoch,
+            source: serde_json::json!({ "upto": epoch }),
+            rows_in: epoch + 1,
+            rows_out: 0,
+        };
+        log.write_compacted(&fold(4)).unwrap();
+        log.write_compacted(&fold(8)).unwrap();
+        assert_eq!(log.compacted().unwrap(), Some(fold(8)));
+        assert_eq!(
+            log.compacted_epochs().unwrap(),
+            vec![8],
+            "older folds removed"
+        );
+        assert_eq!(log.remove_before(6).unwrap(), 6);
+        assert_eq!(
+            log.epochs().unwrap(),
+            vec![6, 7, 8, 9],
+            "compact files are no epochs"
+        );
+    }
+
+    #[test]
+    fn corrupt_entry_is_an_error_naming_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = Log::<CommitEntry>::open(dir.path().join("commits")).unwrap();
+        std::fs::write(dir.path().join("commits/3"), b"{not json").unwrap();
+        let err = format!("{:#}", log.get(3).unwrap_err());
+        assert!(err.contains("commits/3"), "{err}");
+    }
+}

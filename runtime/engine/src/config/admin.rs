@@ -1,0 +1,245 @@
+//! `[admin]`: where the HTTP API listens, its token and its limits, as
+//! written in the pipeline file and as resolved (and checked) at start.
+//! The admin crate serves with these; they live here so that the pipeline
+//! file is checked in one place.
+
+use super::humantime_serde_compat;
+use anyhow::{bail, Context, Result};
+use serde::Deserialize;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::time::Duration;
+
+/// `[admin]`: the HTTP API that swaps operators while the pipeline runs.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AdminConfig {
+    /// host:port; `127.0.0.1:0` picks a free port (written to
+    /// `<checkpoint>/admin-url`).
+    #[serde(default = "default_admin_listen")]
+    pub listen: String,
+    /// The bearer token; prefer `token_env` to keep it out of the file.
+    #[serde(default)]
+    pub token: Option<String>,
+    /// Environment variable holding the token (default `WEIR_ADMIN_TOKEN`).
+    #[serde(default)]
+    pub token_env: Option<String>,
+    /// Largest upload accepted, e.g. "64MiB" (Python components are ~40 MB).
+    #[serde(default = "default_max_upload")]
+    pub max_upload: String,
+    /// Uploads read and validated at once (default 2); more wait their turn.
+    #[serde(default = "default_max_concurrent_uploads")]
+    pub max_concurrent_uploads: usize,
+    /// Open connections at once (default 64); more are closed at once.
+    #[serde(default = "default_max_connections")]
+    pub max_connections: usize,
+    /// Time a client has to send a request's headers (default 10s).
+    #[serde(default = "default_header_timeout", with = "humantime_serde_compat")]
+    pub header_timeout: Duration,
+    /// Time a whole request may take, upload included (default 5m).
+    #[serde(default = "default_request_timeout", with = "humantime_serde_compat")]
+    pub request_timeout: Duration,
+}
+
+fn default_max_concurrent_uploads() -> usize {
+    2
+}
+
+fn default_max_connections() -> usize {
+    ConnectionLimits::default().max_connections
+}
+
+fn default_header_timeout() -> Duration {
+    ConnectionLimits::default().header_timeout
+}
+
+fn default_request_timeout() -> Duration {
+    ConnectionLimits::default().request_timeout
+}
+
+impl Default for AdminConfig {
+    fn default() -> Self {
+        AdminConfig {
+            listen: default_admin_listen(),
+            token: None,
+            token_env: None,
+            max_upload: default_max_upload(),
+            max_concurrent_uploads: default_max_concurrent_uploads(),
+            max_connections: default_max_connections(),
+            header_timeout: default_header_timeout(),
+            request_timeout: default_request_timeout(),
+        }
+    }
+}
+
+fn default_admin_listen() -> String {
+    DEFAULT_LISTEN.into()
+}
+
+fn default_max_upload() -> String {
+    "64MiB".into()
+}
+
+/// Limits on the admin API's connections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConnectionLimits {
+    pub max_connections: usize,
+    pub header_timeout: Duration,
+    pub request_timeout: Duration,
+}
+
+impl Default for ConnectionLimits {
+    fn default() -> Self {
+        ConnectionLimits {
+            max_connections: 64,
+            header_timeout: Duration::from_secs(10),
+            // An upload of a Python component is ~40 MB, then compiled.
+            request_timeout: Duration::from_secs(300),
+        }
+    }
+}
+
+/// The variable the admin token is read from when `admin.token_env` is unset.
+pub const DEFAULT_TOKEN_ENV: &str = "WEIR_ADMIN_TOKEN";
+/// Where the API listens when `[admin]` names no address.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:7878";
+
+/// Resolved admin settings.
+#[derive(Clone)]
+pub struct AdminSettings {
+    pub listen: SocketAddr,
+    /// Required on every request but `/v1/health` when set.
+    pub token: Option<String>,
+    /// Largest accepted upload request, in bytes.
+    pub max_upload: usize,
+    /// Uploads read and validated at once; more wait (unread), so memory
+    /// stays below about this many times `max_upload`.
+    pub max_concurrent_uploads: usize,
+    /// Connection count and timeouts.
+    pub connections: ConnectionLimits,
+}
+
+impl std::fmt::Debug for AdminSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AdminSettings")
+            .field("listen", &self.listen)
+            .field("token", &self.token.as_ref().map(|_| "<set>"))
+            .field("max_upload", &self.max_upload)
+            .field("max_concurrent_uploads", &self.max_concurrent_uploads)
+            .field("connections", &self.connections)
+            .finish()
+    }
+}
+
+impl AdminSettings {
+    /// Resolves `[admin]`: the address, the token (literal or from the
+    /// environment) and the upload limit. A non-loopback address without a
+    /// token is an error: anyone who can reach it could replace the rules.
+    pub fn resolve(cfg: &AdminConfig) -> Result<Self> {
+        let listen = cfg
+            .listen
+            .to_socket_addrs()
+            .with_context(|| format!("`admin.listen` = `{}` is not host:port", cfg.listen))?
+            .next()
+            .with_context(|| format!("`admin.listen` = `{}` resolves to no address", cfg.listen))?;
+        let var = cfg.token_env.as_deref().unwrap_or(DEFAULT_TOKEN_ENV);
+        let token = match &cfg.token {
+            Some(t) => Some(t.clone()),
+            None => std::env::var(var).ok(),
+        }
+        .filter(|t| !t.trim().is_empty());
+        if token.as_ref().is_some_and(|t| t.trim() != t) {
+            bail!(
+                "the admin token has leading or trailing whitespace (a newline from `echo` or \
+                 a file?): clients would send it trimmed and never match. Remove it."
+            );
+        }
+        if token.as_ref().is_some_and(|t| t.len() < 16) {
+            bail!("the admin token must be at least 16 characters");
+        }
+        if token.is_none() && !listen.ip().is_loopback() {
+            bail!(
+                "`admin.listen` = {listen} is not a loopback address, and no token is set: \
+                 set `admin.token` or the environment variable {var} before exposing the \
+                 admin API, or listen on 127.0.0.1"
+            );
+        }
+        let max_upload = super::parse_size(&cfg.max_upload).context("`admin.max_upload`")?;
+        if cfg.max_concurrent_uploads == 0 {
+            bail!("`admin.max_concurrent_uploads` must be at least 1");
+        }
+        if cfg.max_connections < 2 {
+            bail!("`admin.max_connections` must be at least 2");
+        }
+        if cfg.header_timeout.is_zero() || cfg.request_timeout.is_zero() {
+            bail!("`admin.header_timeout` and `admin.request_timeout` must be longer than zero");
+        }
+        Ok(AdminSettings {
+            listen,
+            token,
+            max_upload,
+            max_concurrent_uploads: cfg.max_concurrent_uploads,
+            connections: ConnectionLimits {
+                max_connections: cfg.max_connections,
+                header_timeout: cfg.header_timeout,
+                request_timeout: cfg.request_timeout,
+            },
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(listen: &str, token: Option<&str>) -> AdminConfig {
+        AdminConfig {
+            listen: listen.into(),
+            token: token.map(str::to_string),
+            // A variable nobody sets, so the test does not see a real token.
+            token_env: Some("WEIR_TEST_NO_SUCH_TOKEN_VAR".into()),
+            ..AdminConfig::default()
+        }
+    }
+
+    #[test]
+    fn a_public_address_needs_a_token() {
+        let err = AdminSettings::resolve(&cfg("0.0.0.0:7878", None)).unwrap_err();
+        let text = format!("{err:#}");
+        assert!(text.contains("not a loopback address"), "{text}");
+        assert!(text.contains("WEIR_TEST_NO_SUCH_TOKEN_VAR"), "{text}");
+        let ok = AdminSettings::resolve(&cfg("0.0.0.0:7878", Some("a-long-enough-token"))).unwrap();
+        assert!(ok.token.is_some());
+        let local = AdminSettings::resolve(&cfg("127.0.0.1:0", None)).unwrap();
+        assert!(local.token.is_none());
+        assert_eq!(local.max_upload, 64 << 20);
+    }
+
+    #[test]
+    fn bad_settings_are_named() {
+        for (c, want) in [
+            (cfg("nonsense", None), "`admin.listen`"),
+            (cfg("127.0.0.1:1", Some("short")), "at least 16"),
+            (
+                cfg("127.0.0.1:1", Some("a-long-enough-token\n")),
+                "trailing whitespace",
+            ),
+            (
+                AdminConfig {
+                    max_connections: 1,
+                    ..cfg("127.0.0.1:1", None)
+                },
+                "`admin.max_connections`",
+            ),
+            (
+                AdminConfig {
+                    max_upload: "lots".into(),
+                    ..cfg("127.0.0.1:1", None)
+                },
+                "`admin.max_upload`",
+            ),
+        ] {
+            let text = format!("{:#}", AdminSettings::resolve(&c).unwrap_err());
+            assert!(text.contains(want), "{text}");
+        }
+    }
+}

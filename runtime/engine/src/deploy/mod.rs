@@ -1,0 +1,568 @@
+//! Changing the operator of a running pipeline: the control plane shared by
+//! the admin API, `weir run --watch` and the epoch loop.
+//!
+//! Uploads are validated here, beside the pipeline ([`validate`]), then
+//! registered in the checkpoint's [`Registry`]. Activation only changes what
+//! the registry says new epochs run with; the epoch loop asks
+//! [`Control::planned`] before planning each epoch, so a swap always takes
+//! effect at an epoch boundary and `offsets/N` records the version epoch N
+//! ran with. A version running in shadow is fed the same epochs and its
+//! differences from the active version are reported ([`shadow`]).
+
+pub mod shadow;
+pub mod validate;
+
+use crate::registry::{GoldenCheck, Origin, Registry, Shadow, Version};
+use anyhow::Context;
+use serde::Serialize;
+use shadow::ShadowReport;
+use std::collections::{HashMap, VecDeque};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+use validate::{Checks, Golden};
+use weir_core::checkpoint::Blobs;
+use weir_core::progress::EpochProgress;
+use weir_host::LoadedOperator;
+
+/// Why a deploy request was refused; the admin API maps each to a status.
+#[derive(Debug, thiserror::Error)]
+pub enum DeployError {
+    /// The candidate failed validation (HTTP 422).
+    #[error("{0}")]
+    Refused(String),
+    /// The request itself is malformed (HTTP 400).
+    #[error("{0}")]
+    BadRequest(String),
+    /// No such version or pipeline (HTTP 404).
+    #[error("{0}")]
+    NotFound(String),
+    /// The request contradicts the current state, e.g. rolling back to the active version (HTTP 409).
+    #[error("{0}")]
+    Conflict(String),
+    /// The host failed (HTTP 500).
+    #[error("{0:#}")]
+    Internal(#[from] anyhow::Error),
+}
+
+/// An uploaded version, before validation.
+pub struct Upload {
+    pub wasm: Vec<u8>,
+    /// JSON text for `init`; `None` keeps the active version's config.
+    pub config_json: Option<String>,
+    pub golden: Option<Golden>,
+    pub label: Option<String>,
+    pub origin: Origin,
+}
+
+/// What to do with a version once it passed validation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Then {
+    /// Only register it.
+    Stage,
+    /// Run it from the next epoch on.
+    Activate,
+    /// Run it in shadow beside the active version, matching rows on `key`.
+    Shadow { key: Option<String> },
+}
+
+/// What new epochs run with: the engine's view of the registry.
+pub struct Planned {
+    pub active: Version,
+    pub shadow: Option<(Version, Option<String>)>,
+}
+
+/// The last epoch the pipeline finished.
+#[derive(Debug, Clone, Serialize)]
+pub struct LastEpoch {
+    pub epoch: u64,
+    /// Registry number of the version it ran with (none for an unregistered digest).
+    pub version: Option<u32>,
+    pub digest: String,
+    pub rows_in: u64,
+    pub rows_out: u64,
+    pub replay: bool,
+    pub total_ms: f64,
+}
+
+/// `GET /v1/pipelines/NAME`: what runs now.
+#[derive(Debug, Clone, Serialize)]
+pub struct Status {
+    pub pipeline: String,
+    pub active: Option<Version>,
+    pub shadow: Option<ShadowStatus>,
+    pub last_epoch: Option<LastEpoch>,
+    /// The first epoch this process ran with the active version, once it has.
+    pub active_since_epoch: Option<u64>,
+}
+
+/// The shadow candidate and its totals since it was deployed.
+#[derive(Debug, Clone, Serialize)]
+pub struct ShadowStatus {
+    pub version: Version,
+    pub key: Option<String>,
+    pub epochs: u64,
+    pub epochs_agreeing: u64,
+    pub added: u64,
+    pub removed: u64,
+    pub changed: u64,
+    pub failed_epochs: u64,
+}
+
+/// A registered version as listed by `weir versions`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Listed {
+    #[serde(flatten)]
+    pub version: Version,
+    pub active: bool,
+    pub shadow: bool,
+}
+
+/// Shadow reports kept in memory for the API (all are also in the file).
+const REPORTS_KEPT: usize = 1000;
+
+struct Inner {
+    registry: Registry,
+    /// Compiled versions, by component digest: the validated ones and any
+    /// a replay loaded. The epoch loop and the API share this one cache.
+    loaded: HashMap<String, Arc<LoadedOperator>>,
+    last_epoch: Option<LastEpoch>,
+    active_since: Option<(u32, u64)>,
+    reports: VecDeque<ShadowReport>,
+    shadow_totals: Option<(u32, ShadowTotals)>,
+}
+
+#[derive(Default, Clone, Copy)]
+struct ShadowTotals {
+    epochs: u64,
+    agreeing: u64,
+    added: u64,
+    removed: u64,
+    changed: u64,
+    failed: u64,
+}
+
+/// The control plane of one pipeline. Cheap to share (`Arc`); every method
+/// is safe to call from any thread while the pipeline runs.
+pub struct Control {
+    checks: Checks,
+    blobs: Blobs,
+    reports_path: PathBuf,
+    inner: Mutex<Inner>,
+}
+
+impl Control {
+    /// A control plane over `registry`, whose active version must be set and
+    /// loaded as `active_loaded`.
+    pub fn new(
+        checks: Checks,
+        blobs: Blobs,
+        registry: Registry,
+        checkpoint_root: &std::path::Path,
+        active_loaded: Arc<LoadedOperator>,
+    ) -> Self {
+        Control {
+            checks,
+            blobs,
+            reports_path: checkpoint_root
+                .join("operators")
+                .join("shadow-reports.jsonl"),
+            inner: Mutex::new(Inner {
+                registry,
+                loaded: HashMap::from([(active_loaded.digest().to_string(), active_loaded)]),
+                last_epoch: None,
+                active_since: None,
+                reports: VecDeque::new(),
+                shadow_totals: None,
+            }),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // A panic while holding the lock leaves plain data behind; go on.
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The pipeline this controls.
+    pub fn pipeline(&self) -> &str {
+        &self.checks.pipeline
+    }
+
+    /// Validates an upload and registers it; then stages, activates or
+    /// shadows it. The pipeline keeps running its active version throughout.
+    pub fn upload(&self, upload: Upload, then: Then) -> Result<Listed, DeployError> {
+        let config_json = match upload.config_json {
+            Some(c) => c,
+            None => {
+                let digest = self
+                    .lock()
+                    .registry
+                    .active()
+                    .map(|v| v.config_digest.clone());
+                let digest =
+                    digest.ok_or_else(|| DeployError::Conflict("no active version".into()))?;
+                self.config_text(&digest)?
+            }
+        };
+        let started = std::time::Instant::now();
+        let loaded = self
+            .checks
+            .component(&upload.wasm, &config_json)
+            .map_err(DeployError::Refused)?;
+        let golden = match &upload.golden {
+            None => None,
+            Some(g) => {
+                let passed = self
+                    .checks
+                    .golden(&loaded, &config_json, g)
+                    .map_err(DeployError::Refused)?;
+                Some(GoldenCheck {
+                    input_digest: self.blobs.put(&g.input)?,
+                    expected_digest: self.blobs.put(&g.expected)?,
+                    rows_in: passed.rows_in,
+                    rows_out: passed.rows_out,
+                })
+            }
+        };
+        let digest = self.blobs.put(&upload.wasm)?;
+        let config_digest = self.blobs.put(config_json.as_bytes())?;
+        let mut inner = self.lock();
+        let version = inner.registry.register(Version {
+            number: 0,
+            digest: digest.clone(),
+            config_digest,
+            registered_ms: weir_core::clock::now_ms(),
+            origin: upload.origin,
+            label: upload.label,
+            size: upload.wasm.len() as u64,
+            golden,
+        })?;
+        inner.loaded.insert(digest, Arc::new(loaded));
+        tracing::info!(
+            pipeline = %self.checks.pipeline,
+            version = version.number,
+            digest = %version.digest,
+            elapsed = ?started.elapsed(),
+            "operator version validated and registered"
+        );
+        drop(inner);
+        match then {
+            Then::Stage => {}
+            Then::Activate => {
+                self.activate(version.number)?;
+            }
+            Then::Shadow { key } => {
+                self.shadow(version.number, key)?;
+            }
+        }
+        self.listed(version.number)
+    }
+
+    fn config_text(&self, digest: &str) -> Result<String, DeployError> {
+        let bytes = self.blobs.get(digest)?;
+        String::from_utf8(bytes)
+            .map_err(|_| DeployError::Internal(anyhow::anyhow!("config {digest} is not UTF-8")))
+    }
+
+    /// Loads a registered version compiled by an earlier process (e.g. for
+    /// a rollback after a restart), checking `init` again.
+    fn ensure_loaded(&self, number: u32) -> Result<Version, DeployError> {
+        let (version, loaded) = {
+            let inner = self.lock();
+            let version =
+                inner.registry.get(number).cloned().ok_or_else(|| {
+                    DeployError::NotFound(format!("there is no version {number}"))
+                })?;
+            let loaded = inner.loaded.contains_key(&version.digest);
+            (version, loaded)
+        };
+        if loaded {
+            return Ok(version);
+        }
+        let wasm = self.blobs.get(&version.digest)?;
+        let config = self.config_text(&version.config_digest)?;
+        let loaded = self
+            .checks
+            .component(&wasm, &config)
+            .map_err(DeployError::Refused)?;
+        self.lock()
+            .loaded
+            .insert(version.digest.clone(), Arc::new(loaded));
+        Ok(version)
+    }
+
+    /// Makes version `number` the one new epochs run with.
+    pub fn activate(&self, number: u32) -> Result<Listed, DeployError> {
+        self.ensure_loaded(number)?;
+        self.lock().registry.activate(number, "activate", None)?;
+        self.log_change("activated", number);
+        self.listed(number)
+    }
+
+    /// Goes back to the previously active version, or to `to`.
+    pub fn roll_back(&self, to: Option<u32>) -> Result<Listed, DeployError> {
+        let target = {
+            let inner = self.lock();
+            match to {
+                Some(n) => n,
+                None => inner.registry.previous_version().ok_or_else(|| {
+                    DeployError::Conflict("there is no earlier version to roll back to".into())
+                })?,
+            }
+        };
+        self.ensure_loaded(target)?;
+        let n = self
+            .lock()
+            .registry
+            .roll_back(Some(target))
+            .map_err(|e| DeployError::Conflict(format!("{e:#}")))?;
+        self.log_change("rolled back to", n);
+        self.listed(n)
+    }
+
+    /// Rolls the failing active version `from` back to the version before
+    /// it (the engine calls this when that version handles an epoch the
+    /// new one fails on); recorded in the history as `auto-rollback`.
+    /// Returns the version now active.
+    pub fn auto_roll_back(&self, from: u32, reason: &str) -> anyhow::Result<Version> {
+        let mut inner = self.lock();
+        if inner.registry.active().map(|v| v.number) != Some(from) {
+            anyhow::bail!("version {from} is no longer the active version");
+        }
+        let to = inner
+            .registry
+            .roll_back_as(None, "auto-rollback", Some(reason))?;
+        let version = inner
+            .registry
+            .get(to)
+            .cloned()
+            .with_context(|| format!("version {to} vanished from the registry"))?;
+        drop(inner);
+        self.log_change("automatically rolled back to", to);
+        Ok(version)
+    }
+
+    /// The version a plain rollback would return to.
+    pub fn previous_version(&self) -> Option<Version> {
+        let inner = self.lock();
+        let n = inner.registry.previous_version()?;
+        inner.registry.get(n).cloned()
+    }
+
+    /// Runs version `number` in shadow from the next epoch on.
+    pub fn shadow(&self, number: u32, key: Option<String>) -> Result<Listed, DeployError> {
+        self.ensure_loaded(number)?;
+        let mut inner = self.lock();
+        inner
+            .registry
+            .set_shadow(Some(Shadow {
+                version: number,
+                key,
+            }))
+            .map_err(|e| DeployError::Conflict(format!("{e:#}")))?;
+        inner.shadow_totals = Some((number, ShadowTotals::default()));
+        drop(inner);
+        self.log_change("shadowing", number);
+        self.listed(number)
+    }
+
+    /// Stops the shadow run.
+    pub fn unshadow(&self) -> Result<(), DeployError> {
+        let mut inner = self.lock();
+        inner
+            .registry
+            .set_shadow(None)
+            .map_err(|e| DeployError::Conflict(format!("{e:#}")))?;
+        inner.shadow_totals = None;
+        Ok(())
+    }
+
+    /// Makes the shadow candidate active.
+    pub fn promote(&self) -> Result<Listed, DeployError> {
+        let n = self
+            .lock()
+            .registry
+            .promote()
+            .map_err(|e| DeployError::Conflict(format!("{e:#}")))?;
+        self.lock().shadow_totals = None;
+        self.log_change("promoted", n);
+        self.listed(n)
+    }
+
+    fn log_change(&self, what: &str, number: u32) {
+        tracing::info!(
+            pipeline = %self.checks.pipeline,
+            version = number,
+            "{what} version {number}; takes effect at the next epoch boundary"
+        );
+    }
+
+    fn listed(&self, number: u32) -> Result<Listed, DeployError> {
+        let inner = self.lock();
+        let version = inner
+            .registry
+            .get(number)
+            .cloned()
+            .ok_or_else(|| DeployError::NotFound(format!("there is no version {number}")))?;
+        Ok(Listed {
+            active: inner.registry.active().is_some_and(|a| a.number == number),
+            shadow: inner
+                .registry
+                .shadow()
+                .is_some_and(|(s, _)| s.number == number),
+            version,
+        })
+    }
+
+    /// Every registered version, oldest first.
+    pub fn versions(&self) -> Vec<Listed> {
+        let numbers: Vec<u32> = self
+            .lock()
+            .registry
+            .versions()
+            .iter()
+            .map(|v| v.number)
+            .collect();
+        numbers
+            .into_iter()
+            .filter_map(|n| self.listed(n).ok())
+            .collect()
+    }
+
+    /// Every change of what runs (register, activate, rollback, shadow,
+    /// promote, unshadow), oldest first, for the dashboard.
+    pub fn events(&self) -> Vec<crate::registry::Event> {
+        self.lock().registry.events().to_vec()
+    }
+
+    /// What runs now.
+    pub fn status(&self) -> Status {
+        let inner = self.lock();
+        let active = inner.registry.active().cloned();
+        Status {
+            pipeline: self.checks.pipeline.clone(),
+            active_since_epoch: match (&active, inner.active_since) {
+                (Some(a), Some((n, e))) if a.number == n => Some(e),
+                _ => None,
+            },
+            active,
+            shadow: inner.registry.shadow().map(|(v, s)| {
+                let t = match inner.shadow_totals {
+                    Some((n, t)) if n == v.number => t,
+                    _ => ShadowTotals::default(),
+                };
+                ShadowStatus {
+                    version: v.clone(),
+                    key: s.key.clone(),
+                    epochs: t.epochs,
+                    epochs_agreeing: t.agreeing,
+                    added: t.added,
+                    removed: t.removed,
+                    changed: t.changed,
+                    failed_epochs: t.failed,
+                }
+            }),
+            last_epoch: inner.last_epoch.clone(),
+        }
+    }
+
+    /// Shadow reports of epochs after `after` (all kept, if `None`).
+    pub fn shadow_reports(&self, after: Option<u64>) -> Vec<ShadowReport> {
+        self.lock()
+            .reports
+            .iter()
+            .filter(|r| after.is_none_or(|a| r.epoch > a))
+            .cloned()
+            .collect()
+    }
+
+    /// What the next epoch runs with (called by the epoch loop).
+    pub fn planned(&self) -> Option<Planned> {
+        let inner = self.lock();
+        let active = inner.registry.active()?.clone();
+        let shadow = inner
+            .registry
+            .shadow()
+            .map(|(v, s)| (v.clone(), s.key.clone()));
+        Some(Planned { active, shadow })
+    }
+
+    /// Keeps a compiled version (one a replay loaded from the checkpoint).
+    pub fn remember(&self, operator: Arc<LoadedOperator>) {
+        self.lock()
+            .loaded
+            .insert(operator.digest().to_string(), operator);
+    }
+
+    /// A validated, compiled version, if this process has it.
+    pub fn loaded(&self, digest: &str) -> Option<Arc<LoadedOperator>> {
+        self.lock().loaded.get(digest).cloned()
+    }
+
+    /// The registry number of a (component, config) pair.
+    pub fn version_of(&self, digest: &str, config_digest: &str) -> Option<u32> {
+        self.lock()
+            .registry
+            .find(digest, config_digest)
+            .map(|v| v.number)
+    }
+
+    /// Records a finished epoch (called by the epoch loop).
+    pub fn epoch_done(&self, p: &EpochProgress) {
+        let mut inner = self.lock();
+        let version = p.operator_version;
+        if let (Some(v), Some(active)) = (version, inner.registry.active().map(|a| a.number)) {
+            if v == active && inner.active_since.is_none_or(|(n, _)| n != v) {
+                inner.active_since = Some((v, p.epoch));
+            }
+        }
+        inner.last_epoch = Some(LastEpoch {
+            epoch: p.epoch,
+            version,
+            digest: p.operator_digest.clone(),
+            rows_in: p.rows_in,
+            rows_out: p.rows_out,
+            replay: p.replay,
+            total_ms: p.total.as_secs_f64() * 1e3,
+        });
+    }
+
+    /// Records a shadow report: kept in memory for the API and appended to
+    /// `operators/shadow-reports.jsonl`.
+    pub fn shadow_done(&self, report: ShadowReport) {
+        if let Err(e) = append_line(&self.reports_path, &report) {
+            tracing::warn!(path = %self.reports_path.display(), "could not record shadow report: {e:#}");
+        }
+        let mut inner = self.lock();
+        if let Some((n, t)) = &mut inner.shadow_totals {
+            if *n == report.candidate_version {
+                t.epochs += 1;
+                t.agreeing += u64::from(report.agrees());
+                t.added += report.added;
+                t.removed += report.removed;
+                t.changed += report.changed;
+                t.failed += u64::from(report.error.is_some());
+            }
+        }
+        inner.reports.push_back(report);
+        let excess = inner.reports.len().saturating_sub(REPORTS_KEPT);
+        inner.reports.drain(..excess);
+    }
+
+    /// The JSON config text of a version (from the checkpoint's blobs).
+    pub fn config_of(&self, config_digest: &str) -> anyhow::Result<String> {
+        self.config_text(config_digest)
+            .map_err(|e| anyhow::anyhow!("{e}"))
+    }
+}
+
+fn append_line<T: Serialize>(path: &std::path::Path, value: &T) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut line = serde_json::to_vec(value)?;
+    line.push(b'\n');
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)?;
+    f.write_all(&line)?;
+    Ok(())
+}

@@ -1,0 +1,301 @@
+//! The `/metrics` endpoint's figures in Prometheus' text format, through
+//! the `prometheus-client` crate: counters that only grow (rows, epochs,
+//! dead letters, log events), histograms of epoch and phase durations, and
+//! gauges of the newest epoch (rates, lag, state size, watermark, version).
+//! Every series carries a `pipeline` label. Counters start at zero with the
+//! process, as Prometheus expects; history across restarts lives in
+//! [`super::history`].
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+use std::sync::atomic::AtomicU64;
+use std::sync::LazyLock;
+use weir_core::progress::EpochProgress;
+use weir_core::source::Backlog;
+
+type FloatGauge = Gauge<f64, AtomicU64>;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PhaseLabel {
+    phase: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct UnitLabel {
+    unit: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(super) struct LevelLabel {
+    pub level: &'static str,
+}
+
+/// Warnings and errors logged by the process (see [`super::recent`]);
+/// process-wide because the log is.
+pub(super) static LOG_EVENTS: LazyLock<Family<LevelLabel, Counter>> =
+    LazyLock::new(Family::default);
+
+fn seconds() -> Histogram {
+    // 1 ms … ~65 s.
+    Histogram::new(exponential_buckets(0.001, 2.0, 17))
+}
+
+/// The metrics of one pipeline.
+pub struct Metrics {
+    registry: Registry,
+    epochs: Counter,
+    replayed: Counter,
+    failures: Counter,
+    isolated: Counter,
+    rollbacks: Counter,
+    rows_in: Counter,
+    rows_out: Counter,
+    dead_letters: Counter,
+    late_rows: Counter,
+    duplicates: Counter,
+    epoch_seconds: Histogram,
+    phase_seconds: Family<PhaseLabel, Histogram, fn() -> Histogram>,
+    input_rate: FloatGauge,
+    processed_rate: FloatGauge,
+    last_epoch: Gauge,
+    backlog: Family<UnitLabel, Gauge>,
+    backlog_files: Gauge,
+    state_keys: Gauge,
+    state_bytes: Gauge,
+    watermark: FloatGauge,
+    version: Gauge,
+    trigger_interval: FloatGauge,
+    backlog_growing: Gauge,
+}
+
+impl Metrics {
+    /// Metrics labelled `pipeline="<pipeline>"`.
+    pub fn new(pipeline: &str) -> Self {
+        let mut m = Metrics {
+            registry: Registry::default(),
+            epochs: Counter::default(),
+            replayed: Counter::default(),
+            failures: Counter::default(),
+            isolated: Counter::default(),
+            rollbacks: Counter::default(),
+            rows_in: Counter::default(),
+            rows_out: Counter::default(),
+            dead_letters: Counter::default(),
+            late_rows: Counter::default(),
+            duplicates: Counter::default(),
+            epoch_seconds: seconds(),
+            phase_seconds: Family::new_with_constructor(seconds as fn() -> Histogram),
+            input_rate: FloatGauge::default(),
+            processed_rate: FloatGauge::default(),
+            last_epoch: Gauge::default(),
+            backlog: Family::default(),
+            backlog_files: Gauge::default(),
+            state_keys: Gauge::default(),
+            state_bytes: Gauge::default(),
+            watermark: FloatGauge::default(),
+            version: Gauge::default(),
+            trigger_interval: FloatGauge::default(),
+            backlog_growing: Gauge::default(),
+        };
+        let r = m
+            .registry
+            .sub_registry_with_prefix("weir")
+            .sub_registry_with_label(("pipeline".into(), pipeline.to_string().into()));
+        r.register("epochs", "Epochs committed", m.epochs.clone());
+        r.register(
+            "replayed_epochs",
+            "Epochs re-run after a restart (planned by an earlier run, never committed)",
+            m.replayed.clone(),
+        );
+        r.register(
+            "epoch_failures",
+            "Failed attempts at an epoch (continuous pipelines retry them with backoff)",
+            m.failures.clone(),
+        );
+        r.register(
+            "isolated_records",
+            "Records the operator failed on, set aside to the dead-letter output",
+            m.isolated.clone(),
+        );
+        r.register(
+            "operator_rollbacks",
+            "Automatic rollbacks of a new operator version that failed where the one before did not",
+            m.rollbacks.clone(),
+        );
+        r.register("input_rows", "Rows read from the source", m.rows_in.clone());
+        r.register(
+            "output_rows",
+            "Rows written to the sink",
+            m.rows_out.clone(),
+        );
+        r.register(
+            "dead_letters",
+            "Malformed input records set aside",
+            m.dead_letters.clone(),
+        );
+        r.register(
+            "late_rows",
+            "Rows older than their epoch's watermark",
+            m.late_rows.clone(),
+        );
+        r.register(
+            "duplicate_rows",
+            "Rows dropped by the host's dedup",
+            m.duplicates.clone(),
+        );
+        r.register(
+            "epoch_duration_seconds",
+            "Wall time of an epoch, from planning to commit",
+            m.epoch_seconds.clone(),
+        );
+        r.register(
+            "epoch_phase_duration_seconds",
+            "Wall time of each phase of an epoch (plan = the source's latest offsets)",
+            m.phase_seconds.clone(),
+        );
+        r.register(
+            "input_rows_per_second",
+            "Rows arriving per second in the newest epoch",
+            m.input_rate.clone(),
+        );
+        r.register(
+            "processed_rows_per_second",
+            "Rows processed per second in the newest epoch",
+            m.processed_rate.clone(),
+        );
+        r.register("last_epoch", "Newest committed epoch", m.last_epoch.clone());
+        r.register(
+            "source_backlog",
+            "Available at the source but not yet planned (Kafka: records; files: bytes)",
+            m.backlog.clone(),
+        );
+        r.register(
+            "source_backlog_files",
+            "Files available but not yet planned",
+            m.backlog_files.clone(),
+        );
+        r.register(
+            "state_keys",
+            "Keys in the state store",
+            m.state_keys.clone(),
+        );
+        r.register(
+            "state_size_bytes",
+            "Approximate size of the state store",
+            m.state_bytes.clone(),
+        );
+        r.register(
+            "watermark_seconds",
+            "Event-time watermark of the newest epoch (Unix seconds)",
+            m.watermark.clone(),
+        );
+        r.register(
+            "operator_version",
+            "Registry number of the operator version the newest epoch ran",
+            m.version.clone(),
+        );
+        r.register(
+            "trigger_interval_seconds",
+            "The processing-time trigger's interval (0 for once / available-now)",
+            m.trigger_interval.clone(),
+        );
+        r.register(
+            "backlog_growing",
+            "1 while the backlog grows (see the dashboard's verdict)",
+            m.backlog_growing.clone(),
+        );
+        m.registry.sub_registry_with_prefix("weir").register(
+            "log_events",
+            "Warnings and errors logged",
+            LOG_EVENTS.clone(),
+        );
+        m
+    }
+
+    /// Counts a committed epoch.
+    pub fn epoch(&self, p: &EpochProgress) {
+        self.epochs.inc();
+        if p.replay {
+            self.replayed.inc();
+        }
+        self.rows_in.inc_by(p.rows_in);
+        self.rows_out.inc_by(p.rows_out);
+        self.dead_letters.inc_by(p.dead_letters);
+        self.late_rows.inc_by(p.late_rows);
+        self.duplicates.inc_by(p.duplicates);
+        self.epoch_seconds.observe(p.total.as_secs_f64());
+        let ph = &p.phases;
+        for (phase, d) in [
+            ("plan", ph.plan),
+            ("wal", ph.wal),
+            ("read", ph.read),
+            ("operator", ph.operator),
+            ("sink", ph.sink),
+            ("commit", ph.commit),
+            ("shadow", ph.shadow),
+        ] {
+            self.phase_seconds
+                .get_or_create(&PhaseLabel { phase })
+                .observe(d.as_secs_f64());
+        }
+        self.input_rate.set(p.input_rows_per_sec);
+        self.processed_rate.set(p.processed_rows_per_sec);
+        self.last_epoch.set(p.epoch as i64);
+        self.state_keys.set(p.state_keys as i64);
+        self.state_bytes.set(p.state_bytes as i64);
+        if let Some(w) = p.watermark_ms {
+            self.watermark.set(w as f64 / 1e3);
+        }
+        if let Some(v) = p.operator_version {
+            self.version.set(i64::from(v));
+        }
+        self.trigger_interval
+            .set(p.trigger_interval_ms.unwrap_or(0) as f64 / 1e3);
+    }
+
+    /// Sets the source's lag.
+    pub fn backlog(&self, b: &Backlog) {
+        self.backlog
+            .get_or_create(&UnitLabel {
+                unit: b.unit.as_str(),
+            })
+            .set(b.pending as i64);
+        if let Some(files) = b.pending_files {
+            self.backlog_files.set(files as i64);
+        }
+    }
+
+    /// Counts a failed epoch.
+    pub fn failure(&self) {
+        self.failures.inc();
+    }
+
+    /// Counts records the operator failed on.
+    pub fn isolated(&self, n: u64) {
+        self.isolated.inc_by(n);
+    }
+
+    /// Counts an automatic rollback.
+    pub fn rolled_back(&self) {
+        self.rollbacks.inc();
+    }
+
+    /// Sets the backlog verdict.
+    pub fn backlog_growing(&self, growing: bool) {
+        self.backlog_growing.set(i64::from(growing));
+    }
+
+    /// The text exposition (`text/plain; version=0.0.4` compatible
+    /// OpenMetrics text).
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        if let Err(e) = prometheus_client::encoding::text::encode(&mut out, &self.registry) {
+            tracing::warn!("encoding metrics failed: {e}");
+        }
+        out
+    }
+}

@@ -1,0 +1,365 @@
+//! Turns a validated [`PipelineConfig`] into a running [`Pipeline`]: opens
+//! (or creates) the checkpoint, builds source and sink, stores the operator
+//! and its config in the checkpoint's blobs, and checks at start — not at the
+//! first epoch — that the operator loads and accepts its configuration.
+
+use crate::config::{ColumnType, PipelineConfig, SinkConfig, SourceConfig};
+use crate::dedup::Dedup;
+use crate::deploy::validate::Checks;
+use crate::deploy::Control;
+use crate::event_time::EventTime;
+use crate::operator_state::epoch_env;
+use crate::pipeline::{ActiveOperator, Pipeline};
+use crate::registry::{Origin, Registry, Version};
+use anyhow::{Context, Result};
+use arrow_schema::{DataType, Field, Schema, SchemaRef};
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+use weir_connectors::files::FileSource;
+use weir_connectors::kafka::{KafkaSettings, KafkaSource};
+use weir_connectors::kafka::{KafkaSink, KafkaSinkSettings};
+use weir_connectors::postgres::table::TableName;
+use weir_connectors::postgres::{PostgresSink, PostgresSinkSettings};
+use weir_connectors::{console::ConsoleSink, files::FileSink};
+use weir_core::checkpoint::{Checkpoint, Metadata, SchemaColumn, FORMAT_VERSION};
+use weir_core::sink::Sink;
+use weir_core::source::Source;
+use weir_host::LoadedOperator;
+use weir_host::{OperatorFailure, WasmHost};
+use weir_state::{EpochState, StateStore};
+
+/// Options that are not part of the pipeline file.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct OpenOptions {
+    /// Do not warn about a checkpoint on tmpfs or under /tmp (the demo's own).
+    pub ephemeral_checkpoint_ok: bool,
+}
+
+/// The Arrow schema for declared columns.
+pub fn arrow_schema(columns: &[crate::config::ColumnConfig]) -> SchemaRef {
+    let fields: Vec<Field> = columns
+        .iter()
+        .map(|c| {
+            let t = match c.data_type {
+                ColumnType::Int64 => DataType::Int64,
+                ColumnType::Float64 => DataType::Float64,
+                ColumnType::Boolean => DataType::Boolean,
+                ColumnType::Utf8 => DataType::Utf8,
+            };
+            Field::new(&c.name, t, c.nullable)
+        })
+        .collect();
+    Arc::new(Schema::new(fields))
+}
+
+fn config_hash(cfg: &PipelineConfig) -> Result<String> {
+    let canonical = serde_json::to_vec(cfg)?;
+    Ok(format!("sha256:{}", hex::encode(Sha256::digest(canonical))))
+}
+
+/// Opens the pipeline described by `cfg`.
+pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<Pipeline> {
+    let source: Box<dyn Source> = match &cfg.source {
+        SourceConfig::Files {
+            path,
+            schema,
+            max_files_per_trigger,
+            on_malformed,
+            settle,
+            ..
+        } => Box::new(FileSource::with_settle(
+            path.clone(),
+            arrow_schema(schema),
+            *max_files_per_trigger,
+            cfg.batch_rows,
+            *on_malformed,
+            *settle,
+        )?),
+        SourceConfig::Kafka {
+            bootstrap_servers,
+            topics,
+            starting_offsets,
+            max_offsets_per_trigger,
+            fail_on_data_loss,
+            value_format,
+            schema,
+            on_malformed,
+            commit_to_group,
+            options,
+            timeout,
+            ..
+        } => Box::new(KafkaSource::new(KafkaSettings {
+            bootstrap_servers: bootstrap_servers.clone(),
+            topics: topics.clone(),
+            starting_offsets: starting_offsets.clone(),
+            max_offsets_per_trigger: *max_offsets_per_trigger,
+            fail_on_data_loss: *fail_on_data_loss,
+            value_format: *value_format,
+            value_schema: arrow_schema(schema),
+            commit_to_group: commit_to_group.clone(),
+            options: options.clone(),
+            timeout: *timeout,
+            batch_rows: cfg.batch_rows,
+            policy: *on_malformed,
+        })?),
+    };
+    let event_time = cfg
+        .event_time
+        .as_ref()
+        .map(|c| EventTime::new(c, &source.schema()))
+        .transpose()?;
+    let dedup = match (&cfg.dedup, &event_time) {
+        (Some(d), Some(et)) => Some(Dedup::new(&d.column, &source.schema(), et.index())?),
+        _ => None,
+    };
+    let expected = Metadata {
+        format_version: FORMAT_VERSION,
+        query_id: uuid::Uuid::new_v4().to_string(),
+        created_ms: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as i64)
+            .unwrap_or(0),
+        pipeline: cfg.name.clone(),
+        source: source.identity(),
+        sink: cfg.sink.identity()?,
+        schema: Some(SchemaColumn::of(&source.schema())),
+    };
+    let checkpoint = Checkpoint::open(&cfg.checkpoint, expected, opts.ephemeral_checkpoint_ok)?;
+    let sink: Box<dyn Sink> = match &cfg.sink {
+        SinkConfig::Files { path } => Box::new(FileSink::new(path.clone())?),
+        SinkConfig::Console => Box::new(ConsoleSink),
+        SinkConfig::Kafka {
+            bootstrap_servers,
+            topic,
+            key_column,
+            transactional,
+            options,
+            timeout,
+        } => Box::new(KafkaSink::new(KafkaSinkSettings {
+            bootstrap_servers: bootstrap_servers.clone(),
+            topic: topic.clone(),
+            key_column: key_column.clone(),
+            transactional: *transactional,
+            options: options.clone(),
+            timeout: *timeout,
+            query_id: checkpoint.metadata.query_id.clone(),
+        })?),
+        SinkConfig::Postgres {
+            schema,
+            table,
+            name,
+            progress_table,
+            create_table,
+            write_method,
+            copy_threshold,
+            timeout,
+            ..
+        } => Box::new(PostgresSink::new(PostgresSinkSettings {
+            url: cfg.sink.postgres_url()?,
+            table: TableName {
+                schema: schema.clone(),
+                table: table.clone(),
+            },
+            progress_table: TableName {
+                schema: schema.clone(),
+                table: progress_table.clone(),
+            },
+            sink_name: name.clone().unwrap_or_else(|| table.clone()),
+            create_table: *create_table,
+            write_method: *write_method,
+            copy_threshold: *copy_threshold,
+            timeout: *timeout,
+            query_id: checkpoint.metadata.query_id.clone(),
+            application_name: format!("weir:{}", cfg.name),
+        })?),
+    };
+
+    let last_committed = checkpoint.commits.latest()?.map(|(e, _)| e);
+    let (state, state_opened) = StateStore::open(
+        &checkpoint.root().join("state"),
+        cfg.state.policy(),
+        last_committed,
+    )
+    .context("opening the state store")?;
+
+    let wasm = read_operator(&cfg.operator.path)?;
+    let operator = host
+        .load(&wasm, cfg.operator.grants)
+        .with_context(|| format!("loading operator {}", cfg.operator.path.display()))?;
+    let config_json = cfg.operator_config_json()?;
+    let limits = cfg.limits()?;
+    // Fail fast on a configuration the operator rejects.
+    // `init` may read state; what it would write is dropped.
+    let env = epoch_env(
+        EpochState::new(state.reader(), 0),
+        &cfg.operator.state_namespace,
+        None,
+    );
+    match operator.instantiate(&cfg.name, 0, limits, &config_json, env) {
+        Ok(_) => {}
+        Err(e @ OperatorFailure::InvalidConfig(_)) => {
+            return Err(anyhow::Error::new(e)).with_context(|| {
+                format!(
+                    "operator {} ({})",
+                    cfg.operator.path.display(),
+                    operator.digest()
+                )
+            })
+        }
+        Err(e) => {
+            return Err(anyhow::Error::new(e)).with_context(|| {
+                format!("operator {} failed in `init`", cfg.operator.path.display())
+            })
+        }
+    }
+    let digest = checkpoint.put_blob(&wasm)?;
+    let config_digest = checkpoint.put_blob(config_json.as_bytes())?;
+    let checks = Checks {
+        pipeline: cfg.name.clone(),
+        host: host.clone(),
+        grants: cfg.operator.grants,
+        limits,
+        namespace: cfg.operator.state_namespace.clone(),
+        state: state.reader(),
+        input_schema: source.schema(),
+        batch_rows: cfg.batch_rows,
+    };
+    let (registry, active, active_loaded) = choose_active(
+        &checkpoint,
+        &checks,
+        Version {
+            number: 0,
+            digest: digest.clone(),
+            config_digest: config_digest.clone(),
+            registered_ms: weir_core::clock::now_ms(),
+            origin: Origin::File {
+                path: cfg.operator.path.clone(),
+            },
+            label: None,
+            size: wasm.len() as u64,
+            golden: None,
+        },
+        operator,
+    )?;
+    let control = Arc::new(Control::new(
+        checks,
+        checkpoint.blobs(),
+        registry,
+        checkpoint.root(),
+        active_loaded,
+    ));
+    let dead_letter_dir = match &cfg.source {
+        SourceConfig::Files { dead_letter, .. } | SourceConfig::Kafka { dead_letter, .. } => {
+            dead_letter
+                .clone()
+                .unwrap_or_else(|| checkpoint.root().join("dead-letter"))
+        }
+    };
+    let telemetry = crate::observe::Telemetry::open(
+        &checkpoint.root().join("progress"),
+        &cfg.name,
+        cfg.trigger.interval_ms(),
+        cfg.progress.retain,
+    )?;
+    tracing::info!(
+        pipeline = %cfg.name,
+        checkpoint = %checkpoint.root().display(),
+        query_id = %checkpoint.metadata.query_id,
+        operator = %active.digest,
+        version = active.number,
+        "pipeline opened"
+    );
+    Ok(Pipeline {
+        name: cfg.name.clone(),
+        checkpoint,
+        source,
+        sink,
+        trigger: cfg.trigger,
+        active: ActiveOperator {
+            version: active.number,
+            digest: active.digest.clone(),
+            config_digest: active.config_digest.clone(),
+            limits,
+        },
+        grants: cfg.operator.grants,
+        dead_letter_dir,
+        config_hash: config_hash(cfg)?,
+        configs: HashMap::from([(config_digest, config_json)]),
+        state,
+        state_opened,
+        state_namespace: cfg.operator.state_namespace.clone(),
+        event_time,
+        dedup,
+        control,
+        last_digest: None,
+        shadow: None,
+        telemetry,
+        previous_start: None,
+        failure: cfg.operator.failure_policy(),
+        wal: cfg.wal,
+    })
+}
+
+/// Registers the pipeline file's operator and decides which version runs:
+/// the file's when it changed since the last start (or on a new
+/// checkpoint), else the version deployed last, so a restart never quietly
+/// undoes a deploy. A deployed version is checked again (`init` with its
+/// config) before the pipeline starts.
+fn choose_active(
+    checkpoint: &Checkpoint,
+    checks: &Checks,
+    from_file: Version,
+    file_operator: LoadedOperator,
+) -> Result<(Registry, Version, Arc<LoadedOperator>)> {
+    let mut registry = Registry::open(checkpoint.root())?;
+    let file_version = registry.register(from_file)?;
+    let edited = registry.set_file_version(file_version.number)?;
+    if edited || registry.active().is_none() {
+        if let Some(old) = registry
+            .active()
+            .filter(|a| a.number != file_version.number)
+        {
+            tracing::info!(
+                replaced = old.number,
+                "the pipeline file names a new operator; it replaces deployed version {}",
+                old.number
+            );
+        }
+        registry.activate(
+            file_version.number,
+            "activate",
+            Some("pipeline file".into()),
+        )?;
+    }
+    let active = registry
+        .active()
+        .cloned()
+        .context("the registry has no active version")?;
+    if active.number == file_version.number {
+        return Ok((registry, active, Arc::new(file_operator)));
+    }
+    tracing::info!(
+        version = active.number,
+        digest = %active.digest,
+        "running deployed version {} (the pipeline file's operator is unchanged since the last start; \
+         edit it, or `weir rollback`, to change that)",
+        active.number
+    );
+    let wasm = checkpoint.get_blob(&active.digest)?;
+    let config = String::from_utf8(checkpoint.get_blob(&active.config_digest)?)
+        .context("the deployed version's config is not UTF-8")?;
+    let loaded = checks.component(&wasm, &config).map_err(|why| {
+        anyhow::anyhow!(
+            "deployed operator version {} ({}) no longer passes its checks: {why}",
+            active.number,
+            active.digest
+        )
+    })?;
+    Ok((registry, active, Arc::new(loaded)))
+}
+
+fn read_operator(path: &Path) -> Result<Vec<u8>> {
+    std::fs::read(path).with_context(|| format!("reading operator component {}", path.display()))
+}

@@ -1,0 +1,63 @@
+//! The operator's keyed state for one epoch: the state store's overlay
+//! ([`EpochState`]) scoped to the operator's namespace, handed to the Wasm
+//! host as its [`KeyedState`] and taken back after the run to be committed.
+//! Every [`EpochEnv`] the engine builds (epoch, shadow, `init` and golden
+//! checks) comes from [`epoch_env`].
+
+use anyhow::Result;
+use std::any::Any;
+use weir_host::{EpochEnv, KeyedState};
+use weir_state::{namespace_prefix, Changes, EpochState};
+
+/// An [`EpochState`] as one operator namespace sees it.
+struct OperatorState {
+    state: EpochState,
+    prefix: Vec<u8>,
+}
+
+impl KeyedState for OperatorState {
+    fn get(&mut self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.state.get(&self.prefix, key)
+    }
+
+    fn get_many(&mut self, keys: &[&[u8]]) -> Result<Vec<Option<Vec<u8>>>> {
+        self.state.get_many(&self.prefix, keys)
+    }
+
+    fn put(&mut self, key: &[u8], value: &[u8], ttl_ms: Option<u64>) {
+        self.state.put(&self.prefix, key, value, ttl_ms)
+    }
+
+    fn delete(&mut self, key: &[u8]) {
+        self.state.delete(&self.prefix, key)
+    }
+
+    fn pending_bytes(&self) -> usize {
+        self.state.pending_bytes()
+    }
+
+    fn into_any(self: Box<Self>) -> Box<dyn Any> {
+        self
+    }
+}
+
+/// What an operator instance sees of one epoch: `state` under the
+/// operator's `namespace`, and the epoch's watermark.
+pub fn epoch_env(state: EpochState, namespace: &str, watermark: Option<i64>) -> EpochEnv {
+    EpochEnv {
+        state: Some(Box::new(OperatorState {
+            state,
+            prefix: namespace_prefix(namespace),
+        })),
+        watermark,
+    }
+}
+
+/// The state changes an operator made through `env` (none if it had no
+/// state, or state from elsewhere).
+pub fn changes(env: EpochEnv) -> Changes {
+    env.state
+        .and_then(|s| s.into_any().downcast::<OperatorState>().ok())
+        .map(|s| s.state.into_changes())
+        .unwrap_or_default()
+}

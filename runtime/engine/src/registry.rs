@@ -1,0 +1,423 @@
+//! The operator registry: every operator version a pipeline has been given,
+//! which one is active, which one runs in shadow, and the history of
+//! changes, in `checkpoint/operators/registry.json`.
+//!
+//! A version is a component digest plus a config digest; both byte strings
+//! live content-addressed in `checkpoint/blobs/`, so any version can be
+//! loaded again for as long as the checkpoint exists. The registry says what
+//! *new* epochs should run; what an epoch actually ran with is in its
+//! `offsets/N` entry, and replay only ever reads that.
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use weir_core::clock::now_ms;
+use weir_core::fsutil;
+
+/// Where a version came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Origin {
+    /// The pipeline file's `operator.path` at start-up.
+    File { path: PathBuf },
+    /// Uploaded through the admin API (`weir deploy`).
+    Upload {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        file_name: Option<String>,
+    },
+    /// Picked up by `weir run --watch` when the file changed.
+    Watch { path: PathBuf },
+}
+
+/// Digests of the golden files a version was checked against.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GoldenCheck {
+    pub input_digest: String,
+    pub expected_digest: String,
+    pub rows_in: u64,
+    pub rows_out: u64,
+}
+
+/// One registered operator version.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Version {
+    /// 1, 2, 3… in registration order: what people type.
+    pub number: u32,
+    /// `sha256:` of the component; what `offsets/N` records.
+    pub digest: String,
+    /// `sha256:` of the JSON config passed to `init`.
+    pub config_digest: String,
+    /// Registration time, Unix ms.
+    pub registered_ms: i64,
+    pub origin: Origin,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// Size of the component in bytes.
+    pub size: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub golden: Option<GoldenCheck>,
+}
+
+/// The candidate that runs in shadow beside the active version.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Shadow {
+    pub version: u32,
+    /// Output column that identifies a row when outputs are compared;
+    /// `None` = the first output column.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+}
+
+/// One change of what runs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Event {
+    pub at_ms: i64,
+    /// `register`, `activate`, `rollback`, `auto-rollback`, `shadow`,
+    /// `promote`, `unshadow`.
+    pub action: String,
+    pub version: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct Document {
+    versions: Vec<Version>,
+    active: Option<u32>,
+    /// Versions that were active before, newest last: what `rollback` pops.
+    #[serde(default)]
+    previous: Vec<u32>,
+    #[serde(default)]
+    shadow: Option<Shadow>,
+    /// The version the pipeline file named at the last start.
+    #[serde(default)]
+    file_version: Option<u32>,
+    #[serde(default)]
+    events: Vec<Event>,
+}
+
+/// The registry file, loaded; every change is written through atomically.
+pub struct Registry {
+    path: PathBuf,
+    doc: Document,
+}
+
+/// At most this many events are kept in the file.
+const EVENTS_KEPT: usize = 1000;
+
+impl Registry {
+    /// Opens (or starts) the registry of the checkpoint at `root`.
+    pub fn open(root: &Path) -> Result<Self> {
+        let dir = root.join("operators");
+        fsutil::create_dir_durable(&dir)?;
+        let path = dir.join("registry.json");
+        let doc = match std::fs::read(&path) {
+            Ok(bytes) => serde_json::from_slice(&bytes)
+                .with_context(|| format!("{} is not a valid registry", path.display()))?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Document::default(),
+            Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+        };
+        Ok(Registry { path, doc })
+    }
+
+    /// Reads the registry of the checkpoint at `root` without creating anything.
+    pub fn inspect(root: &Path) -> Result<Option<Self>> {
+        let path = root.join("operators").join("registry.json");
+        match std::fs::read(&path) {
+            Ok(bytes) => Ok(Some(Registry {
+                doc: serde_json::from_slice(&bytes)
+                    .with_context(|| format!("{} is not a valid registry", path.display()))?,
+                path,
+            })),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
+        }
+    }
+
+    fn save(&self) -> Result<()> {
+        let mut bytes = serde_json::to_vec_pretty(&self.doc)?;
+        bytes.push(b'\n');
+        fsutil::write_atomic(&self.path, &bytes)
+            .with_context(|| format!("writing {}", self.path.display()))
+    }
+
+    fn event(&mut self, action: &str, version: u32, note: Option<String>) {
+        self.doc.events.push(Event {
+            at_ms: now_ms(),
+            action: action.into(),
+            version,
+            note,
+        });
+        let excess = self.doc.events.len().saturating_sub(EVENTS_KEPT);
+        self.doc.events.drain(..excess);
+    }
+
+    /// Every version, oldest first.
+    pub fn versions(&self) -> &[Version] {
+        &self.doc.versions
+    }
+
+    /// The history of changes, oldest first.
+    pub fn events(&self) -> &[Event] {
+        &self.doc.events
+    }
+
+    /// Version `number`.
+    pub fn get(&self, number: u32) -> Option<&Version> {
+        self.doc.versions.iter().find(|v| v.number == number)
+    }
+
+    /// The version with this component and config, if registered.
+    pub fn find(&self, digest: &str, config_digest: &str) -> Option<&Version> {
+        self.doc
+            .versions
+            .iter()
+            .find(|v| v.digest == digest && v.config_digest == config_digest)
+    }
+
+    /// The version new epochs run with.
+    pub fn active(&self) -> Option<&Version> {
+        self.doc.active.and_then(|n| self.get(n))
+    }
+
+    /// The shadow candidate, if any.
+    pub fn shadow(&self) -> Option<(&Version, &Shadow)> {
+        let s = self.doc.shadow.as_ref()?;
+        Some((self.get(s.version)?, s))
+    }
+
+    /// The version the pipeline file named at the last start.
+    pub fn file_version(&self) -> Option<u32> {
+        self.doc.file_version
+    }
+
+    /// Records the pipeline file's version; returns whether it differs
+    /// from the file's version at the last start (the file was edited).
+    pub fn set_file_version(&mut self, number: u32) -> Result<bool> {
+        let changed = self.doc.file_version != Some(number);
+        if changed {
+            self.doc.file_version = Some(number);
+            self.save()?;
+        }
+        Ok(changed)
+    }
+
+    /// Registers a version (or returns the existing one with the same
+    /// component and config). `version` supplies everything but the number.
+    pub fn register(&mut self, mut version: Version) -> Result<Version> {
+        if let Some(existing) = self.find(&version.digest, &version.config_digest) {
+            return Ok(existing.clone());
+        }
+        version.number = self
+            .doc
+            .versions
+            .iter()
+            .map(|v| v.number)
+            .max()
+            .unwrap_or(0)
+            + 1;
+        self.doc.versions.push(version.clone());
+        self.event("register", version.number, version.label.clone());
+        self.save()?;
+        Ok(version)
+    }
+
+    /// Makes `number` the version new epochs run with; the one it replaces
+    /// goes on the rollback stack. Activating the active version is a no-op.
+    pub fn activate(&mut self, number: u32, action: &str, note: Option<String>) -> Result<()> {
+        if self.get(number).is_none() {
+            bail!("there is no version {number}");
+        }
+        if self.doc.active == Some(number) {
+            return Ok(());
+        }
+        if let Some(old) = self.doc.active {
+            self.doc.previous.push(old);
+        }
+        self.set_active(number);
+        self.event(action, number, note);
+        self.save()
+    }
+
+    /// Makes `number` active; a version cannot be active and in shadow.
+    fn set_active(&mut self, number: u32) {
+        self.doc.active = Some(number);
+        if self
+            .doc
+            .shadow
+            .as_ref()
+            .is_some_and(|s| s.version == number)
+        {
+            self.doc.shadow = None;
+        }
+    }
+
+    /// The version a plain rollback returns to.
+    pub fn previous_version(&self) -> Option<u32> {
+        let active = self.doc.active;
+        self.doc
+            .previous
+            .iter()
+            .rev()
+            .find(|&&n| Some(n) != active)
+            .copied()
+    }
+
+    /// Goes back to the version active before the current one (or to
+    /// `to`); returns the version now active.
+    pub fn roll_back(&mut self, to: Option<u32>) -> Result<u32> {
+        self.roll_back_as(to, "rollback", None)
+    }
+
+    /// [`Registry::roll_back`], recorded in the history as `action` with
+    /// `reason` (the engine's automatic rollback of a failing version).
+    pub fn roll_back_as(
+        &mut self,
+        to: Option<u32>,
+        action: &str,
+        reason: Option<&str>,
+    ) -> Result<u32> {
+        let active = self.doc.active;
+        let target = match to {
+            Some(n) => {
+                if self.get(n).is_none() {
+                    bail!("there is no version {n}");
+                }
+                n
+            }
+            None => self
+                .previous_version()
+                .context("there is no earlier version to roll back to")?,
+        };
+        if Some(target) == active {
+            bail!("version {target} is already active");
+        }
+        // Rolling back pops the stack down to the target, so that a second
+        // rollback goes further back instead of toggling.
+        if let Some(pos) = self.doc.previous.iter().rposition(|&n| n == target) {
+            self.doc.previous.truncate(pos);
+        }
+        self.set_active(target);
+        let from = active.map(|a| format!("from version {a}"));
+        let note = match (from, reason) {
+            (Some(f), Some(r)) => Some(format!("{f}: {r}")),
+            (f, r) => f.or(r.map(str::to_string)),
+        };
+        self.event(action, target, note);
+        self.save()?;
+        Ok(target)
+    }
+
+    /// Runs `number` in shadow from the next epoch on (replacing any other
+    /// candidate); `None` stops shadowing.
+    pub fn set_shadow(&mut self, shadow: Option<Shadow>) -> Result<()> {
+        match &shadow {
+            Some(s) => {
+                if self.get(s.version).is_none() {
+                    bail!("there is no version {}", s.version);
+                }
+                if self.doc.active == Some(s.version) {
+                    bail!("version {} is the active version", s.version);
+                }
+                self.event(
+                    "shadow",
+                    s.version,
+                    s.key.clone().map(|k| format!("key {k}")),
+                );
+            }
+            None => {
+                let Some(old) = self.doc.shadow.as_ref() else {
+                    bail!("no version runs in shadow");
+                };
+                let n = old.version;
+                self.event("unshadow", n, None);
+            }
+        }
+        self.doc.shadow = shadow;
+        self.save()
+    }
+
+    /// Makes the shadow candidate active; returns its number.
+    pub fn promote(&mut self) -> Result<u32> {
+        let n = self
+            .doc
+            .shadow
+            .as_ref()
+            .map(|s| s.version)
+            .context("no version runs in shadow; deploy one with `weir deploy --shadow`")?;
+        self.activate(n, "promote", None)?;
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn version(digest: &str) -> Version {
+        Version {
+            number: 0,
+            digest: digest.into(),
+            config_digest: "sha256:c".into(),
+            registered_ms: 0,
+            origin: Origin::Upload { file_name: None },
+            label: None,
+            size: 1,
+            golden: None,
+        }
+    }
+
+    #[test]
+    fn versions_are_numbered_once_and_survive_reopening() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut r = Registry::open(dir.path()).unwrap();
+        assert_eq!(r.register(version("sha256:a")).unwrap().number, 1);
+        assert_eq!(r.register(version("sha256:b")).unwrap().number, 2);
+        assert_eq!(r.register(version("sha256:a")).unwrap().number, 1);
+        r.activate(2, "activate", None).unwrap();
+        let r = Registry::open(dir.path()).unwrap();
+        assert_eq!(r.versions().len(), 2);
+        assert_eq!(r.active().unwrap().digest, "sha256:b");
+    }
+
+    #[test]
+    fn rollback_walks_back_and_does_not_toggle() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut r = Registry::open(dir.path()).unwrap();
+        for d in ["a", "b", "c"] {
+            let v = r.register(version(&format!("sha256:{d}"))).unwrap();
+            r.activate(v.number, "activate", None).unwrap();
+        }
+        assert_eq!(r.roll_back(None).unwrap(), 2);
+        assert_eq!(r.roll_back(None).unwrap(), 1);
+        assert!(r.roll_back(None).is_err());
+        assert_eq!(r.roll_back(Some(3)).unwrap(), 3);
+        assert!(r.roll_back(Some(3)).is_err());
+        assert!(r.roll_back(Some(9)).is_err());
+    }
+
+    #[test]
+    fn shadow_is_promoted_and_cleared() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut r = Registry::open(dir.path()).unwrap();
+        let a = r.register(version("sha256:a")).unwrap().number;
+        let b = r.register(version("sha256:b")).unwrap().number;
+        r.activate(a, "activate", None).unwrap();
+        assert!(r
+            .set_shadow(Some(Shadow {
+                version: a,
+                key: None
+            }))
+            .is_err());
+        r.set_shadow(Some(Shadow {
+            version: b,
+            key: Some("txn_id".into()),
+        }))
+        .unwrap();
+        assert_eq!(r.shadow().unwrap().0.number, b);
+        assert_eq!(r.promote().unwrap(), b);
+        assert!(r.shadow().is_none());
+        assert_eq!(r.active().unwrap().number, b);
+        assert!(r.promote().is_err());
+    }
+}

@@ -1,0 +1,147 @@
+//! Host side of the `weir:operator` world: generated bindings plus the host
+//! functions operators import (the batch resource and logging; state and
+//! event time are in `state_host.rs`).
+
+use super::columns::column_to_wit;
+use super::store::HostState;
+use arrow_array::RecordBatch;
+use wasmtime::component::Resource;
+
+wasmtime::component::bindgen!({
+    path: "../../wit",
+    world: "operator",
+    with: {
+        "weir:operator/types.batch": InputBatch,
+    },
+    imports: {
+        "weir:operator/types.[method]batch.column": trappable,
+        "weir:operator/types.[method]batch.take": trappable,
+        "weir:operator/state.get": trappable,
+        "weir:operator/state.put": trappable,
+        "weir:operator/state.delete": trappable,
+        "weir:operator/state.get-many": trappable,
+        "weir:operator/state.put-many": trappable,
+        "weir:operator/state.delete-many": trappable,
+    },
+});
+
+pub use weir::operator::types::{
+    Column as WitColumn, DataType as WitDataType, Output as WitOutput, Values as WitValues,
+};
+
+/// The micro-batch behind a guest's `borrow<batch>` handle. Columns are
+/// copied into the guest only when it asks for them.
+pub struct InputBatch {
+    pub(crate) batch: RecordBatch,
+}
+
+impl weir::operator::types::Host for HostState {}
+
+impl HostState {
+    fn input_column(
+        &self,
+        handle: &Resource<InputBatch>,
+        index: u32,
+    ) -> wasmtime::Result<arrow_array::ArrayRef> {
+        let b = self
+            .batch(handle)
+            .ok_or_else(|| wasmtime::format_err!("stale batch handle"))?;
+        b.batch
+            .columns()
+            .get(index as usize)
+            .cloned()
+            .ok_or_else(|| {
+                wasmtime::format_err!(
+                    "operator asked for column {index} of a batch with {} columns",
+                    b.batch.num_columns()
+                )
+            })
+    }
+}
+
+impl weir::operator::types::HostBatch for HostState {
+    fn num_rows(&mut self, handle: Resource<InputBatch>) -> u32 {
+        self.batch(&handle).map_or(0, |b| b.batch.num_rows() as u32)
+    }
+
+    fn schema(&mut self, handle: Resource<InputBatch>) -> Vec<weir::operator::types::Field> {
+        let Some(b) = self.batch(&handle) else {
+            return Vec::new();
+        };
+        b.batch
+            .schema()
+            .fields()
+            .iter()
+            .filter_map(|f| {
+                Some(weir::operator::types::Field {
+                    name: f.name().clone(),
+                    data_type: super::columns::wit_type(f.data_type())?,
+                    nullable: f.is_nullable(),
+                })
+            })
+            .collect()
+    }
+
+    fn column(
+        &mut self,
+        handle: Resource<InputBatch>,
+        index: u32,
+    ) -> wasmtime::Result<weir::operator::types::Column> {
+        let array = self.input_column(&handle, index)?;
+        column_to_wit(array.as_ref()).map_err(|e| wasmtime::format_err!("{e:#}"))
+    }
+
+    fn take(
+        &mut self,
+        handle: Resource<InputBatch>,
+        index: u32,
+        rows: Vec<u32>,
+    ) -> wasmtime::Result<weir::operator::types::Column> {
+        let array = self.input_column(&handle, index)?;
+        let len = array.len();
+        if let Some(bad) = rows.iter().find(|&&r| r as usize >= len) {
+            wasmtime::bail!("operator asked for row {bad} of a batch with {len} rows");
+        }
+        let indices = arrow_array::UInt32Array::from(rows);
+        let taken = arrow_select::take::take(array.as_ref(), &indices, None)
+            .map_err(|e| wasmtime::format_err!("take: {e}"))?;
+        column_to_wit(taken.as_ref()).map_err(|e| wasmtime::format_err!("{e:#}"))
+    }
+
+    fn drop(&mut self, handle: Resource<InputBatch>) -> wasmtime::Result<()> {
+        // The host owns the batch: the guest's handle is a borrow that ends
+        // with the call, so there is nothing to delete here.
+        let _ = handle;
+        Ok(())
+    }
+}
+
+impl weir::operator::host::Host for HostState {
+    fn log(&mut self, level: weir::operator::host::Level, message: String) {
+        use weir::operator::host::Level;
+        let message: &str = if message.len() > 4096 {
+            // Guests must not flood the host's log; keep a readable prefix.
+            message.get(..4096).unwrap_or("<log line cut>")
+        } else {
+            &message
+        };
+        let (pipeline, epoch, digest) = (&self.tags.pipeline, self.tags.epoch, &self.tags.digest);
+        match level {
+            Level::Trace => {
+                tracing::trace!(target: "weir::guest", pipeline, epoch, operator = %digest, "{message}")
+            }
+            Level::Debug => {
+                tracing::debug!(target: "weir::guest", pipeline, epoch, operator = %digest, "{message}")
+            }
+            Level::Info => {
+                tracing::info!(target: "weir::guest", pipeline, epoch, operator = %digest, "{message}")
+            }
+            Level::Warn => {
+                tracing::warn!(target: "weir::guest", pipeline, epoch, operator = %digest, "{message}")
+            }
+            Level::Error => {
+                tracing::error!(target: "weir::guest", pipeline, epoch, operator = %digest, "{message}")
+            }
+        }
+    }
+}

@@ -1,0 +1,178 @@
+//! The `weir:operator/state` and `event-time` imports: an operator's keyed
+//! state, read and written through the embedder's [`KeyedState`] (Weir's
+//! engine hands in the epoch's overlay over RocksDB), and the epoch's
+//! watermark. Everything a guest passes is checked: malformed
+//! byte strings or more pending state than the instance's memory cap trap
+//! the guest, which fails the epoch and leaves the host as it was.
+
+use super::bindings::weir::operator::{event_time, state};
+use super::store::HostState;
+use state::ByteStrings;
+use std::any::Any;
+use wasmtime::{bail, format_err, Result};
+
+/// The keyed state one operator instance reads and writes during one
+/// epoch. The host does not own storage: the embedder decides where state
+/// lives and when changes become durable (Weir's engine: an in-memory
+/// overlay over RocksDB, committed with the epoch), and scopes keys to the
+/// operator's namespace. Writes must stay invisible outside this value until
+/// the embedder commits them, so a failed epoch leaves no trace.
+pub trait KeyedState: Send {
+    /// The value under `key`, if any (expired values are absent).
+    fn get(&mut self, key: &[u8]) -> anyhow::Result<Option<Vec<u8>>>;
+    /// The values under `keys`, in order.
+    fn get_many(&mut self, keys: &[&[u8]]) -> anyhow::Result<Vec<Option<Vec<u8>>>>;
+    /// Sets `key`, expiring `ttl_ms` after the epoch's time if given.
+    fn put(&mut self, key: &[u8], value: &[u8], ttl_ms: Option<u64>);
+    /// Removes `key`.
+    fn delete(&mut self, key: &[u8]);
+    /// Bytes of uncommitted changes, charged against the operator's memory
+    /// limit so that state cannot be used to escape it.
+    fn pending_bytes(&self) -> usize;
+    /// The concrete value back, for the embedder to commit after the run.
+    fn into_any(self: Box<Self>) -> Box<dyn Any>;
+}
+
+impl HostState {
+    fn epoch_state(&mut self) -> Result<&mut dyn KeyedState> {
+        match self.env.state.as_deref_mut() {
+            Some(s) => Ok(s),
+            None => bail!("keyed state is available only while an epoch runs"),
+        }
+    }
+
+    fn check_budget(&mut self) -> Result<()> {
+        let (budget, pending) = (
+            self.state_budget,
+            self.env.state.as_ref().map_or(0, |s| s.pending_bytes()),
+        );
+        if pending > budget {
+            bail!(
+                "the epoch's state changes hold {pending} bytes, more than the operator's \
+                 memory limit of {budget} bytes"
+            );
+        }
+        Ok(())
+    }
+}
+
+/// Splits Arrow-binary-layout byte strings, refusing bad offsets.
+fn split(strings: &ByteStrings) -> Result<Vec<&[u8]>> {
+    let offs = &strings.offsets;
+    if offs.first().is_some_and(|&o| o != 0) {
+        bail!("byte-strings offsets must start at 0");
+    }
+    offs.windows(2)
+        .map(|w| {
+            let (a, b) = (w[0] as usize, w[1] as usize);
+            strings.data.get(a..b).ok_or_else(|| {
+                format_err!("byte-strings offsets {a}..{b} out of order or past the data")
+            })
+        })
+        .collect()
+}
+
+fn host_error(e: anyhow::Error) -> wasmtime::Error {
+    format_err!("state store: {e:#}")
+}
+
+impl state::Host for HostState {
+    fn get(&mut self, key: Vec<u8>) -> Result<Option<Vec<u8>>> {
+        let s = self.epoch_state()?;
+        s.get(&key).map_err(host_error)
+    }
+
+    fn put(&mut self, key: Vec<u8>, value: Vec<u8>, ttl_ms: Option<u64>) -> Result<()> {
+        let s = self.epoch_state()?;
+        s.put(&key, &value, ttl_ms);
+        self.check_budget()
+    }
+
+    fn delete(&mut self, key: Vec<u8>) -> Result<()> {
+        let s = self.epoch_state()?;
+        s.delete(&key);
+        self.check_budget()
+    }
+
+    fn get_many(&mut self, keys: ByteStrings) -> Result<(ByteStrings, Vec<u8>)> {
+        let keys = split(&keys)?;
+        let s = self.epoch_state()?;
+        let found = s.get_many(&keys).map_err(host_error)?;
+        let mut offsets = Vec::with_capacity(found.len() + 1);
+        let mut data = Vec::new();
+        let mut present = vec![0u8; found.len().div_ceil(8)];
+        offsets.push(0u32);
+        for (i, value) in found.iter().enumerate() {
+            if let Some(v) = value {
+                present[i / 8] |= 1 << (i % 8);
+                data.extend_from_slice(v);
+            }
+            let end = u32::try_from(data.len())
+                .map_err(|_| format_err!("get-many result is larger than 4 GiB"))?;
+            offsets.push(end);
+        }
+        Ok((ByteStrings { offsets, data }, present))
+    }
+
+    fn put_many(
+        &mut self,
+        keys: ByteStrings,
+        values: ByteStrings,
+        ttl_ms: Option<u64>,
+    ) -> Result<()> {
+        let (keys, values) = (split(&keys)?, split(&values)?);
+        if keys.len() != values.len() {
+            bail!(
+                "put-many got {} keys but {} values",
+                keys.len(),
+                values.len()
+            );
+        }
+        let s = self.epoch_state()?;
+        for (k, v) in keys.iter().zip(&values) {
+            s.put(k, v, ttl_ms);
+        }
+        self.check_budget()
+    }
+
+    fn delete_many(&mut self, keys: ByteStrings) -> Result<()> {
+        let keys = split(&keys)?;
+        let s = self.epoch_state()?;
+        for k in keys {
+            s.delete(k);
+        }
+        self.check_budget()
+    }
+}
+
+impl event_time::Host for HostState {
+    fn watermark(&mut self) -> Option<i64> {
+        self.env.watermark
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn byte_strings_are_split_and_bad_offsets_refused() {
+        let ok = ByteStrings {
+            offsets: vec![0, 2, 2, 5],
+            data: b"abcde".to_vec(),
+        };
+        assert_eq!(split(&ok).unwrap(), [&b"ab"[..], b"", b"cde"]);
+        let empty = ByteStrings {
+            offsets: vec![],
+            data: vec![],
+        };
+        assert!(split(&empty).unwrap().is_empty());
+        for offsets in [vec![1, 2], vec![0, 3, 2], vec![0, 9]] {
+            let bad = ByteStrings {
+                offsets,
+                data: b"abcde".to_vec(),
+            };
+            assert!(split(&bad).is_err());
+        }
+    }
+}

@@ -1,0 +1,276 @@
+//! The `weir` binary as a user runs it: demo, checkpoint show, operator check.
+
+use crate::common::guest;
+use std::process::{Command, Output};
+
+fn weir(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_weir"))
+        .args(args)
+        .env("WEIR_LOG", "warn")
+        .output()
+        .unwrap()
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+#[test]
+fn demo_then_checkpoint_show() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let out = weir(&["demo", "--dir", d, "--payments", "4000", "--files", "4"]);
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    assert!(
+        t.contains("epoch    0") && t.contains("epoch    1"),
+        "a line per epoch: {t}"
+    );
+    assert!(t.contains("planted fraud caught"), "{t}");
+    assert!(t.contains("alerts:"), "{t}");
+
+    let ck = dir.path().join("checkpoint");
+    let out = weir(&["checkpoint", "show", ck.to_str().unwrap()]);
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    assert!(t.contains("fraud-demo"), "{t}");
+    assert_eq!(t.matches("committed").count(), 2, "{t}");
+    assert!(
+        t.contains("payments-0000.jsonl, payments-0001.jsonl"),
+        "{t}"
+    );
+    assert!(t.contains("sha256:"), "{t}");
+
+    // A planned-only epoch is shown as such.
+    std::fs::remove_file(ck.join("commits/1")).unwrap();
+    let t = text(&weir(&["checkpoint", "show", ck.to_str().unwrap()]));
+    assert!(t.contains("PLANNED"), "{t}");
+
+    let out = weir(&["checkpoint", "show", "--json", ck.to_str().unwrap()]);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["epochs"][1]["committed"], false);
+    assert_eq!(doc["metadata"]["pipeline"], "fraud-demo");
+
+    let out = weir(&["checkpoint", "show", d]);
+    assert!(!out.status.success());
+    assert!(text(&out).contains("not a checkpoint"), "{}", text(&out));
+}
+
+#[test]
+fn operator_check_reports_world_and_imports() {
+    let ok = weir(&["operator", "check", guest("fraud_rules").to_str().unwrap()]);
+    let t = text(&ok);
+    assert!(ok.status.success(), "{t}");
+    assert!(t.contains("process") && t.contains("init"), "{t}");
+    assert!(t.contains("weir:operator/types@0.1.0"), "{t}");
+    assert!(t.contains("ok: implements"), "{t}");
+
+    let bad = weir(&[
+        "operator",
+        "check",
+        guest("sandbox_escape").to_str().unwrap(),
+    ]);
+    let t = text(&bad);
+    assert!(!bad.status.success());
+    assert!(t.contains("wasi:filesystem/preopens"), "{t}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let junk = dir.path().join("junk.wasm");
+    std::fs::write(&junk, b"not wasm").unwrap();
+    let out = weir(&["operator", "check", junk.to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("not a WebAssembly component"),
+        "{}",
+        text(&out)
+    );
+}
+
+#[test]
+fn help_explains_every_command() {
+    let t = text(&weir(&["--help"]));
+    for cmd in ["run", "demo", "checkpoint", "operator"] {
+        assert!(t.contains(cmd), "{t}");
+    }
+    let t = text(&weir(&["run", "--help"]));
+    assert!(t.contains("Resumes from the checkpoint"), "{t}");
+}
+
+#[test]
+fn demo_pipeline_reruns_from_its_own_directory_as_the_demo_says() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let out = weir(&["demo", "--dir", d, "--payments", "2000", "--files", "2"]);
+    assert!(out.status.success(), "{}", text(&out));
+    std::fs::remove_dir_all(dir.path().join("checkpoint")).unwrap();
+    std::fs::remove_dir_all(dir.path().join("alerts")).unwrap();
+    // `weir run pipeline.toml`: a bare file name, paths relative to the cwd.
+    let out = Command::new(env!("CARGO_BIN_EXE_weir"))
+        .args(["run", "--quiet", "pipeline.toml"])
+        .current_dir(dir.path())
+        .env("WEIR_LOG", "warn")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(dir.path().join("checkpoint/commits/0").exists());
+    assert!(dir.path().join("alerts").is_dir());
+}
+
+/// Every file under `dir` with its bytes, for "nothing was touched" checks.
+fn snapshot(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .map(|p| (p.display().to_string(), std::fs::read(&p).unwrap()))
+        .collect();
+    files.sort();
+    files
+}
+
+/// `weir demo --dir D` with one input file per epoch.
+fn demo_one_file_per_epoch(d: &str, payments: &str, files: &str) {
+    let out = weir(&[
+        "demo",
+        "--dir",
+        d,
+        "--payments",
+        payments,
+        "--files",
+        files,
+        "--files-per-epoch",
+        "1",
+    ]);
+    assert!(out.status.success(), "{}", text(&out));
+}
+
+#[test]
+fn a_damaged_checkpoint_is_refused_before_anything_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    demo_one_file_per_epoch(d, "4000", "4");
+    let ck = dir.path().join("checkpoint");
+    let pipeline = dir.path().join("pipeline.toml");
+    // More input, so a run that went on would write new alerts.
+    let more = weir_cli::demo::generator::json_lines(9, 4_000, 1_000);
+    std::fs::write(dir.path().join("input/payments-0009.jsonl"), more).unwrap();
+    let alerts = snapshot(&dir.path().join("alerts"));
+    for (remove, want) in [
+        (
+            "offsets/1",
+            "offsets/1 is missing but epochs up to 3 were planned",
+        ),
+        ("offsets/3", "commits/3 exists but offsets/3 does not"),
+        (
+            "commits/1",
+            "commits/1 is missing but epochs up to 3 were committed",
+        ),
+        ("metadata", "metadata is missing but"),
+    ] {
+        let path = ck.join(remove);
+        let saved = std::fs::read(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        let out = weir(&["run", "--quiet", pipeline.to_str().unwrap()]);
+        let t = text(&out);
+        assert!(!out.status.success(), "{remove} removed, yet: {t}");
+        assert!(t.contains(want), "{remove}: {t}");
+        assert!(t.contains("is damaged"), "{t}");
+        assert_eq!(snapshot(&dir.path().join("alerts")), alerts, "{remove}");
+        assert!(
+            !ck.join("offsets/4").exists(),
+            "{remove}: an epoch was planned"
+        );
+        std::fs::write(&path, saved).unwrap();
+    }
+    let out = weir(&["run", "--quiet", pipeline.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(ck.join("commits/4").exists());
+}
+
+#[test]
+fn one_pipeline_spelled_from_two_directories_is_one_query() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    demo_one_file_per_epoch(d, "2000", "2");
+    let more = weir_cli::demo::generator::json_lines(9, 2_000, 500);
+    std::fs::write(dir.path().join("input/payments-0009.jsonl"), more).unwrap();
+    // `cd D && weir run pipeline.toml` after `weir demo --dir D`.
+    let out = Command::new(env!("CARGO_BIN_EXE_weir"))
+        .args(["run", "--quiet", "pipeline.toml"])
+        .current_dir(dir.path())
+        .env("WEIR_LOG", "warn")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(dir.path().join("checkpoint/commits/2").exists());
+    // And back through a path with `.` and `..` in it.
+    let parent = dir.path().parent().unwrap();
+    let name = dir.path().file_name().unwrap().to_str().unwrap();
+    let spelled = format!("./{name}/../{name}/pipeline.toml");
+    let out = Command::new(env!("CARGO_BIN_EXE_weir"))
+        .args(["run", "--quiet", &spelled])
+        .current_dir(parent)
+        .env("WEIR_LOG", "warn")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+}
+
+/// A 10 MiB tmpfs at a fresh directory, unmounted on drop (needs root).
+struct SmallDisk(tempfile::TempDir);
+
+impl SmallDisk {
+    fn mount() -> Option<SmallDisk> {
+        let dir = tempfile::tempdir().unwrap();
+        let status = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", "size=10m", "tmpfs"])
+            .arg(dir.path())
+            .status()
+            .ok()?;
+        status.success().then_some(SmallDisk(dir))
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(self.0.path()).status();
+    }
+}
+
+#[test]
+fn a_nearly_full_disk_at_start_is_a_clean_error_not_an_abort() {
+    // SAFETY: a plain getuid call.
+    let root = unsafe { libc::getuid() } == 0;
+    let Some(disk) = SmallDisk::mount() else {
+        assert!(!root, "mounting a tmpfs failed although running as root");
+        eprintln!("skipped: mounting a small tmpfs needs root");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let out = weir(&["demo", "--dir", d, "--payments", "1000", "--files", "1"]);
+    assert!(out.status.success(), "{}", text(&out));
+    let pipeline = dir.path().join("pipeline.toml");
+    let ck = disk.0.path().join("checkpoint");
+    let toml = std::fs::read_to_string(&pipeline).unwrap();
+    let toml = toml
+        .lines()
+        .map(|l| {
+            if l.starts_with("checkpoint") {
+                format!("checkpoint = \"{}\"", ck.display())
+            } else {
+                l.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    std::fs::write(&pipeline, toml).unwrap();
+    let out = weir(&["run", "--quiet", pipeline.to_str().unwrap()]);
+    let t = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{t}");
+    assert!(t.contains("not enough free disk space"), "{t}");
+    assert!(t.contains("No space left on device"), "{t}");
+}

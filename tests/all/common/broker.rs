@@ -1,0 +1,227 @@
+//! A real Kafka-protocol broker (tansu) for tests, started on 127.0.0.1 on a
+//! free port with SQLite storage in a temp dir (so it can be restarted
+//! without losing data), and killed when dropped.
+#![allow(dead_code)]
+
+use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
+use rdkafka::ClientConfig;
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub struct Broker {
+    pub port: u16,
+    dir: tempfile::TempDir,
+    child: Option<Child>,
+}
+
+fn tansu() -> PathBuf {
+    let home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cargo"));
+    let candidate = home.join("bin/tansu");
+    assert!(
+        candidate.exists(),
+        "tansu is not installed at {}: run scripts/install-tansu.sh (scripts/test.sh does)",
+        candidate.display()
+    );
+    candidate
+}
+
+impl Broker {
+    pub fn start() -> Broker {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut b = Broker {
+            port,
+            dir: tempfile::tempdir().unwrap(),
+            child: None,
+        };
+        b.spawn();
+        b
+    }
+
+    pub fn bootstrap(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    fn spawn(&mut self) {
+        let url = format!("tcp://127.0.0.1:{}", self.port);
+        // tansu takes the SQLite path relative to its working directory.
+        let child = Command::new(tansu())
+            .current_dir(self.dir.path())
+            .args([
+                "broker",
+                "--listener-url",
+                &url,
+                "--advertised-listener-url",
+                &url,
+            ])
+            .arg("--storage-engine")
+            .arg("sqlite://tansu.db")
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(
+                std::fs::File::create(self.dir.path().join("broker.log")).unwrap(),
+            ))
+            .spawn()
+            .expect("starting tansu");
+        self.child = Some(child);
+        let start = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            if let Some(status) = self.child.as_mut().unwrap().try_wait().unwrap() {
+                let log =
+                    std::fs::read_to_string(self.dir.path().join("broker.log")).unwrap_or_default();
+                panic!("tansu exited with {status}: {log}");
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "tansu did not listen"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn stop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    pub fn restart(&mut self) {
+        self.stop();
+        self.spawn();
+    }
+
+    pub fn create_topic(&self, name: &str, partitions: u32) {
+        let out = Command::new(tansu())
+            .args([
+                "topic",
+                "create",
+                name,
+                "--partitions",
+                &partitions.to_string(),
+            ])
+            .arg("--broker")
+            .arg(format!("tcp://127.0.0.1:{}", self.port))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "topic create: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// Produces `values` with keys `k-<i>` to `partition(i)` of `topic`.
+    pub fn produce(&self, topic: &str, values: &[Vec<u8>], partition: impl Fn(usize) -> i32) {
+        let producer: ThreadedProducer<DefaultProducerContext> = ClientConfig::new()
+            .set("bootstrap.servers", self.bootstrap())
+            .set("linger.ms", "5")
+            .create()
+            .unwrap();
+        for (i, v) in values.iter().enumerate() {
+            let key = format!("k-{i}");
+            let record = BaseRecord::to(topic)
+                .key(key.as_str())
+                .payload(v.as_slice())
+                .partition(partition(i));
+            weir_connectors::kafka::send_blocking(&producer, record).expect("produce");
+        }
+        producer.flush(Duration::from_secs(30)).expect("flush");
+    }
+}
+
+/// A record read back: (partition, offset, headers, value).
+pub type Consumed = (i32, i64, Vec<(String, String)>, String);
+
+impl Broker {
+    /// Every committed record of `topic`.
+    pub fn consume_all(&self, topic: &str) -> Vec<Consumed> {
+        use rdkafka::consumer::{BaseConsumer, Consumer};
+        use rdkafka::message::{Headers, Message};
+        let c: BaseConsumer = ClientConfig::new()
+            .set("bootstrap.servers", self.bootstrap())
+            .set("group.id", "weir-test-reader")
+            .set("enable.auto.commit", "false")
+            .set("isolation.level", "read_committed")
+            .create()
+            .unwrap();
+        let md = c
+            .fetch_metadata(Some(topic), Duration::from_secs(10))
+            .unwrap();
+        let mut tpl = rdkafka::TopicPartitionList::new();
+        let mut ends = std::collections::HashMap::new();
+        for p in md.topics()[0].partitions() {
+            let (low, high) = c
+                .fetch_watermarks(topic, p.id(), Duration::from_secs(10))
+                .unwrap();
+            if high > low {
+                tpl.add_partition_offset(topic, p.id(), rdkafka::Offset::Offset(low))
+                    .unwrap();
+                ends.insert(p.id(), high);
+            }
+        }
+        let mut out = Vec::new();
+        if ends.is_empty() {
+            return out;
+        }
+        c.assign(&tpl).unwrap();
+        let start = Instant::now();
+        while !ends.is_empty() && start.elapsed() < Duration::from_secs(30) {
+            match c.poll(Duration::from_millis(100)) {
+                Some(Ok(m)) => {
+                    let headers = m
+                        .headers()
+                        .map(|h| {
+                            (0..h.count())
+                                .map(|i| {
+                                    let x = h.get(i);
+                                    (
+                                        x.key.to_string(),
+                                        String::from_utf8_lossy(x.value.unwrap_or(b""))
+                                            .into_owned(),
+                                    )
+                                })
+                                .collect()
+                        })
+                        .unwrap_or_default();
+                    out.push((
+                        m.partition(),
+                        m.offset(),
+                        headers,
+                        String::from_utf8_lossy(m.payload().unwrap_or(b"")).into_owned(),
+                    ));
+                    if m.offset() >= ends[&m.partition()] - 1 {
+                        ends.remove(&m.partition());
+                    }
+                }
+                Some(Err(e)) => panic!("consume: {e}"),
+                None => {
+                    if let Ok(pos) = c.position() {
+                        for el in pos.elements() {
+                            if let (Some(&end), rdkafka::Offset::Offset(p)) =
+                                (ends.get(&el.partition()), el.offset())
+                            {
+                                if p >= end {
+                                    ends.remove(&el.partition());
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+impl Drop for Broker {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}

@@ -1,0 +1,123 @@
+//! `weir demo`'s alerts must equal those of an independent native reference
+//! scorer over the same generated payments: the rules, and the velocity rule
+//! kept in the host's state across epochs.
+
+use std::collections::BTreeMap;
+use weir_cli::demo::{self, generator, DemoOptions};
+use weir_engine::config::PipelineConfig;
+
+/// A row-at-a-time scorer written from the rule definitions, sharing no code
+/// with the operator: (txn_id → (score, reasons)). Velocity: more than
+/// `max_payments` payments of the card in `(ts - window_ms, ts]`.
+fn reference(
+    payments: &[generator::Payment],
+    rules: &serde_json::Value,
+) -> BTreeMap<String, (f64, String)> {
+    let velocity = &rules["velocity"];
+    let window = velocity["window_ms"].as_i64().unwrap();
+    let max = velocity["max_payments"].as_u64().unwrap() as usize;
+    let mut by_card: std::collections::HashMap<&str, Vec<i64>> = Default::default();
+    let threshold = rules["alert_threshold"].as_f64().unwrap();
+    let list = |v: &serde_json::Value, key: &str| -> Vec<String> {
+        v[key]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s.as_str().unwrap().to_string())
+            .collect()
+    };
+    let mut out = BTreeMap::new();
+    for p in payments {
+        let (mut score, mut reasons) = (0.0, Vec::new());
+        for r in rules["rules"].as_array().unwrap() {
+            let name = r["rule"].as_str().unwrap();
+            let fires = match name {
+                "amount_above" => p.amount > r["threshold"].as_f64().unwrap(),
+                "country_mismatch" => p.country != p.card_country,
+                "merchant_in" => list(r, "merchants").contains(&p.merchant_id),
+                "currency_not_in" => !list(r, "currencies").contains(&p.currency),
+                other => panic!("reference scorer does not know rule {other}"),
+            };
+            if fires {
+                score += r["weight"].as_f64().unwrap();
+                reasons.push(name);
+            }
+        }
+        let times = by_card.entry(&p.card_id).or_default();
+        times.push(p.ts);
+        if times
+            .iter()
+            .filter(|&&t| t > p.ts - window && t <= p.ts)
+            .count()
+            > max
+        {
+            score += velocity["weight"].as_f64().unwrap();
+            reasons.push("velocity");
+        }
+        if !reasons.is_empty() && score >= threshold {
+            out.insert(p.txn_id.clone(), (score, reasons.join(",")));
+        }
+    }
+    out
+}
+
+#[test]
+fn demo_alerts_equal_the_native_reference() {
+    let dir = tempfile::tempdir().unwrap();
+    let opts = DemoOptions {
+        dir: Some(dir.path().to_path_buf()),
+        payments: 60_000,
+        files: 6,
+        files_per_epoch: 2,
+        ..DemoOptions::default()
+    };
+    let mut epochs = 0;
+    let report = demo::run(&opts, &mut |_| epochs += 1).unwrap();
+    assert_eq!(epochs, 3);
+    assert_eq!(report.rows_in, 60_000);
+
+    let cfg = PipelineConfig::load(&report.pipeline_file).unwrap();
+    let rules: serde_json::Value =
+        serde_json::from_str(&cfg.operator_config_json().unwrap()).unwrap();
+    let payments: Vec<_> = (0..opts.payments)
+        .map(|i| generator::payment(opts.seed, i).0)
+        .collect();
+    let expected = reference(&payments, &rules);
+
+    let actual: BTreeMap<String, (f64, String)> = report
+        .alerts
+        .iter()
+        .map(|a| (a.txn_id.clone(), (a.score, a.reasons.clone())))
+        .collect();
+    assert_eq!(actual.len(), report.alerts.len(), "no alert twice");
+    assert!(
+        expected.len() > 100,
+        "the generator plants enough fraud: {}",
+        expected.len()
+    );
+    assert_eq!(
+        actual.keys().collect::<Vec<_>>(),
+        expected.keys().collect::<Vec<_>>()
+    );
+    for (id, (score, reasons)) in &expected {
+        let (s, r) = &actual[id];
+        assert_eq!(r, reasons, "{id}");
+        assert!((s - score).abs() < 1e-9, "{id}: {s} vs {score}");
+    }
+    assert_eq!(
+        report.planted_caught, report.planted,
+        "every planted fraud is caught"
+    );
+    let bursts = report
+        .alerts
+        .iter()
+        .filter(|a| a.reasons.contains("velocity"));
+    assert!(bursts.count() >= 3 * 20, "the planted bursts are flagged");
+
+    // The summary names where the alerts are.
+    let text = demo::summary_text(&report);
+    assert!(
+        text.contains(&report.alerts_dir.display().to_string()),
+        "{text}"
+    );
+}

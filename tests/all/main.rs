@@ -1,0 +1,25 @@
+//! Weir's integration tests, built as one binary (one link of wasmtime,
+//! RocksDB, librdkafka and postgres). Each module is one area; services
+//! (Kafka, PostgreSQL, Chromium) are real, started by the tests on
+//! 127.0.0.1 and stopped afterwards. Shared helpers are in [`common`].
+
+// Tests send signals to `weir` processes and ask who they run as: libc.
+#![allow(unsafe_code)]
+
+mod common;
+
+mod bad_input;
+mod cli;
+mod crash;
+mod demo;
+mod event_time;
+mod hot_swap;
+mod kafka;
+mod observe;
+mod polyglot;
+mod postgres;
+mod replay;
+mod sandbox;
+mod scaffold;
+mod state;
+mod streaming;

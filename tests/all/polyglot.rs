@@ -1,0 +1,91 @@
+//! The WIT contract beyond Rust: the fraud rules written in Python
+//! (componentize-py) and JavaScript (componentize-js) must emit exactly the
+//! alerts of the Rust `fraud-rules` over the same 100k generated payments.
+//! The two components are built by `scripts/build-polyglot.sh` (which
+//! `scripts/test.sh` runs) into `target/guests/polyglot/`.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+fn polyglot(name: &str) -> PathBuf {
+    let path = Path::new(weir_cli::GUEST_DIR)
+        .join("../../polyglot")
+        .join(name);
+    assert!(
+        path.exists(),
+        "{} is missing: run `bash scripts/install-polyglot.sh && bash scripts/build-polyglot.sh` \
+         (scripts/test.sh does)",
+        path.display()
+    );
+    path
+}
+
+/// Alerts of one run, by txn_id, as the sink wrote them.
+fn alerts(dir: &Path) -> BTreeMap<String, serde_json::Value> {
+    let mut out = BTreeMap::new();
+    for (_, bytes) in crate::common::sink_files(&dir.join("out")) {
+        for line in String::from_utf8(bytes).unwrap().lines() {
+            let v: serde_json::Value = serde_json::from_str(line).unwrap();
+            let id = v["txn_id"].as_str().unwrap().to_string();
+            assert!(out.insert(id.clone(), v).is_none(), "{id} alerted twice");
+        }
+    }
+    out
+}
+
+/// Runs `operator` with the demo rules over 100k payments (10 epochs).
+fn run(operator: &Path, host: &weir_host::WasmHost) -> BTreeMap<String, serde_json::Value> {
+    let dir = tempfile::tempdir().unwrap();
+    crate::common::write_input(dir.path(), 11, 10, 10_000);
+    let toml = crate::common::pipeline_toml(
+        dir.path(),
+        operator,
+        crate::common::DEMO_RULES_INLINE,
+        "",
+        "",
+    );
+    let mut p = crate::common::open_pipeline(dir.path(), &toml, host).unwrap();
+    let summary = p
+        .run(
+            host,
+            &std::sync::atomic::AtomicBool::new(false),
+            &mut |_| {},
+        )
+        .unwrap();
+    assert_eq!((summary.epochs, summary.rows_in), (10, 100_000));
+    alerts(dir.path())
+}
+
+#[test]
+fn python_and_javascript_operators_emit_the_alerts_of_the_rust_one() {
+    // Compiled components are cached under target/, so only the first run
+    // pays for compiling the Python and JavaScript runtimes.
+    let cache = Path::new(weir_cli::GUEST_DIR).join("../../polyglot-cache");
+    let host = weir_host::WasmHost::new(Some(cache)).unwrap();
+    let rust = run(&crate::common::guest("fraud_rules"), &host);
+    assert!(rust.len() > 500, "only {} alerts", rust.len());
+    for (language, file) in [
+        ("Python", "fraud_rules_py.wasm"),
+        ("JavaScript", "fraud_rules_js.wasm"),
+    ] {
+        let other = run(&polyglot(file), &host);
+        let missing: Vec<_> = rust
+            .keys()
+            .filter(|k| !other.contains_key(*k))
+            .take(5)
+            .collect();
+        let extra: Vec<_> = other
+            .keys()
+            .filter(|k| !rust.contains_key(*k))
+            .take(5)
+            .collect();
+        assert!(
+            missing.is_empty() && extra.is_empty(),
+            "{language}: missing {missing:?}, extra {extra:?}"
+        );
+        for (id, row) in &rust {
+            assert_eq!(&other[id], row, "{language} differs on {id}");
+        }
+        eprintln!("{language}: {} alerts, identical to Rust's", other.len());
+    }
+}

@@ -1,0 +1,456 @@
+//! The PostgreSQL sink against a real PostgreSQL server (a temp cluster on
+//! 127.0.0.1 per test, see `common/pg.rs`): exactly-once epochs, replay
+//! skipped through the progress table, both write paths, existing tables
+//! with other column types, refused writes naming the column or constraint,
+//! start-up errors, a 30 s server outage mid-run, and the SIGKILL crash test.
+
+use crate::common::pg::PgServer;
+use crate::common::{guest, open_pipeline, wait_for, write_input, Background};
+use arrow_array::{Int64Array, RecordBatch, StringArray};
+use arrow_schema::{DataType, Field, Schema};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use weir_connectors::postgres::table::TableName;
+use weir_connectors::postgres::{PostgresSink, PostgresSinkSettings, WriteMethod};
+use weir_core::sink::Sink;
+use weir_host::WasmHost;
+
+/// fraud-rules set to alert on every payment: every input row must reach
+/// the table exactly once, with all four column types.
+const ALERT_ALL: &str = r#"{ alert_threshold = 0.5, rules = [ { rule = "amount_above", threshold = 0.0, weight = 1.0 } ] }"#;
+
+/// A pipeline over `dir/input` (one file per epoch, available-now) through
+/// fraud-rules alerting on everything into `table`; `url: None` leaves the
+/// connection string to the environment; `extra` adds sink keys.
+fn pg_toml(dir: &Path, url: Option<&str>, table: &str, extra: &str) -> String {
+    let files_sink = format!("kind = \"files\"\npath = \"{}/out\"", dir.display());
+    let url = url.map(|u| format!("url = \"{u}\"")).unwrap_or_default();
+    let toml = crate::common::pipeline_toml(dir, &guest("fraud_rules"), ALERT_ALL, "", "");
+    assert!(toml.contains(&files_sink));
+    toml.replace(
+        &files_sink,
+        &format!("kind = \"postgres\"\n{url}\ntable = \"{table}\"\n{extra}"),
+    )
+}
+
+fn run_in_process(
+    dir: &Path,
+    toml: &str,
+) -> anyhow::Result<Vec<weir_core::progress::EpochProgress>> {
+    crate::common::run_epochs(dir, toml)
+}
+
+fn query_id(dir: &Path) -> String {
+    weir_core::checkpoint::Checkpoint::inspect(&dir.join("checkpoint"))
+        .unwrap()
+        .metadata
+        .query_id
+}
+
+fn err_text(r: anyhow::Result<impl std::fmt::Debug>) -> String {
+    format!("{:#}", r.expect_err("expected an error"))
+}
+
+#[test]
+fn every_row_lands_once_and_a_replayed_epoch_is_skipped() {
+    let pg = PgServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    write_input(dir.path(), 7, 4, 250);
+    // The URL comes from the default variable, WEIR_POSTGRES_URL; the
+    // pipeline file holds no password.
+    let toml = pg_toml(dir.path(), None, "alerts", "");
+    let file = dir.path().join("pipeline.toml");
+    std::fs::write(&file, &toml).unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let run = || {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_weir"))
+            .args(["run", "--quiet"])
+            .arg(&file)
+            .env("WEIR_CACHE_DIR", cache.path())
+            .env("WEIR_POSTGRES_URL", pg.url("postgres"))
+            .env("WEIR_LOG", "info")
+            .output()
+            .unwrap();
+        let log = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(out.status.success(), "weir run failed: {log}");
+        assert!(
+            !log.contains(crate::common::pg::PASSWORD),
+            "the password leaked into the log: {log}"
+        );
+        log
+    };
+    run();
+
+    assert_eq!(pg.count("SELECT count(*) FROM alerts"), 1000);
+    assert_eq!(pg.count("SELECT count(DISTINCT txn_id) FROM alerts"), 1000);
+    let types = pg.rows(
+        "SELECT column_name::text, data_type::text FROM information_schema.columns \
+         WHERE table_name = 'alerts'",
+    );
+    assert_eq!(
+        types,
+        [
+            "(amount,\"double precision\")",
+            "(card_id,text)",
+            "(reasons,text)",
+            "(score,\"double precision\")",
+            "(ts,bigint)",
+            "(txn_id,text)"
+        ]
+    );
+    let qid = query_id(dir.path());
+    assert_eq!(
+        pg.rows("SELECT query_id, sink_name, epoch, rows FROM weir_sink_progress"),
+        (0..4)
+            .map(|e| format!("({qid},alerts,{e},250)"))
+            .collect::<Vec<_>>()
+    );
+    let metadata = std::fs::read_to_string(dir.path().join("checkpoint/metadata")).unwrap();
+    assert!(metadata.contains(&format!(
+        "postgres:127.0.0.1:{}/postgres/public.alerts",
+        pg.port
+    )));
+    assert!(!metadata.contains(crate::common::pg::PASSWORD));
+    let before = pg.rows("SELECT * FROM alerts");
+
+    // The run "crashed" after the table had epoch 3 but before commits/3.
+    std::fs::remove_file(dir.path().join("checkpoint/commits/3")).unwrap();
+    let log = run();
+    assert!(log.contains("epoch already in the table"), "{log}");
+    assert!(dir.path().join("checkpoint/commits/3").exists());
+    assert_eq!(
+        pg.rows("SELECT * FROM alerts"),
+        before,
+        "the replay wrote nothing"
+    );
+}
+
+#[test]
+fn copy_and_insert_paths_write_the_same_rows_into_an_existing_table() {
+    let pg = PgServer::start();
+    // Other types than the sink would create, and columns the operator does
+    // not output (a default and a nullable one).
+    for t in ["by_copy", "by_insert"] {
+        pg.execute(&format!(
+            "CREATE TABLE {t} (id bigserial PRIMARY KEY, txn_id varchar(40) UNIQUE NOT NULL, \
+             card_id text, amount real, score double precision, reasons varchar(200), \
+             ts timestamptz, note text, written_at timestamptz NOT NULL DEFAULT now())"
+        ));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    write_input(dir.path(), 9, 3, 300);
+    for (table, method) in [("by_copy", "copy"), ("by_insert", "insert")] {
+        let toml = pg_toml(
+            dir.path(),
+            Some(&pg.url("postgres")),
+            table,
+            &format!("write_method = \"{method}\""),
+        )
+        .replace("/checkpoint\"", &format!("/checkpoint-{table}\""));
+        run_in_process(dir.path(), &toml).unwrap();
+    }
+    let cols = "txn_id, card_id, amount, score, reasons, ts, note";
+    let copied = pg.rows(&format!("SELECT {cols} FROM by_copy"));
+    assert_eq!(copied.len(), 900);
+    assert_eq!(copied, pg.rows(&format!("SELECT {cols} FROM by_insert")));
+    // ts (Unix ms) arrived as the same instant; amount as real.
+    let (first, _) = weir_cli::demo::generator::payment(9, 0);
+    let row = pg
+        .client()
+        .query_one(
+            "SELECT (extract(epoch FROM ts) * 1000)::bigint, amount FROM by_copy WHERE txn_id = $1",
+            &[&first.txn_id],
+        )
+        .unwrap();
+    assert_eq!(row.get::<_, i64>(0), first.ts);
+    assert_eq!(row.get::<_, f32>(1), first.amount as f32);
+}
+
+fn sink_settings(pg: &PgServer, table: &str) -> PostgresSinkSettings {
+    let table = TableName {
+        schema: "public".into(),
+        table: table.into(),
+    };
+    PostgresSinkSettings::new(&pg.url("postgres"), table, "q-direct")
+}
+
+fn facts(docs: &[&str], ns: &[i64]) -> RecordBatch {
+    RecordBatch::try_new(
+        Arc::new(Schema::new(vec![
+            Field::new("doc", DataType::Utf8, true),
+            Field::new("n", DataType::Int64, true),
+        ])),
+        vec![
+            Arc::new(StringArray::from(docs.to_vec())),
+            Arc::new(Int64Array::from(ns.to_vec())),
+        ],
+    )
+    .unwrap()
+}
+
+#[test]
+fn json_and_narrow_integer_columns_are_written_and_bad_values_refused_whole() {
+    let pg = PgServer::start();
+    pg.execute("CREATE TABLE facts (doc jsonb, n integer)");
+    for method in [WriteMethod::Insert, WriteMethod::Copy] {
+        let mut s = sink_settings(&pg, "facts");
+        s.write_method = method;
+        let mut sink = PostgresSink::new(s).unwrap();
+        pg.execute("TRUNCATE facts; DELETE FROM weir_sink_progress");
+        sink.write_epoch(0, &[facts(&[r#"{"a": 1}"#, "[1, 2]"], &[1, -5])])
+            .unwrap();
+        assert_eq!(
+            pg.rows("SELECT doc, n FROM facts"),
+            ["(\"[1, 2]\",-5)", "(\"{\"\"a\"\": 1}\",1)"],
+            "{method:?}"
+        );
+        // One good row and one that does not fit `integer`: neither lands.
+        let err = format!(
+            "{:#}",
+            sink.write_epoch(1, &[facts(&["{}", "{}"], &[7, 5_000_000_000])])
+                .unwrap_err()
+        );
+        assert!(
+            err.contains("column `n`") && err.contains("5000000000"),
+            "{err}"
+        );
+        // Not JSON: PostgreSQL's own error, passed on whole.
+        let err = format!(
+            "{:#}",
+            sink.write_epoch(2, &[facts(&["{}", "not json"], &[7, 8])])
+                .unwrap_err()
+        );
+        assert!(err.contains("invalid input syntax for type json"), "{err}");
+        assert!(err.contains("22P02"), "{err}");
+        assert_eq!(pg.count("SELECT count(*) FROM facts"), 2, "{method:?}");
+        assert_eq!(
+            pg.count("SELECT count(*) FROM weir_sink_progress WHERE epoch > 0"),
+            0,
+            "refused epochs are not recorded"
+        );
+    }
+}
+
+#[test]
+fn refused_writes_name_the_column_or_constraint_and_commit_nothing() {
+    let pg = PgServer::start();
+    let cols = "card_id text, score float8, reasons text, ts bigint";
+    pg.execute(&format!(
+        "CREATE TABLE typed_wrong (txn_id text, amount boolean, {cols});
+         CREATE TABLE small_amounts (txn_id text, amount float8 CONSTRAINT amount_is_negative CHECK (amount < 0), {cols});
+         CREATE TABLE unique_ids (txn_id text CONSTRAINT one_alert_per_txn PRIMARY KEY, amount float8, {cols});
+         CREATE TABLE too_few (txn_id text, {cols});"
+    ));
+    let (first, _) = weir_cli::demo::generator::payment(5, 0);
+    pg.client()
+        .execute(
+            "INSERT INTO unique_ids (txn_id) VALUES ($1)",
+            &[&first.txn_id],
+        )
+        .unwrap();
+    let duplicate = format!("Key (txn_id)=({}) already exists", first.txn_id);
+    let cases = [
+        (
+            "typed_wrong",
+            "",
+            "column `amount`: the operator outputs float64",
+        ),
+        ("small_amounts", "", "amount_is_negative"),
+        ("unique_ids", "", "one_alert_per_txn"),
+        ("unique_ids", "", duplicate.as_str()),
+        ("too_few", "", "has no column `amount`"),
+        ("missing", "create_table = false", "create_table = false"),
+    ];
+    for (table, extra, expected) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        write_input(dir.path(), 5, 1, 200);
+        let toml = pg_toml(dir.path(), Some(&pg.url("postgres")), table, extra);
+        let err = err_text(run_in_process(dir.path(), &toml));
+        assert!(err.contains(expected), "{table}: {err}");
+        assert!(
+            err.contains("epoch 0") && err.contains(table),
+            "{table}: the error names epoch and table: {err}"
+        );
+        assert!(
+            !dir.path().join("checkpoint/commits/0").exists(),
+            "{table}: a refused epoch was committed"
+        );
+        if table != "missing" {
+            let kept = i64::from(table == "unique_ids");
+            assert_eq!(
+                pg.count(&format!("SELECT count(*) FROM {table}")),
+                kept,
+                "{table}"
+            );
+        }
+    }
+}
+
+#[test]
+fn bad_credentials_missing_databases_and_unreachable_servers_fail_at_start() {
+    let pg = PgServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    write_input(dir.path(), 1, 1, 10);
+    let open = |url: &str, extra: &str| {
+        let toml = pg_toml(dir.path(), Some(url), "alerts", extra);
+        let host = WasmHost::new(None).unwrap();
+        let _ = std::fs::remove_dir_all(dir.path().join("checkpoint"));
+        err_text(open_pipeline(dir.path(), &toml, &host).map(|_| ()))
+    };
+    let wrong = pg
+        .url("postgres")
+        .replace(crate::common::pg::PASSWORD, "not-the-password");
+    let err = open(&wrong, "");
+    assert!(err.contains("password authentication failed"), "{err}");
+    assert!(
+        err.contains("28P01") && err.contains("user `weir`"),
+        "{err}"
+    );
+    assert!(
+        !err.contains("not-the-password"),
+        "the password leaked: {err}"
+    );
+
+    let err = open(&pg.url("no_such_db"), "");
+    assert!(err.contains("\"no_such_db\" does not exist"), "{err}");
+
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("postgresql://weir@127.0.0.1:{closed}/postgres");
+    let err = open(&url, "timeout = \"1s\"");
+    assert!(
+        err.contains("not reachable") && err.contains("gave up after 1s"),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("127.0.0.1:{closed}/postgres")),
+        "{err}"
+    );
+}
+
+/// Files `first..first + count` of generated payments, `per_file` each.
+fn write_files(dir: &Path, seed: u64, first: u64, count: u64, per_file: u64) {
+    for f in first..first + count {
+        crate::common::write_payments(dir, seed, f, f * per_file..(f + 1) * per_file);
+    }
+}
+
+#[test]
+fn server_down_for_30_seconds_mid_run_loses_and_duplicates_nothing() {
+    const PER_FILE: u64 = 500;
+    let mut pg = PgServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    write_files(dir.path(), 3, 0, 10, PER_FILE);
+    let toml = pg_toml(dir.path(), Some(&pg.url("postgres")), "alerts", "").replace(
+        "mode = \"available-now\"",
+        "mode = \"processing-time\"\ninterval = \"100ms\"",
+    );
+    let ck = dir.path().join("checkpoint");
+    let pipeline = Background::start(dir.path(), toml);
+    wait_for("three epochs", || {
+        crate::common::committed_rows(&ck) >= 3 * PER_FILE
+    });
+
+    pg.stop_immediately();
+    let at_stop = crate::common::committed_rows(&ck);
+    write_files(dir.path(), 3, 10, 10, PER_FILE); // data keeps arriving
+    let down = Instant::now();
+    std::thread::sleep(Duration::from_secs(30));
+    let while_down = crate::common::committed_rows(&ck);
+    assert!(
+        while_down <= at_stop + PER_FILE,
+        "epochs were committed while the server was down ({at_stop} -> {while_down} rows)"
+    );
+    assert!(
+        while_down < 20 * PER_FILE,
+        "the outage did not interrupt the run"
+    );
+    eprintln!("server down for {:?}", down.elapsed());
+
+    pg.start_again();
+    wait_for("every epoch after the restart", || {
+        // A pipeline that failed ends the wait; `stop` below reports why.
+        !pipeline.is_running() || crate::common::committed_rows(&ck) == 20 * PER_FILE
+    });
+    let summary = pipeline.stop().unwrap();
+    assert_eq!(summary.rows_in, 20 * PER_FILE);
+    assert_eq!(
+        pg.count("SELECT count(*) FROM alerts"),
+        20 * PER_FILE as i64
+    );
+    assert_eq!(
+        pg.count("SELECT count(DISTINCT txn_id) FROM alerts"),
+        20 * PER_FILE as i64
+    );
+    assert_eq!(pg.count("SELECT count(*) FROM weir_sink_progress"), 20);
+}
+
+#[test]
+fn sigkill_at_random_moments_leaves_the_rows_of_an_uninterrupted_run() {
+    let files = crate::common::crash_epochs(40);
+    let pg = PgServer::start();
+    let setup = |dir: &Path, run: &str| {
+        write_input(dir, 42, files, 1_000);
+        let toml = pg_toml(dir, Some(&pg.url("postgres")), &format!("alerts_{run}"), "");
+        let file = dir.join("pipeline.toml");
+        std::fs::write(&file, toml).unwrap();
+        file
+    };
+    crate::common::uninterrupted_and_killed(setup, crate::common::crash_kills());
+
+    let counts = |t: &str| pg.rows(&format!("SELECT count(*), count(DISTINCT txn_id) FROM {t}"));
+    assert_eq!(counts("alerts_crashy"), counts("alerts_clean"));
+    assert_eq!(
+        counts("alerts_clean"),
+        [format!("({0},{0})", files * 1_000)]
+    );
+    assert!(
+        pg.rows("SELECT * FROM alerts_crashy") == pg.rows("SELECT * FROM alerts_clean"),
+        "the rows differ from the uninterrupted run"
+    );
+    assert_eq!(
+        pg.count("SELECT count(*) FROM weir_sink_progress WHERE sink_name = 'alerts_crashy'"),
+        files as i64
+    );
+}
+
+#[test]
+fn a_role_without_create_rights_writes_into_existing_tables() {
+    let pg = PgServer::start();
+    // Since PostgreSQL 15 only the owner may create in `public`; the DBA
+    // creates the tables and grants a writer role just what it needs.
+    let mut s = sink_settings(&pg, "facts");
+    PostgresSink::new(s.clone()).unwrap(); // creates the progress table as the owner
+    pg.execute(
+        "CREATE TABLE facts (doc jsonb, n integer);
+         CREATE ROLE writer LOGIN PASSWORD 'writer-pw';
+         GRANT SELECT, INSERT ON facts, weir_sink_progress TO writer;",
+    );
+    s.url = s.url.replace(
+        &format!(
+            "{}:{}",
+            crate::common::pg::USER,
+            crate::common::pg::PASSWORD
+        ),
+        "writer:writer-pw",
+    );
+    let mut sink = PostgresSink::new(s.clone()).unwrap();
+    sink.write_epoch(0, &[facts(&["{}"], &[1])]).unwrap();
+    assert_eq!(pg.count("SELECT count(*) FROM facts"), 1);
+
+    // A missing table it may not create is an error naming the privilege.
+    s.table.table = "elsewhere".into();
+    let mut sink = PostgresSink::new(s).unwrap();
+    let err = format!(
+        "{:#}",
+        sink.write_epoch(0, &[facts(&["{}"], &[1])]).unwrap_err()
+    );
+    assert!(
+        err.contains("permission denied") && err.contains("42501"),
+        "{err}"
+    );
+}

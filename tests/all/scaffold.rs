@@ -1,0 +1,92 @@
+//! `weir operator new` makes projects that build and pass their own test
+//! (`test.sh`: build, then `weir operator test` against the expected
+//! output) in Rust, Python and JavaScript. The Python and JavaScript
+//! toolchains are the pinned ones `scripts/install-polyglot.sh` installs.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn target() -> PathBuf {
+    Path::new(weir_cli::GUEST_DIR).join("../../..")
+}
+
+fn tool(rel: &str) -> PathBuf {
+    let path = target().join("tools").join(rel);
+    assert!(
+        path.exists(),
+        "{} is missing: run `bash scripts/install-polyglot.sh` (scripts/test.sh does)",
+        path.display()
+    );
+    path
+}
+
+/// Runs the project's test.sh; returns (success, output).
+fn test_sh(project: &Path) -> (bool, String) {
+    let out = Command::new("bash")
+        .arg(project.join("test.sh"))
+        .env("WEIR", env!("CARGO_BIN_EXE_weir"))
+        .env("COMPONENTIZE_PY", tool("py/bin/componentize-py"))
+        .env(
+            "COMPONENTIZE_JS",
+            tool("js/node_modules/.bin/componentize-js"),
+        )
+        // Shared with other runs, so dependencies are built once.
+        .env("CARGO_TARGET_DIR", target().join("scaffold"))
+        .env("WEIR_CACHE_DIR", target().join("polyglot-cache"))
+        .env("WEIR_LOG", "warn")
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+#[test]
+fn scaffolds_in_every_language_build_and_pass_their_own_test() {
+    let dir = tempfile::tempdir().unwrap();
+    for lang in ["rust", "python", "js"] {
+        let name = format!("big-{lang}");
+        let project = dir.path().join(&name);
+        let out = Command::new(env!("CARGO_BIN_EXE_weir"))
+            .args(["operator", "new", "--lang", lang, &name, "--dir"])
+            .arg(&project)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let (ok, text) = test_sh(&project);
+        assert!(ok, "{lang} scaffold failed its test:\n{text}");
+        assert!(text.contains("output as expected"), "{text}");
+        // The check can fail: the built component against a wrong expectation
+        // (run directly: the compiled component is in the cache by now).
+        std::fs::write(
+            project.join("wrong.jsonl"),
+            "{\"txn_id\":\"t-2\",\"amount\":1.0}\n",
+        )
+        .unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_weir"))
+            .current_dir(&project)
+            .args([
+                "operator",
+                "test",
+                &format!("{name}.wasm"),
+                "--input",
+                "sample.jsonl",
+            ])
+            .args(["--config", "config.json", "--expect", "wrong.jsonl"])
+            .env("WEIR_CACHE_DIR", target().join("polyglot-cache"))
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success() && text.contains("differs at row 1"),
+            "{lang}: {text}"
+        );
+    }
+}
