@@ -1,0 +1,381 @@
+//! The epoch protocol, in one place, after Spark Structured Streaming's
+//! `MicroBatchExecution`. One epoch N goes through these phases, each a
+//! named function below, each timed into the progress record by [`timed`]:
+//!
+//! 1. **plan** — ask the source for its next range (Spark's `latestOffset`);
+//! 2. **write `offsets/N`** — the range, the operator version, the epoch's
+//!    time and watermark, durable before anything reads;
+//! 3. **read** — exactly the recorded range;
+//! 4. **prepare** — event time, the host's dedup, the epoch's state view;
+//! 5. **run the operator** — the recorded version, under the failure rules
+//!    of [`super::resilience`] (re-plan, auto-rollback, isolate records);
+//!    then the **shadow** hook, if a candidate version runs in shadow;
+//! 6. **write the sink** — output and dead letters, idempotent per epoch;
+//! 7. **commit the state** — the operator's and the dedup's changes;
+//! 8. **write `commits/N`**;
+//! 9. **tell the source** — mirroring only (e.g. a consumer group), then
+//!    compaction of the logs.
+//!
+//! **Crash safety** rests on this order and on nothing else: `offsets/N` is
+//! durable before epoch N reads (2 before 3); the sink has epoch N before
+//! the state commits it (6 before 7); the state before `commits/N` (7 before
+//! 8). A crash anywhere re-runs N from `offsets/N` with the same range,
+//! version, time and isolated rows: sinks make a repeated epoch write
+//! harmless, and the state store undoes an uncommitted epoch
+//! ([`super::recovery`]). The SIGKILL tests (`tests/all/crash.rs`) check it.
+
+use super::resilience::Ran;
+use super::{Pipeline, Prepared};
+use crate::config::TriggerConfig;
+use crate::dedup::Dropped;
+use crate::event_time::{EventTime, Observed};
+use crate::operator_state::{self, epoch_env};
+use anyhow::{Context, Result};
+use arrow_array::RecordBatch;
+use std::time::{Duration, Instant};
+use weir_core::clock::now_ms;
+use weir_core::fsutil;
+use weir_core::progress::{rate, EpochProgress, Phases, ShadowReport};
+use weir_core::source::{Backlog, DeadLetter, PlanLimit, SourceBatch};
+use weir_core::wal::{CommitEntry, OffsetEntry, OperatorRef, ENTRY_FORMAT};
+use weir_host::{EpochEnv, WasmHost};
+use weir_state::EpochState;
+
+/// Runs `f` and adds the time it took to `phase`, a field of the progress
+/// record's [`Phases`]: the one way the epoch loop is timed.
+fn timed<T>(phase: &mut Duration, f: impl FnOnce() -> T) -> T {
+    let started = Instant::now();
+    let out = f();
+    *phase += started.elapsed();
+    out
+}
+
+/// What an epoch did, for its progress record.
+struct Done {
+    epoch: u64,
+    replay: bool,
+    started: Instant,
+    started_ms: i64,
+    since_previous: Option<Duration>,
+    rows_in: u64,
+    rows_out: u64,
+    micro_batches: usize,
+    dead_letters: u64,
+    backlog: Option<Backlog>,
+    phases: Phases,
+}
+
+impl Pipeline {
+    /// Phases 1–2: plans epoch `epoch` and makes `offsets/<epoch>` durable;
+    /// `None` if the source has no new data.
+    pub(super) fn plan(&mut self, epoch: u64) -> Result<Option<(Phases, Option<Backlog>)>> {
+        let mut phases = Phases::default();
+        let limit = match self.trigger {
+            TriggerConfig::Once => PlanLimit::Unbounded,
+            _ => PlanLimit::PerTrigger,
+        };
+        let planned = timed(&mut phases.plan, || self.source.plan(limit))?;
+        let backlog = self.source.backlog();
+        self.telemetry.source_polled(backlog);
+        let Some(range) = planned else {
+            return Ok(None);
+        };
+        timed(&mut phases.wal, || self.write_offsets(epoch, range))?;
+        Ok(Some((phases, backlog)))
+    }
+
+    /// Phases 3–9 of epoch `epoch`, whose `offsets/<epoch>` is durable
+    /// (planned just now, or by a run that did not commit it: `replay`).
+    pub(super) fn execute(
+        &mut self,
+        host: &WasmHost,
+        epoch: u64,
+        replay: bool,
+        mut phases: Phases,
+        backlog: Option<Backlog>,
+    ) -> Result<EpochProgress> {
+        let planning = phases.plan + phases.wal;
+        let started = Instant::now() - planning;
+        let started_ms = now_ms() - planning.as_millis() as i64;
+        let since_previous = self
+            .previous_start
+            .replace(started)
+            .map(|p| started.duration_since(p));
+        let entry = self.offset_entry(epoch)?;
+
+        let mut input = timed(&mut phases.read, || self.read_input(&entry))?;
+        let (rows_in, micro_batches) = (input.rows(), input.batches.len());
+        let batches = std::mem::take(&mut input.batches);
+        let ran = timed(&mut phases.operator, || {
+            self.run_resilient(host, entry, batches)
+        })?;
+        let shadow = timed(&mut phases.shadow, || self.shadow_hook(host, &ran));
+        let Ran {
+            entry,
+            prepared,
+            outputs,
+            env,
+            migrated,
+            isolated,
+        } = ran;
+        input.dead_letters.extend(isolated);
+        timed(&mut phases.sink, || {
+            self.write_sink(epoch, &input.dead_letters, &outputs)
+        })?;
+        let rows_out = outputs.iter().map(|b| b.num_rows() as u64).sum();
+        let max_event_time_ms = self
+            .event_time
+            .as_ref()
+            .and_then(|et| et.max_through(&prepared.observed));
+        timed(&mut phases.commit, || -> Result<()> {
+            self.commit_state(epoch, env)?;
+            self.write_commit(epoch, rows_in, rows_out, max_event_time_ms)?;
+            self.tell_source(&entry, max_event_time_ms)
+        })?;
+
+        if let Some(report) = &shadow {
+            self.control.shadow_done(report.clone());
+        }
+        let done = Done {
+            epoch,
+            replay,
+            started,
+            started_ms,
+            since_previous,
+            rows_in,
+            rows_out,
+            micro_batches,
+            dead_letters: input.dead_letters.len() as u64,
+            backlog,
+            phases,
+        };
+        let progress = self.progress_record(done, &entry, &prepared, migrated, shadow);
+        self.control.epoch_done(&progress);
+        self.telemetry.epoch_done(&progress);
+        Ok(progress)
+    }
+
+    /// Writes `offsets/<epoch>` for `range` with the active operator.
+    fn write_offsets(&mut self, epoch: u64, range: serde_json::Value) -> Result<()> {
+        let migrate_from = self
+            .last_digest
+            .as_ref()
+            .filter(|d| **d != self.active.digest)
+            .cloned();
+        let entry = OffsetEntry {
+            migrate_from,
+            format: ENTRY_FORMAT,
+            epoch,
+            epoch_time_ms: now_ms(),
+            source: range,
+            operator: OperatorRef {
+                digest: self.active.digest.clone(),
+                config_digest: self.active.config_digest.clone(),
+            },
+            config_hash: self.config_hash.clone(),
+            watermark_ms: self.event_time.as_ref().and_then(EventTime::watermark),
+            isolated: Vec::new(),
+        };
+        self.checkpoint
+            .offsets
+            .write(epoch, &entry)
+            .with_context(|| format!("writing offsets/{epoch}"))?;
+        self.last_digest = Some(entry.operator.digest.clone());
+        Ok(())
+    }
+
+    pub(super) fn read_input(&mut self, entry: &OffsetEntry) -> Result<SourceBatch> {
+        self.source.read(&entry.source).with_context(|| {
+            format!(
+                "pipeline `{}` epoch {}: reading input",
+                self.name, entry.epoch
+            )
+        })
+    }
+
+    /// The epoch's view of the state, and its input after event-time
+    /// accounting and the host's dedup.
+    pub(super) fn prepare(
+        &self,
+        entry: &OffsetEntry,
+        batches: Vec<RecordBatch>,
+    ) -> Result<Prepared> {
+        let mut state = EpochState::new(self.state.reader(), entry.epoch_time_ms);
+        let observed = match &self.event_time {
+            Some(et) => et.observe(&batches, entry.watermark_ms)?,
+            None => Observed::default(),
+        };
+        let (batches, dropped) = match &self.dedup {
+            Some(d) => d.apply(batches, entry.watermark_ms, &mut state)?,
+            None => (batches, Dropped::default()),
+        };
+        let env = epoch_env(state, &self.state_namespace, entry.watermark_ms);
+        Ok(Prepared {
+            batches,
+            env,
+            observed,
+            dropped,
+        })
+    }
+
+    /// Phase 6: the epoch's dead letters, then its output. Both writes are
+    /// idempotent per epoch, so a replay after a crash repeats them safely.
+    fn write_sink(
+        &mut self,
+        epoch: u64,
+        dead_letters: &[DeadLetter],
+        outputs: &[RecordBatch],
+    ) -> Result<()> {
+        self.write_dead_letters(epoch, dead_letters)?;
+        self.sink.write_epoch(epoch, outputs).with_context(|| {
+            format!(
+                "pipeline `{}` epoch {epoch}: writing to the sink",
+                self.name
+            )
+        })
+    }
+
+    fn write_dead_letters(&self, epoch: u64, letters: &[DeadLetter]) -> Result<()> {
+        if letters.is_empty() {
+            return Ok(());
+        }
+        fsutil::create_dir_durable(&self.dead_letter_dir)?;
+        let mut bytes = Vec::new();
+        for letter in letters {
+            serde_json::to_writer(&mut bytes, letter)?;
+            bytes.push(b'\n');
+        }
+        let path = self
+            .dead_letter_dir
+            .join(format!("epoch-{epoch:010}.jsonl"));
+        tracing::warn!(
+            pipeline = %self.name,
+            epoch,
+            count = letters.len(),
+            path = %path.display(),
+            "records set aside to the dead-letter output (malformed, or the operator failed on them)"
+        );
+        fsutil::write_atomic(&path, &bytes)
+    }
+
+    pub(super) fn commit_state(&mut self, epoch: u64, env: EpochEnv) -> Result<()> {
+        let changes = operator_state::changes(env);
+        self.state
+            .commit(epoch, changes)
+            .with_context(|| format!("pipeline `{}` epoch {epoch}: committing state", self.name))
+    }
+
+    /// Phase 8: `commits/<epoch>`, the epoch's end.
+    fn write_commit(
+        &mut self,
+        epoch: u64,
+        rows_in: u64,
+        rows_out: u64,
+        max_event_time_ms: Option<i64>,
+    ) -> Result<()> {
+        let commit = CommitEntry {
+            format: ENTRY_FORMAT,
+            epoch,
+            committed_at_ms: now_ms(),
+            rows_in,
+            rows_out,
+            max_event_time_ms,
+        };
+        self.checkpoint
+            .commits
+            .write(epoch, &commit)
+            .or_else(|e| {
+                // A replay may find its commit written by the run that crashed
+                // right after committing: same epoch, other timestamp.
+                match self.checkpoint.commits.get(epoch)? {
+                    Some(c) if c.rows_in == rows_in && c.rows_out == rows_out => Ok(()),
+                    _ => Err(e),
+                }
+            })
+            .with_context(|| format!("writing commits/{epoch}"))
+    }
+
+    /// Phase 9: what follows a durable commit — the source's mirror of
+    /// progress, the state store's snapshots, log compaction and the
+    /// event-time maximum the next epoch's watermark comes from.
+    fn tell_source(&mut self, entry: &OffsetEntry, max_event_time_ms: Option<i64>) -> Result<()> {
+        self.source.committed(&entry.source)?;
+        self.state.after_commit(entry.epoch)?;
+        self.compact_logs(entry.epoch)?;
+        if let Some(et) = &mut self.event_time {
+            et.restore(max_event_time_ms);
+        }
+        Ok(())
+    }
+
+    /// Every `wal.compact_every` epochs, folds the logs up to `epoch`
+    /// (just committed) and deletes entries no start needs: all but the
+    /// newest `wal.retain`, keeping those a state rebuild may replay.
+    fn compact_logs(&mut self, epoch: u64) -> Result<()> {
+        let every = self.wal.compact_every;
+        if every == 0 || (epoch + 1) % every != 0 {
+            return Ok(());
+        }
+        let keep_from = (epoch + 1)
+            .saturating_sub(self.wal.retain)
+            .min(self.state.rebuild_replays_from()?);
+        let source = self.source.planned_so_far()?;
+        self.checkpoint
+            .compact(epoch, source, keep_from)
+            .with_context(|| format!("compacting the offset and commit logs at epoch {epoch}"))?;
+        fsutil::release_free_memory();
+        Ok(())
+    }
+
+    /// The progress record of a finished epoch.
+    fn progress_record(
+        &self,
+        done: Done,
+        entry: &OffsetEntry,
+        prepared: &super::resilience::PreparedInput,
+        migrated: bool,
+        shadow: Option<ShadowReport>,
+    ) -> EpochProgress {
+        let total = done.started.elapsed();
+        let (state_keys, state_bytes) = self.state.size();
+        EpochProgress {
+            pipeline: self.name.clone(),
+            epoch: done.epoch,
+            started_ms: done.started_ms,
+            finished_ms: now_ms(),
+            epoch_time_ms: entry.epoch_time_ms,
+            replay: done.replay,
+            rows_in: done.rows_in,
+            input_rows_per_sec: rate(done.rows_in, done.since_previous.unwrap_or(total)),
+            processed_rows_per_sec: rate(done.rows_in, total),
+            rows_out: done.rows_out,
+            dead_letters: done.dead_letters,
+            isolated_rows: entry.isolated.len() as u64,
+            late_rows: prepared.observed.late,
+            duplicates: prepared.dropped.duplicates,
+            watermark_ms: entry.watermark_ms,
+            micro_batches: done.micro_batches,
+            operator_digest: entry.operator.digest.clone(),
+            operator_version: self
+                .control
+                .version_of(&entry.operator.digest, &entry.operator.config_digest),
+            migrated,
+            shadow,
+            range: self.source.describe(&entry.source),
+            source: entry.source.clone(),
+            backlog: done.backlog,
+            state_keys,
+            state_bytes,
+            trigger_interval_ms: self.trigger.interval_ms(),
+            phases: done.phases,
+            total,
+        }
+    }
+
+    pub(super) fn offset_entry(&self, epoch: u64) -> Result<OffsetEntry> {
+        self.checkpoint
+            .offsets
+            .get(epoch)?
+            .with_context(|| format!("offsets/{epoch} disappeared"))
+    }
+}

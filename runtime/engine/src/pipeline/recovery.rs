@@ -1,0 +1,93 @@
+//! Recovery at start, after Spark's: the source is told every range
+//! planned so far (from the compacted log and the `offsets/N` after it),
+//! the state store is brought to the last commit (an uncommitted epoch's
+//! changes undone; after a rebuild from a snapshot, the operator re-run
+//! over the epochs since), and the one epoch that may be planned but not
+//! committed is handed back to the loop to run again exactly as recorded.
+
+use super::resilience::without_isolated;
+use super::Pipeline;
+use anyhow::{bail, Context, Result};
+use weir_host::WasmHost;
+use weir_state::Opened;
+
+impl Pipeline {
+    /// Rebuilds the source's view of what was planned and brings the state
+    /// to the last commit. Returns the next epoch number and the one
+    /// planned-but-uncommitted epoch, if any, which `run` executes first.
+    pub(super) fn recover(&mut self, host: &WasmHost) -> Result<(u64, Option<u64>)> {
+        let planned = self.checkpoint.offsets.epochs()?;
+        let folded = self.checkpoint.compacted()?;
+        if let Some(c) = &folded {
+            self.source.restore(&c.source).with_context(|| {
+                format!("restoring source progress from offsets/{}.compact", c.epoch)
+            })?;
+        }
+        let folded = folded.map(|c| c.epoch);
+        for &epoch in planned.iter().filter(|&&e| folded.is_none_or(|f| e > f)) {
+            let entry = self.offset_entry(epoch)?;
+            self.source
+                .restore(&entry.source)
+                .with_context(|| format!("restoring source progress from offsets/{epoch}"))?;
+        }
+        let planned = if planned.is_empty() {
+            folded.into_iter().collect()
+        } else {
+            planned
+        };
+        let latest = self.checkpoint.commits.latest()?;
+        let last_committed = latest.as_ref().map(|(e, _)| *e);
+        if let Some(et) = &mut self.event_time {
+            et.restore(latest.and_then(|(_, c)| c.max_event_time_ms));
+        }
+        self.recover_state(host, last_committed)?;
+        let Some(&last_planned) = planned.last() else {
+            return Ok((0, None));
+        };
+        self.last_digest = Some(self.offset_entry(last_planned)?.operator.digest);
+        if last_committed.is_some_and(|c| c >= last_planned) {
+            return Ok((last_planned + 1, None));
+        }
+        let expected = last_committed.map_or(0, |c| c + 1);
+        if last_planned != expected {
+            bail!(
+                "checkpoint {} is inconsistent: epochs up to {last_planned} are planned but only \
+                 up to {last_committed:?} committed; only the newest epoch may be uncommitted",
+                self.checkpoint.root().display()
+            );
+        }
+        let entry = self.offset_entry(last_planned)?;
+        tracing::info!(
+            pipeline = %self.name,
+            epoch = last_planned,
+            operator = %entry.operator.digest,
+            "re-running epoch planned by an earlier run but never committed"
+        );
+        Ok((last_planned, Some(last_planned)))
+    }
+
+    /// Brings the state to the last committed epoch: undoes the state of an
+    /// epoch that never committed, and after a rebuild from a snapshot
+    /// re-runs the operator (not the sink) over the epochs since.
+    fn recover_state(&mut self, host: &WasmHost, last_committed: Option<u64>) -> Result<()> {
+        self.state.roll_back_uncommitted(last_committed)?;
+        if let (Opened::Restored { .. }, Some(last)) = (self.state_opened, last_committed) {
+            let from = self.state.replay_from()?;
+            for epoch in from..=last {
+                let entry = self.offset_entry(epoch)?;
+                let input = self.read_input(&entry)?;
+                let prepared = self.prepare(&entry, without_isolated(&entry, input.batches)?)?;
+                let (_, env, _) =
+                    self.run_operator(host, &entry, &prepared.batches, prepared.env)?;
+                self.commit_state(epoch, env)?;
+            }
+            tracing::info!(
+                pipeline = %self.name,
+                epochs = last + 1 - from.min(last + 1),
+                "state rebuilt by replaying the operator over the epochs after the snapshot"
+            );
+        }
+        self.state_opened = Opened::Working;
+        Ok(())
+    }
+}

@@ -1,0 +1,74 @@
+//! The shadow hook: after the active version ran an epoch, a candidate
+//! version (`weir deploy --shadow`) runs over the same input against the
+//! committed state, its writes dropped, and its output is compared with the
+//! active version's ([`crate::deploy::shadow`]). It never affects the
+//! epoch: a candidate that fails is reported, not retried.
+
+use super::resilience::Ran;
+use super::{Pipeline, VersionRun};
+use crate::deploy::shadow;
+use crate::operator_state::epoch_env;
+use std::time::Instant;
+use weir_core::progress::ShadowReport;
+use weir_host::WasmHost;
+use weir_state::EpochState;
+
+impl Pipeline {
+    /// Runs the shadow candidate over the epoch's input (against the
+    /// committed state; its writes are dropped) and compares its output
+    /// with the active version's.
+    pub(super) fn shadow_hook(&mut self, host: &WasmHost, ran: &Ran) -> Option<ShadowReport> {
+        let (candidate, key) = self.shadow.clone()?;
+        let (entry, batches, outputs) = (&ran.entry, &ran.prepared.batches, &ran.outputs);
+        let active_version = self
+            .control
+            .version_of(&entry.operator.digest, &entry.operator.config_digest);
+        let started = Instant::now();
+        let env = epoch_env(
+            EpochState::new(self.state.reader(), entry.epoch_time_ms),
+            &self.state_namespace,
+            entry.watermark_ms,
+        );
+        let run = VersionRun {
+            epoch: entry.epoch,
+            epoch_time_ms: entry.epoch_time_ms,
+            digest: &candidate.digest,
+            config_digest: &candidate.config_digest,
+            migrate_from: None,
+        };
+        let result = self.run_version(host, &run, batches, env);
+        let mut report = match result {
+            Ok(Ok((theirs, _, _))) => {
+                let key = shadow::key_column(key.as_deref(), outputs, &theirs);
+                match (shadow::rows_as_json(outputs), shadow::rows_as_json(&theirs)) {
+                    (Ok(a), Ok(b)) => shadow::diff(&key, &a, &b),
+                    (Err(e), _) | (_, Err(e)) => ShadowReport {
+                        error: Some(format!("{e:#}")),
+                        ..ShadowReport::default()
+                    },
+                }
+            }
+            Ok(Err(failure)) => ShadowReport {
+                error: Some(failure.to_string()),
+                ..ShadowReport::default()
+            },
+            Err(e) => ShadowReport {
+                error: Some(format!("{e:#}")),
+                ..ShadowReport::default()
+            },
+        };
+        report.epoch = entry.epoch;
+        report.active_version = active_version.unwrap_or(0);
+        report.candidate_version = candidate.number;
+        report.candidate_ms = started.elapsed().as_secs_f64() * 1e3;
+        if let Some(e) = &report.error {
+            tracing::warn!(
+                pipeline = %self.name,
+                epoch = entry.epoch,
+                candidate = candidate.number,
+                "shadow version failed on this epoch (the pipeline is not affected): {e}"
+            );
+        }
+        Some(report)
+    }
+}
