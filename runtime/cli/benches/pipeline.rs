@@ -164,12 +164,7 @@ fn main() {
     )
     .unwrap();
     let cfg = PipelineConfig::load(&pipeline_file).unwrap();
-    let schema = match &cfg.source {
-        weir_engine::config::SourceConfig::Files { schema, .. } => {
-            weir_engine::open::arrow_schema(schema)
-        }
-        other => panic!("the demo pipeline reads files, not {other:?}"),
-    };
+    let schema = cfg.source.schema().unwrap();
     let rules_json =
         std::env::var("BENCH_RULES").unwrap_or_else(|_| cfg.operator_config_json().unwrap());
     let batch = decode(

@@ -28,12 +28,7 @@ fn batch() -> RecordBatch {
         Path::new("."),
     )
     .unwrap();
-    let schema = match &cfg.source {
-        weir_engine::config::SourceConfig::Files { schema, .. } => {
-            weir_engine::open::arrow_schema(schema)
-        }
-        _ => unreachable!(),
-    };
+    let schema = cfg.source.schema().unwrap();
     let bytes = weir_cli::demo::generator::json_lines(7, 0, ROWS);
     let decoder = weir_core::json::JsonDecoder::new(
         schema,

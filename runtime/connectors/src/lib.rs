@@ -10,9 +10,14 @@
 //! - [`console`]: standard output, for demos and debugging.
 //!
 //! Sources implement [`weir_core::source::Source`] and sinks
-//! [`weir_core::sink::Sink`]; the engine owns progress and exactly-once.
+//! [`weir_core::sink::Sink`]; each connector's config type implements
+//! [`connector::SourceConnector`] or [`connector::SinkConnector`] and is
+//! listed once in [`registry`]. The engine owns progress and exactly-once.
+//! `docs/connectors.md` walks through adding one.
 
+pub mod connector;
 pub mod console;
 pub mod files;
 pub mod kafka;
 pub mod postgres;
+pub mod registry;

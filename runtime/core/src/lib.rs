@@ -20,9 +20,11 @@
 pub mod backoff;
 pub mod checkpoint;
 pub mod clock;
+pub mod duration;
 pub mod fsutil;
 pub mod json;
 pub mod progress;
+pub mod schema;
 pub mod sink;
 pub mod source;
 pub mod wal;

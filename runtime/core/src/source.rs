@@ -5,7 +5,9 @@
 
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 /// A line of input that could not be turned into a row.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -100,8 +102,17 @@ pub enum PlanLimit {
     Unbounded,
 }
 
-/// A replayable source of rows.
+/// A replayable source of rows, with its own typed range: what one epoch
+/// reads (files and their sizes, Kafka partitions and offsets). The engine
+/// records each range in `offsets/N` and hands it back, unchanged, on any
+/// later run; the source never keeps progress of its own. Implement this;
+/// the engine holds sources as [`DynSource`], which (de)serializes ranges
+/// in one place.
 pub trait Source: Send {
+    /// One epoch's range, as recorded in `offsets/N`. Must round-trip
+    /// through JSON exactly.
+    type Range: Serialize + DeserializeOwned;
+
     /// The schema of every batch this source yields.
     fn schema(&self) -> SchemaRef;
 
@@ -111,22 +122,22 @@ pub trait Source: Send {
 
     /// Tells the source that `range` was planned by an earlier run, so that
     /// `plan` never proposes it again.
-    fn restore(&mut self, range: &serde_json::Value) -> anyhow::Result<()>;
+    fn restore(&mut self, range: &Self::Range) -> anyhow::Result<()>;
 
     /// Everything planned so far (by `plan` and `restore`), as one range
     /// that `restore` accepts: the compacted offset log keeps this instead
     /// of every epoch's range ([`crate::wal::Compacted`]).
-    fn planned_so_far(&self) -> anyhow::Result<serde_json::Value>;
+    fn planned_so_far(&self) -> anyhow::Result<Self::Range>;
 
     /// Proposes the range for the next epoch, or `None` if no new data exists.
     /// The proposal counts as planned from here on.
-    fn plan(&mut self, limit: PlanLimit) -> anyhow::Result<Option<serde_json::Value>>;
+    fn plan(&mut self, limit: PlanLimit) -> anyhow::Result<Option<Self::Range>>;
 
     /// Reads exactly `range`, as recorded in the offset WAL.
-    fn read(&mut self, range: &serde_json::Value) -> anyhow::Result<SourceBatch>;
+    fn read(&mut self, range: &Self::Range) -> anyhow::Result<SourceBatch>;
 
     /// One-line human description of a range, for logs and `checkpoint show`.
-    fn describe(&self, range: &serde_json::Value) -> String;
+    fn describe(&self, range: &Self::Range) -> String;
 
     /// What the last `plan` saw waiting at the source (`None` before the
     /// first plan, or if the source cannot tell).
@@ -138,7 +149,7 @@ pub trait Source: Send {
     /// the dead-letter record of a row the operator failed on. Called only
     /// then, so it may read the range again. `None` if the source cannot
     /// tell (the row's own columns then identify it).
-    fn locate(&mut self, range: &serde_json::Value, row: u64) -> anyhow::Result<Option<RowOrigin>> {
+    fn locate(&mut self, range: &Self::Range, row: u64) -> anyhow::Result<Option<RowOrigin>> {
         let _ = (range, row);
         Ok(None)
     }
@@ -146,8 +157,94 @@ pub trait Source: Send {
     /// Called after `commits/<N>` is durable for `range`. Progress lives in
     /// the WAL; this is only for mirroring it elsewhere (e.g. a Kafka
     /// consumer group for lag tools), and must not affect correctness.
-    fn committed(&mut self, range: &serde_json::Value) -> anyhow::Result<()> {
+    fn committed(&mut self, range: &Self::Range) -> anyhow::Result<()> {
         let _ = range;
         Ok(())
+    }
+}
+
+/// A [`Source`] as the engine holds it: ranges as the JSON recorded in
+/// `offsets/N`. Every source gets this by the blanket impl; the
+/// (de)serialization of ranges lives here and nowhere else.
+pub trait DynSource: Send {
+    /// See [`Source::schema`].
+    fn schema(&self) -> SchemaRef;
+    /// See [`Source::identity`].
+    fn identity(&self) -> String;
+    /// See [`Source::restore`].
+    fn restore(&mut self, range: &Value) -> anyhow::Result<()>;
+    /// See [`Source::planned_so_far`].
+    fn planned_so_far(&self) -> anyhow::Result<Value>;
+    /// See [`Source::plan`].
+    fn plan(&mut self, limit: PlanLimit) -> anyhow::Result<Option<Value>>;
+    /// See [`Source::read`].
+    fn read(&mut self, range: &Value) -> anyhow::Result<SourceBatch>;
+    /// See [`Source::describe`].
+    fn describe(&self, range: &Value) -> String;
+    /// See [`Source::backlog`].
+    fn backlog(&self) -> Option<Backlog>;
+    /// See [`Source::locate`].
+    fn locate(&mut self, range: &Value, row: u64) -> anyhow::Result<Option<RowOrigin>>;
+    /// See [`Source::committed`].
+    fn committed(&mut self, range: &Value) -> anyhow::Result<()>;
+}
+
+/// A range from `offsets/N`, typed for source `S`.
+fn typed<S: Source>(range: &Value) -> anyhow::Result<S::Range> {
+    S::Range::deserialize(range).map_err(|e| {
+        anyhow::anyhow!("the range recorded in the offset log is not this source's: {e}")
+    })
+}
+
+/// A range as recorded in `offsets/N`.
+fn recorded<R: Serialize>(range: &R) -> anyhow::Result<Value> {
+    Ok(serde_json::to_value(range)?)
+}
+
+impl<S: Source> DynSource for S {
+    fn schema(&self) -> SchemaRef {
+        Source::schema(self)
+    }
+
+    fn identity(&self) -> String {
+        Source::identity(self)
+    }
+
+    fn restore(&mut self, range: &Value) -> anyhow::Result<()> {
+        Source::restore(self, &typed::<S>(range)?)
+    }
+
+    fn planned_so_far(&self) -> anyhow::Result<Value> {
+        recorded(&Source::planned_so_far(self)?)
+    }
+
+    fn plan(&mut self, limit: PlanLimit) -> anyhow::Result<Option<Value>> {
+        Source::plan(self, limit)?
+            .as_ref()
+            .map(recorded)
+            .transpose()
+    }
+
+    fn read(&mut self, range: &Value) -> anyhow::Result<SourceBatch> {
+        Source::read(self, &typed::<S>(range)?)
+    }
+
+    fn describe(&self, range: &Value) -> String {
+        match typed::<S>(range) {
+            Ok(r) => Source::describe(self, &r),
+            Err(e) => format!("{e:#}"),
+        }
+    }
+
+    fn backlog(&self) -> Option<Backlog> {
+        Source::backlog(self)
+    }
+
+    fn locate(&mut self, range: &Value, row: u64) -> anyhow::Result<Option<RowOrigin>> {
+        Source::locate(self, &typed::<S>(range)?, row)
+    }
+
+    fn committed(&mut self, range: &Value) -> anyhow::Result<()> {
+        Source::committed(self, &typed::<S>(range)?)
     }
 }

@@ -3,7 +3,7 @@
 //! and its config in the checkpoint's blobs, and checks at start — not at the
 //! first epoch — that the operator loads and accepts its configuration.
 
-use crate::config::{ColumnType, PipelineConfig, SinkConfig, SourceConfig};
+use crate::config::PipelineConfig;
 use crate::dedup::Dedup;
 use crate::deploy::validate::Checks;
 use crate::deploy::Control;
@@ -12,20 +12,12 @@ use crate::operator_state::epoch_env;
 use crate::pipeline::{ActiveOperator, Pipeline};
 use crate::registry::{Origin, Registry, Version};
 use anyhow::{Context, Result};
-use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
-use weir_connectors::files::FileSource;
-use weir_connectors::kafka::{KafkaSettings, KafkaSource};
-use weir_connectors::kafka::{KafkaSink, KafkaSinkSettings};
-use weir_connectors::postgres::table::TableName;
-use weir_connectors::postgres::{PostgresSink, PostgresSinkSettings};
-use weir_connectors::{console::ConsoleSink, files::FileSink};
+use weir_connectors::connector::{SinkContext, SourceContext};
 use weir_core::checkpoint::{Checkpoint, Metadata, SchemaColumn, FORMAT_VERSION};
-use weir_core::sink::Sink;
-use weir_core::source::Source;
 use weir_host::LoadedOperator;
 use weir_host::{OperatorFailure, WasmHost};
 use weir_state::{EpochState, StateStore};
@@ -37,22 +29,7 @@ pub struct OpenOptions {
     pub ephemeral_checkpoint_ok: bool,
 }
 
-/// The Arrow schema for declared columns.
-pub fn arrow_schema(columns: &[crate::config::ColumnConfig]) -> SchemaRef {
-    let fields: Vec<Field> = columns
-        .iter()
-        .map(|c| {
-            let t = match c.data_type {
-                ColumnType::Int64 => DataType::Int64,
-                ColumnType::Float64 => DataType::Float64,
-                ColumnType::Boolean => DataType::Boolean,
-                ColumnType::Utf8 => DataType::Utf8,
-            };
-            Field::new(&c.name, t, c.nullable)
-        })
-        .collect();
-    Arc::new(Schema::new(fields))
-}
+pub use weir_core::schema::arrow_schema;
 
 fn config_hash(cfg: &PipelineConfig) -> Result<String> {
     let canonical = serde_json::to_vec(cfg)?;
@@ -61,50 +38,10 @@ fn config_hash(cfg: &PipelineConfig) -> Result<String> {
 
 /// Opens the pipeline described by `cfg`.
 pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<Pipeline> {
-    let source: Box<dyn Source> = match &cfg.source {
-        SourceConfig::Files {
-            path,
-            schema,
-            max_files_per_trigger,
-            on_malformed,
-            settle,
-            ..
-        } => Box::new(FileSource::with_settle(
-            path.clone(),
-            arrow_schema(schema),
-            *max_files_per_trigger,
-            cfg.batch_rows,
-            *on_malformed,
-            *settle,
-        )?),
-        SourceConfig::Kafka {
-            bootstrap_servers,
-            topics,
-            starting_offsets,
-            max_offsets_per_trigger,
-            fail_on_data_loss,
-            value_format,
-            schema,
-            on_malformed,
-            commit_to_group,
-            options,
-            timeout,
-            ..
-        } => Box::new(KafkaSource::new(KafkaSettings {
-            bootstrap_servers: bootstrap_servers.clone(),
-            topics: topics.clone(),
-            starting_offsets: starting_offsets.clone(),
-            max_offsets_per_trigger: *max_offsets_per_trigger,
-            fail_on_data_loss: *fail_on_data_loss,
-            value_format: *value_format,
-            value_schema: arrow_schema(schema),
-            commit_to_group: commit_to_group.clone(),
-            options: options.clone(),
-            timeout: *timeout,
-            batch_rows: cfg.batch_rows,
-            policy: *on_malformed,
-        })?),
-    };
+    let source = cfg.source.open(&SourceContext {
+        pipeline: &cfg.name,
+        batch_rows: cfg.batch_rows,
+    })?;
     let event_time = cfg
         .event_time
         .as_ref()
@@ -127,54 +64,10 @@ pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<
         schema: Some(SchemaColumn::of(&source.schema())),
     };
     let checkpoint = Checkpoint::open(&cfg.checkpoint, expected, opts.ephemeral_checkpoint_ok)?;
-    let sink: Box<dyn Sink> = match &cfg.sink {
-        SinkConfig::Files { path } => Box::new(FileSink::new(path.clone())?),
-        SinkConfig::Console => Box::new(ConsoleSink),
-        SinkConfig::Kafka {
-            bootstrap_servers,
-            topic,
-            key_column,
-            transactional,
-            options,
-            timeout,
-        } => Box::new(KafkaSink::new(KafkaSinkSettings {
-            bootstrap_servers: bootstrap_servers.clone(),
-            topic: topic.clone(),
-            key_column: key_column.clone(),
-            transactional: *transactional,
-            options: options.clone(),
-            timeout: *timeout,
-            query_id: checkpoint.metadata.query_id.clone(),
-        })?),
-        SinkConfig::Postgres {
-            schema,
-            table,
-            name,
-            progress_table,
-            create_table,
-            write_method,
-            copy_threshold,
-            timeout,
-            ..
-        } => Box::new(PostgresSink::new(PostgresSinkSettings {
-            url: cfg.sink.postgres_url()?,
-            table: TableName {
-                schema: schema.clone(),
-                table: table.clone(),
-            },
-            progress_table: TableName {
-                schema: schema.clone(),
-                table: progress_table.clone(),
-            },
-            sink_name: name.clone().unwrap_or_else(|| table.clone()),
-            create_table: *create_table,
-            write_method: *write_method,
-            copy_threshold: *copy_threshold,
-            timeout: *timeout,
-            query_id: checkpoint.metadata.query_id.clone(),
-            application_name: format!("weir:{}", cfg.name),
-        })?),
-    };
+    let sink = cfg.sink.open(&SinkContext {
+        pipeline: &cfg.name,
+        query_id: &checkpoint.metadata.query_id,
+    })?;
 
     let last_committed = checkpoint.commits.latest()?.map(|(e, _)| e);
     let (state, state_opened) = StateStore::open(
@@ -250,13 +143,11 @@ pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<
         checkpoint.root(),
         active_loaded,
     ));
-    let dead_letter_dir = match &cfg.source {
-        SourceConfig::Files { dead_letter, .. } | SourceConfig::Kafka { dead_letter, .. } => {
-            dead_letter
-                .clone()
-                .unwrap_or_else(|| checkpoint.root().join("dead-letter"))
-        }
-    };
+    let dead_letter_dir = cfg
+        .source
+        .dead_letter()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| checkpoint.root().join("dead-letter"));
     let telemetry = crate::observe::Telemetry::open(
         &checkpoint.root().join("progress"),
         &cfg.name,

@@ -56,11 +56,7 @@ pub fn test_operator(host: &WasmHost, opts: &TestOptions) -> Result<TestReport> 
         .transpose()?;
     let (schema, limits, grants, batch_rows) = match &pipeline {
         Some(p) => {
-            let schema = match &p.source {
-                SourceConfig::Files { schema, .. } | SourceConfig::Kafka { schema, .. } => {
-                    schema.clone()
-                }
-            };
+            let schema = declared_columns(&p.source)?;
             (schema, p.limits()?, p.operator.grants, p.batch_rows)
         }
         None => (demo_schema()?, Limits::default(), Grants::default(), 10_000),
@@ -103,6 +99,17 @@ pub fn test_operator(host: &WasmHost, opts: &TestOptions) -> Result<TestReport> 
     })();
     let _ = std::fs::remove_dir_all(&scratch);
     result
+}
+
+/// The columns a pipeline's source declares (`[[source.schema]]`): what a
+/// sample record for the operator holds (a Kafka source's metadata
+/// columns are the broker's, not the sample's).
+fn declared_columns(source: &SourceConfig) -> Result<Vec<ColumnConfig>> {
+    let settings = source.to_json()?;
+    match settings.get("schema") {
+        Some(columns) => Ok(serde_json::from_value(columns.clone())?),
+        None => Ok(Vec::new()),
+    }
 }
 
 fn read(path: &Path) -> Result<Vec<u8>> {

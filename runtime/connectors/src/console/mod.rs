@@ -2,8 +2,10 @@
 //! For looking at a pipeline, not for keeping its output: a replayed epoch
 //! prints again (at-least-once).
 
+use crate::connector::{SinkConnector, SinkContext};
 use anyhow::Result;
 use arrow_array::RecordBatch;
+use serde::{Deserialize, Serialize};
 use std::io::Write;
 use weir_core::sink::{to_json_lines, Sink};
 
@@ -22,5 +24,22 @@ impl Sink for ConsoleSink {
         }
         out.flush()?;
         Ok(())
+    }
+}
+
+/// `kind = "console"` in `[sink]`: no settings.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConsoleSinkConfig {}
+
+impl SinkConnector for ConsoleSinkConfig {
+    const KIND: &'static str = "console";
+
+    fn identity(&self) -> Result<String> {
+        Ok("console".into())
+    }
+
+    fn open(&self, _: &SinkContext<'_>) -> Result<Box<dyn Sink>> {
+        Ok(Box::new(ConsoleSink))
     }
 }

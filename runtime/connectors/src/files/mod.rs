@@ -1,8 +1,10 @@
 //! Files: a directory of JSON-lines files read as a replayable source, and a
 //! directory the sink writes one file per epoch to.
 
+pub mod config;
 pub mod sink;
 pub mod source;
 
+pub use config::{FilesSinkConfig, FilesSourceConfig};
 pub use sink::FileSink;
 pub use source::FileSource;

@@ -153,11 +153,9 @@ fn arrival_key(meta: &std::fs::Metadata) -> SystemTime {
     meta.modified().unwrap_or(SystemTime::UNIX_EPOCH)
 }
 
-fn range_of(range: &serde_json::Value) -> Result<FileRange> {
-    serde_json::from_value(range.clone()).context("offset WAL entry is not a file source range")
-}
-
 impl Source for FileSource {
+    type Range = FileRange;
+
     fn schema(&self) -> SchemaRef {
         self.decoder.schema().clone()
     }
@@ -166,14 +164,14 @@ impl Source for FileSource {
         format!("files:{}", self.dir.display())
     }
 
-    fn restore(&mut self, range: &serde_json::Value) -> Result<()> {
-        for f in range_of(range)?.files {
-            self.seen.insert(f.name, f.size);
+    fn restore(&mut self, range: &FileRange) -> Result<()> {
+        for f in &range.files {
+            self.seen.insert(f.name.clone(), f.size);
         }
         Ok(())
     }
 
-    fn planned_so_far(&self) -> Result<serde_json::Value> {
+    fn planned_so_far(&self) -> Result<FileRange> {
         let mut files: Vec<PlannedFile> = self
             .seen
             .iter()
@@ -183,10 +181,10 @@ impl Source for FileSource {
             })
             .collect();
         files.sort_by(|a, b| a.name.cmp(&b.name));
-        Ok(serde_json::to_value(FileRange { files })?)
+        Ok(FileRange { files })
     }
 
-    fn plan(&mut self, limit: PlanLimit) -> Result<Option<serde_json::Value>> {
+    fn plan(&mut self, limit: PlanLimit) -> Result<Option<FileRange>> {
         let mut fresh = Vec::new();
         let mut unsettled = 0u64;
         for entry in std::fs::read_dir(&self.dir)
@@ -241,17 +239,17 @@ impl Source for FileSource {
         for f in &files {
             self.seen.insert(f.name.clone(), f.size);
         }
-        Ok(Some(serde_json::to_value(FileRange { files })?))
+        Ok(Some(FileRange { files }))
     }
 
     fn backlog(&self) -> Option<Backlog> {
         self.backlog
     }
 
-    fn read(&mut self, range: &serde_json::Value) -> Result<SourceBatch> {
+    fn read(&mut self, range: &FileRange) -> Result<SourceBatch> {
         let mut out = SourceBatch::default();
-        for file in range_of(range)?.files {
-            let (data, origin) = self.read_planned(&file)?;
+        for file in &range.files {
+            let (data, origin) = self.read_planned(file)?;
             let part = self.decode_file(&data, &origin)?;
             out.batches.extend(part.batches);
             out.dead_letters.extend(part.dead_letters);
@@ -259,10 +257,10 @@ impl Source for FileSource {
         Ok(out)
     }
 
-    fn locate(&mut self, range: &serde_json::Value, row: u64) -> Result<Option<RowOrigin>> {
+    fn locate(&mut self, range: &FileRange, row: u64) -> Result<Option<RowOrigin>> {
         let mut first = 0u64;
-        for file in range_of(range)?.files {
-            let (data, origin) = self.read_planned(&file)?;
+        for file in &range.files {
+            let (data, origin) = self.read_planned(file)?;
             let records = lines(&data, &origin);
             let rejected = self.decode_file(&data, &origin)?.rejected;
             let good = (records.len() - rejected.len()) as u64;
@@ -283,16 +281,11 @@ impl Source for FileSource {
         Ok(None)
     }
 
-    fn describe(&self, range: &serde_json::Value) -> String {
-        match range_of(range) {
-            Ok(r) => {
-                let bytes: u64 = r.files.iter().map(|f| f.size).sum();
-                match r.files.as_slice() {
-                    [one] => format!("1 file ({}, {bytes} B)", one.name),
-                    many => format!("{} files ({bytes} B)", many.len()),
-                }
-            }
-            Err(e) => format!("unreadable range: {e:#}"),
+    fn describe(&self, range: &FileRange) -> String {
+        let bytes: u64 = range.files.iter().map(|f| f.size).sum();
+        match range.files.as_slice() {
+            [one] => format!("1 file ({}, {bytes} B)", one.name),
+            many => format!("{} files ({bytes} B)", many.len()),
         }
     }
 }

@@ -1,9 +1,11 @@
 //! Kafka: a topic as a source, read in offset ranges the engine plans and
 //! records in `offsets/N`, and as a transactional sink.
 
+pub mod config;
 pub mod plan;
 pub mod sink;
 pub mod source;
 
+pub use config::{KafkaSinkConfig, KafkaSourceConfig};
 pub use sink::*;
 pub use source::*;

@@ -625,11 +625,9 @@ impl Fetched {
     }
 }
 
-fn range_of(range: &serde_json::Value) -> Result<KafkaRange> {
-    serde_json::from_value(range.clone()).context("offset WAL entry is not a Kafka range")
-}
-
 impl Source for KafkaSource {
+    type Range = KafkaRange;
+
     fn schema(&self) -> SchemaRef {
         self.schema.clone()
     }
@@ -642,15 +640,15 @@ impl Source for KafkaSource {
         )
     }
 
-    fn restore(&mut self, range: &serde_json::Value) -> Result<()> {
+    fn restore(&mut self, range: &KafkaRange) -> Result<()> {
         self.restored = true;
-        for r in range_of(range)?.partitions {
-            self.positions.insert((r.topic, r.partition), r.end);
+        for r in &range.partitions {
+            self.positions.insert((r.topic.clone(), r.partition), r.end);
         }
         Ok(())
     }
 
-    fn planned_so_far(&self) -> Result<serde_json::Value> {
+    fn planned_so_far(&self) -> Result<KafkaRange> {
         let partitions = self
             .positions
             .iter()
@@ -661,10 +659,10 @@ impl Source for KafkaSource {
                 end,
             })
             .collect();
-        Ok(serde_json::to_value(KafkaRange { partitions })?)
+        Ok(KafkaRange { partitions })
     }
 
-    fn plan(&mut self, limit: PlanLimit) -> Result<Option<serde_json::Value>> {
+    fn plan(&mut self, limit: PlanLimit) -> Result<Option<KafkaRange>> {
         let marks = self.offsets_waiting_for_broker()?;
         // A new query that starts anywhere but the earliest offsets pins its
         // starting positions in the WAL with its first epoch, even an empty
@@ -725,37 +723,29 @@ impl Source for KafkaSource {
         if ranges.is_empty() {
             return Ok(None);
         }
-        Ok(Some(serde_json::to_value(KafkaRange {
-            partitions: ranges,
-        })?))
+        Ok(Some(KafkaRange { partitions: ranges }))
     }
 
     fn backlog(&self) -> Option<Backlog> {
         self.backlog
     }
 
-    fn read(&mut self, range: &serde_json::Value) -> Result<SourceBatch> {
-        let range = range_of(range)?;
+    fn read(&mut self, range: &KafkaRange) -> Result<SourceBatch> {
         let records = self.fetch(&range.partitions)?;
         self.to_batches(records)
     }
 
-    fn describe(&self, range: &serde_json::Value) -> String {
-        match range_of(range) {
-            Ok(r) => {
-                let n: i64 = r.partitions.iter().map(|p| p.end - p.start).sum();
-                format!("{n} offsets over {} partitions", r.partitions.len())
-            }
-            Err(e) => format!("unreadable range: {e:#}"),
-        }
+    fn describe(&self, range: &KafkaRange) -> String {
+        let n: i64 = range.partitions.iter().map(|p| p.end - p.start).sum();
+        format!("{n} offsets over {} partitions", range.partitions.len())
     }
 
-    fn committed(&mut self, range: &serde_json::Value) -> Result<()> {
+    fn committed(&mut self, range: &KafkaRange) -> Result<()> {
         if self.s.commit_to_group.is_none() {
             return Ok(());
         }
         let mut tpl = TopicPartitionList::new();
-        for r in range_of(range)?.partitions {
+        for r in &range.partitions {
             tpl.add_partition_offset(&r.topic, r.partition, Offset::Offset(r.end))?;
         }
         // Only for lag tools; failure here never affects correctness.

@@ -16,6 +16,7 @@
 //! with the column and constraint it named.
 
 mod cells;
+pub mod config;
 mod errors;
 pub mod table;
 
@@ -33,6 +34,7 @@ use std::time::{Duration, Instant};
 use table::{quote_ident, ColumnPlan, TableName};
 use weir_core::backoff::Backoff;
 
+pub use config::PostgresSinkConfig;
 pub use errors::is_transient;
 
 /// Rows from which `auto` switches from per-row INSERT to COPY. Measured

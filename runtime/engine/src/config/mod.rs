@@ -10,6 +10,8 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+use weir_connectors::connector::{SinkSettings, SourceSettings};
+use weir_connectors::registry;
 use weir_host::{Grants, Limits};
 
 /// A whole pipeline definition.
@@ -224,126 +226,63 @@ impl Default for TriggerConfig {
     }
 }
 
-pub(crate) mod humantime_serde_compat {
-    use serde::{Deserialize, Deserializer, Serializer};
-    use std::time::Duration;
-
-    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&humantime::format_duration(*d).to_string())
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
-        let text = String::deserialize(d)?;
-        humantime::parse_duration(&text).map_err(|e| {
-            serde::de::Error::custom(format!(
-                "`{text}` is not a duration ({e}); write e.g. \"500ms\" or \"2s\""
-            ))
-        })
-    }
-}
-
-/// Type of a declared source column.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ColumnType {
-    Int64,
-    Float64,
-    Boolean,
-    Utf8,
-}
-
-/// One declared column of the source schema.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ColumnConfig {
-    pub name: String,
-    #[serde(rename = "type")]
-    pub data_type: ColumnType,
-    #[serde(default)]
-    pub nullable: bool,
-}
+pub(crate) use weir_core::duration as humantime_serde_compat;
+pub use weir_core::schema::{arrow_schema, ColumnConfig, ColumnType};
 
 pub use weir_core::json::MalformedPolicy;
 
-/// Where rows come from.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
-pub enum SourceConfig {
-    /// A directory of JSON-lines files.
-    Files {
-        path: PathBuf,
-        schema: Vec<ColumnConfig>,
-        #[serde(default = "default_max_files")]
-        max_files_per_trigger: usize,
-        #[serde(default)]
-        on_malformed: MalformedPolicy,
-        /// Directory for dead letters; default `<checkpoint>/dead-letter`.
-        #[serde(default)]
-        dead_letter: Option<PathBuf>,
-        /// Plan a file only once it has been unchanged this long, e.g. "2s",
-        /// for writers that append in place instead of renaming a finished
-        /// file into the directory (default 0: plan at once).
-        #[serde(default, with = "humantime_serde_compat")]
-        settle: Duration,
-    },
-    /// Kafka topics; the runtime owns the offsets (see `source::kafka`).
-    Kafka {
-        bootstrap_servers: String,
-        topics: Vec<String>,
-        #[serde(default)]
-        starting_offsets: weir_connectors::kafka::StartingOffsets,
-        #[serde(default)]
-        max_offsets_per_trigger: Option<u64>,
-        #[serde(default = "yes")]
-        fail_on_data_loss: bool,
-        #[serde(default)]
-        value_format: weir_connectors::kafka::ValueFormat,
-        /// Columns of JSON values (`value_format = "json"`).
-        #[serde(default)]
-        schema: Vec<ColumnConfig>,
-        #[serde(default)]
-        on_malformed: MalformedPolicy,
-        #[serde(default)]
-        dead_letter: Option<PathBuf>,
-        /// Also commit end offsets to this consumer group after each epoch,
-        /// only so that standard lag tools can see progress.
-        #[serde(default)]
-        commit_to_group: Option<String>,
-        /// Extra librdkafka settings, e.g. `{ "security.protocol" = "ssl" }`.
-        #[serde(default)]
-        options: std::collections::BTreeMap<String, String>,
-        /// How long metadata and offset requests may take before failing.
-        #[serde(default = "default_kafka_timeout", with = "humantime_serde_compat")]
-        timeout: Duration,
-    },
-}
+/// `[source]`: where rows come from — one connector's own settings,
+/// chosen by `kind` from [`weir_connectors::registry::SOURCES`].
+pub struct SourceConfig(Box<dyn SourceSettings>);
 
-fn default_max_files() -> usize {
-    100
-}
+/// `[sink]`: where output goes — one connector's own settings, chosen by
+/// `kind` from [`weir_connectors::registry::SINKS`].
+pub struct SinkConfig(Box<dyn SinkSettings>);
 
-fn yes() -> bool {
-    true
-}
-
-fn default_kafka_timeout() -> Duration {
-    Duration::from_secs(10)
-}
-
-fn check_schema(schema: &[ColumnConfig]) -> Result<()> {
-    if schema.is_empty() {
-        bail!("`source.schema` must declare at least one column");
-    }
-    for (i, c) in schema.iter().enumerate() {
-        if c.name.is_empty() {
-            bail!("`source.schema[{i}].name` must not be empty");
+macro_rules! erased_config {
+    ($config:ident, $settings:ident, $parse:path) => {
+        impl std::ops::Deref for $config {
+            type Target = dyn $settings;
+            fn deref(&self) -> &Self::Target {
+                &*self.0
+            }
         }
-        if schema[..i].iter().any(|o| o.name == c.name) {
-            bail!("`source.schema` declares column `{}` twice", c.name);
+        impl std::ops::DerefMut for $config {
+            fn deref_mut(&mut self) -> &mut Self::Target {
+                &mut *self.0
+            }
         }
-    }
-    Ok(())
+        impl Clone for $config {
+            fn clone(&self) -> Self {
+                $config(self.0.clone_box())
+            }
+        }
+        impl std::fmt::Debug for $config {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                self.0.fmt(f)
+            }
+        }
+        impl Serialize for $config {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                self.0
+                    .to_json()
+                    .map_err(serde::ser::Error::custom)?
+                    .serialize(s)
+            }
+        }
+        impl<'de> Deserialize<'de> for $config {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let table = toml::Table::deserialize(d)?;
+                $parse(table)
+                    .map($config)
+                    .map_err(|e| serde::de::Error::custom(format!("{e:#}")))
+            }
+        }
+    };
 }
+
+erased_config!(SourceConfig, SourceSettings, registry::source_settings);
+erased_config!(SinkConfig, SinkSettings, registry::sink_settings);
 
 /// Upper bound of `operator.max_isolated`: each isolated record costs about
 /// `2 log2(rows)` operator runs to find, some of them up to the deadline.
@@ -443,134 +382,6 @@ fn default_memory() -> String {
     "512MiB".into()
 }
 
-/// Where output rows go.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(tag = "kind", rename_all = "kebab-case", deny_unknown_fields)]
-pub enum SinkConfig {
-    /// One JSON-lines file per epoch in `path`, written atomically.
-    Files { path: PathBuf },
-    /// Rows printed to stdout (at-least-once: a replayed epoch prints again).
-    Console,
-    /// One JSON message per row to a Kafka topic (see `sink::kafka`).
-    Kafka {
-        bootstrap_servers: String,
-        topic: String,
-        /// Output column used as the message key.
-        #[serde(default)]
-        key_column: Option<String>,
-        /// One transaction per epoch (exactly-once); needs a broker with
-        /// KIP-98 transactions. Default: at-least-once with epoch headers.
-        #[serde(default)]
-        transactional: bool,
-        #[serde(default)]
-        options: std::collections::BTreeMap<String, String>,
-        #[serde(default = "default_kafka_timeout", with = "humantime_serde_compat")]
-        timeout: Duration,
-    },
-    /// Rows into a PostgreSQL table, one transaction per epoch, exactly
-    /// once (see `sink::postgres`).
-    Postgres {
-        /// Connection string (URL or `key=value`); else read from `url_env`.
-        #[serde(default)]
-        url: Option<String>,
-        /// Environment variable holding the connection string, so the
-        /// password stays out of the pipeline file.
-        #[serde(default)]
-        url_env: Option<String>,
-        /// PostgreSQL schema of `table` and `progress_table`.
-        #[serde(default = "default_pg_schema")]
-        schema: String,
-        table: String,
-        /// This sink's name in the progress table; default: `table`.
-        #[serde(default)]
-        name: Option<String>,
-        /// Records the epochs each query has written.
-        #[serde(default = "default_progress_table")]
-        progress_table: String,
-        /// Create `table` from the operator's output columns if missing.
-        #[serde(default = "yes")]
-        create_table: bool,
-        #[serde(default)]
-        write_method: weir_connectors::postgres::WriteMethod,
-        /// Rows from which `write_method = "auto"` uses COPY.
-        #[serde(default = "default_copy_threshold")]
-        copy_threshold: usize,
-        /// How long start-up waits for the server.
-        #[serde(default = "default_pg_timeout", with = "humantime_serde_compat")]
-        timeout: Duration,
-    },
-}
-
-/// The variable a PostgreSQL sink without `url` takes its connection string from.
-pub const DEFAULT_POSTGRES_URL_ENV: &str = "WEIR_POSTGRES_URL";
-
-fn default_pg_schema() -> String {
-    "public".into()
-}
-
-fn default_progress_table() -> String {
-    weir_connectors::postgres::DEFAULT_PROGRESS_TABLE.into()
-}
-
-fn default_pg_timeout() -> Duration {
-    weir_connectors::postgres::DEFAULT_TIMEOUT
-}
-
-fn default_copy_threshold() -> usize {
-    weir_connectors::postgres::DEFAULT_COPY_THRESHOLD
-}
-
-impl SinkConfig {
-    /// Identity recorded in the checkpoint metadata; a checkpoint made for
-    /// another sink is refused. Never holds credentials.
-    pub fn identity(&self) -> Result<String> {
-        Ok(match self {
-            SinkConfig::Files { path } => format!("files:{}", path.display()),
-            SinkConfig::Console => "console".into(),
-            SinkConfig::Kafka {
-                bootstrap_servers,
-                topic,
-                ..
-            } => format!("kafka:{bootstrap_servers}/{topic}"),
-            SinkConfig::Postgres {
-                schema,
-                table,
-                timeout,
-                ..
-            } => {
-                let cfg = weir_connectors::postgres::connection_config(
-                    &self.postgres_url()?,
-                    *timeout,
-                    "weir",
-                )?;
-                format!(
-                    "postgres:{}/{schema}.{table}",
-                    weir_connectors::postgres::location(&cfg)
-                )
-            }
-        })
-    }
-
-    /// The PostgreSQL connection string, from `url` or the environment.
-    pub fn postgres_url(&self) -> Result<String> {
-        let SinkConfig::Postgres { url, url_env, .. } = self else {
-            bail!("not a PostgreSQL sink");
-        };
-        if let Some(url) = url {
-            return Ok(url.clone());
-        }
-        let var = url_env.as_deref().unwrap_or(DEFAULT_POSTGRES_URL_ENV);
-        match std::env::var(var) {
-            Ok(v) if !v.trim().is_empty() => Ok(v),
-            _ => bail!(
-                "`sink.url` is not set and the environment variable {var} (`sink.url_env`) is \
-                 empty; set one of them to a connection string such as \
-                 postgresql://user:password@127.0.0.1:5432/fraud"
-            ),
-        }
-    }
-}
-
 /// Parses sizes like `512MiB`, `1GiB`, `65536`.
 pub fn parse_size(text: &str) -> Result<usize> {
     let t = text.trim();
@@ -620,21 +431,12 @@ impl PipelineConfig {
     /// source's directory: what the pipeline writes would come back as
     /// input (dead letters doubled every epoch until the disk filled).
     fn check_outputs_outside_source(&self) -> Result<()> {
-        let SourceConfig::Files {
-            path: source,
-            dead_letter,
-            ..
-        } = &self.source
-        else {
+        let Some(source) = self.source.input_dir() else {
             return Ok(());
         };
-        let mut outputs = vec![("checkpoint", &self.checkpoint)];
-        if let Some(d) = dead_letter {
-            outputs.push(("source.dead_letter", d));
-        }
-        if let SinkConfig::Files { path } = &self.sink {
-            outputs.push(("sink.path", path));
-        }
+        let mut outputs = vec![("checkpoint", self.checkpoint.as_path())];
+        outputs.extend(self.source.dead_letter().map(|d| ("source.dead_letter", d)));
+        outputs.extend(self.sink.output_dir().map(|d| ("sink.path", d)));
         for (key, out) in outputs {
             if out.starts_with(source) {
                 bail!(
@@ -654,24 +456,8 @@ impl PipelineConfig {
         };
         fix(&mut self.checkpoint);
         fix(&mut self.operator.path);
-        match &mut self.source {
-            SourceConfig::Files {
-                path, dead_letter, ..
-            } => {
-                fix(path);
-                if let Some(d) = dead_letter {
-                    fix(d);
-                }
-            }
-            SourceConfig::Kafka { dead_letter, .. } => {
-                if let Some(d) = dead_letter {
-                    fix(d);
-                }
-            }
-        }
-        if let SinkConfig::Files { path } = &mut self.sink {
-            fix(path);
-        }
+        self.source.paths().into_iter().for_each(fix);
+        self.sink.paths().into_iter().for_each(fix);
     }
 
     fn validate(&self) -> Result<()> {
@@ -686,80 +472,8 @@ impl PipelineConfig {
                 bail!("`trigger.interval` must be longer than zero");
             }
         }
-        match &self.source {
-            SourceConfig::Files {
-                schema,
-                max_files_per_trigger,
-                ..
-            } => {
-                if *max_files_per_trigger == 0 {
-                    bail!("`source.max_files_per_trigger` must be at least 1");
-                }
-                check_schema(schema)?;
-            }
-            SourceConfig::Kafka {
-                bootstrap_servers,
-                topics,
-                max_offsets_per_trigger,
-                value_format,
-                schema,
-                timeout,
-                ..
-            } => {
-                if bootstrap_servers.trim().is_empty() {
-                    bail!("`source.bootstrap_servers` must not be empty");
-                }
-                if topics.is_empty() || topics.iter().any(|t| t.trim().is_empty()) {
-                    bail!("`source.topics` must name at least one topic, none of them empty");
-                }
-                if *max_offsets_per_trigger == Some(0) {
-                    bail!("`source.max_offsets_per_trigger` must be at least 1");
-                }
-                if timeout.is_zero() {
-                    bail!("`source.timeout` must be longer than zero");
-                }
-                match value_format {
-                    weir_connectors::kafka::ValueFormat::Json => check_schema(schema)?,
-                    weir_connectors::kafka::ValueFormat::Raw if !schema.is_empty() => {
-                        bail!("`source.schema` is only for `value_format = \"json\"`")
-                    }
-                    weir_connectors::kafka::ValueFormat::Raw => {}
-                }
-            }
-        }
-        if let SinkConfig::Postgres {
-            url,
-            url_env,
-            schema,
-            table,
-            name,
-            progress_table,
-            timeout,
-            ..
-        } = &self.sink
-        {
-            if url.is_some() && url_env.is_some() {
-                bail!("`sink.url` and `sink.url_env` are both set; keep one");
-            }
-            if let Some(url) = url {
-                weir_connectors::postgres::connection_config(url, *timeout, "weir")
-                    .context("`sink.url`")?;
-            }
-            for (key, value) in [
-                ("schema", Some(schema)),
-                ("table", Some(table)),
-                ("name", name.as_ref()),
-                ("progress_table", Some(progress_table)),
-                ("url_env", url_env.as_ref()),
-            ] {
-                if value.is_some_and(|v| v.trim().is_empty()) {
-                    bail!("`sink.{key}` must not be empty");
-                }
-            }
-            if timeout.is_zero() {
-                bail!("`sink.timeout` must be longer than zero");
-            }
-        }
+        self.source.validate()?;
+        self.sink.validate()?;
         if self.operator.state_namespace.trim().is_empty()
             || self.operator.state_namespace.len() > 255
             || self.operator.state_namespace.starts_with("weir.")
@@ -846,6 +560,52 @@ config = { alert_threshold = 0.5 }
 kind = "files"
 path = "out"
 "#;
+
+    /// A `[source]` or `[sink]` table for each connector kind; a new
+    /// connector must add one here (the test below fails until it does).
+    fn sample(section: &str, kind: &str) -> &'static str {
+        match (section, kind) {
+            ("source", "files") => "path = \"in\"\nschema = [ { name = \"a\", type = \"utf8\" } ]",
+            ("source", "kafka") => {
+                "bootstrap_servers = \"127.0.0.1:9092\"\ntopics = [\"payments\"]\n\
+                 schema = [ { name = \"a\", type = \"utf8\" } ]"
+            }
+            ("sink", "files") => "path = \"out\"",
+            ("sink", "console") => "",
+            ("sink", "kafka") => "bootstrap_servers = \"127.0.0.1:9092\"\ntopic = \"alerts\"",
+            ("sink", "postgres") => {
+                "url = \"postgresql://weir@127.0.0.1:5432/fraud\"\ntable = \"alerts\""
+            }
+            _ => panic!("no sample [{section}] for connector kind `{kind}`: add one"),
+        }
+    }
+
+    #[test]
+    fn every_registered_connector_is_built_from_a_pipeline_file() {
+        let file = |source: &str, sink: &str| {
+            format!(
+                "name = \"p\"\ncheckpoint = \"ckpt\"\n[operator]\npath = \"op.wasm\"\n\
+                 [source]\nkind = \"{source}\"\n{}\n[sink]\nkind = \"{sink}\"\n{}\n",
+                sample("source", source),
+                sample("sink", sink)
+            )
+        };
+        for s in registry::SOURCES {
+            let cfg = PipelineConfig::parse(&file(s.kind, "console"), Path::new("/base")).unwrap();
+            assert_eq!(cfg.source.kind(), s.kind);
+            assert_eq!(cfg.source.to_json().unwrap()["kind"], s.kind);
+            assert!(!cfg.source.schema().unwrap().fields().is_empty());
+        }
+        for k in registry::SINKS {
+            let cfg = PipelineConfig::parse(&file("files", k.kind), Path::new("/base")).unwrap();
+            assert_eq!(cfg.sink.kind(), k.kind);
+            assert!(cfg.sink.identity().unwrap().starts_with(k.kind));
+            assert_eq!(serde_json::to_value(&cfg).unwrap()["sink"]["kind"], k.kind);
+        }
+        let text = err_of(&file("files", "console").replace("kind = \"console\"", "kind = \"s3\""));
+        assert!(text.contains("unknown sink kind `s3`"), "{text}");
+        assert!(text.contains("files, console, kafka, postgres"), "{text}");
+    }
 
     fn err_of(text: &str) -> String {
         format!(

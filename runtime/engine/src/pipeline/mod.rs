@@ -31,7 +31,7 @@ use weir_core::backoff::Backoff;
 use weir_core::checkpoint::Checkpoint;
 use weir_core::progress::{EpochProgress, Phases};
 use weir_core::sink::Sink;
-use weir_core::source::Source;
+use weir_core::source::DynSource;
 use weir_core::wal::OffsetEntry;
 use weir_host::{EpochCall, EpochEnv, Limits, LoadedOperator, OperatorFailure, WasmHost};
 use weir_state::{Opened, StateStore};
@@ -76,7 +76,7 @@ pub struct RunSummary {
 pub struct Pipeline {
     pub(crate) name: String,
     pub(crate) checkpoint: Checkpoint,
-    pub(crate) source: Box<dyn Source>,
+    pub(crate) source: Box<dyn DynSource>,
     pub(crate) sink: Box<dyn Sink>,
     pub(crate) trigger: TriggerConfig,
     pub(crate) active: ActiveOperator,

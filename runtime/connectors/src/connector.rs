@@ -1,0 +1,205 @@
+//! What a connector is: a typed configuration that knows how to check
+//! itself and open its source or sink. A connector implements
+//! [`SourceConnector`] or [`SinkConnector`] on its config type and adds one
+//! line to [`crate::registry`]; the engine only ever sees the erased forms
+//! ([`SourceSettings`], [`SinkSettings`]), built from the pipeline file's
+//! `[source]` / `[sink]` table by the registry.
+
+use anyhow::{Context, Result};
+use arrow_schema::SchemaRef;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use std::fmt::Debug;
+use std::path::{Path, PathBuf};
+use weir_core::sink::Sink;
+use weir_core::source::{DynSource, Source};
+
+/// What opening a source may use besides its own config.
+#[derive(Debug, Clone, Copy)]
+pub struct SourceContext<'a> {
+    /// The pipeline's name.
+    pub pipeline: &'a str,
+    /// Most rows per micro-batch (`batch_rows`).
+    pub batch_rows: usize,
+}
+
+/// What opening a sink may use besides its own config.
+#[derive(Debug, Clone, Copy)]
+pub struct SinkContext<'a> {
+    /// The pipeline's name.
+    pub pipeline: &'a str,
+    /// The checkpoint's query id: stable across restarts, so a sink can
+    /// tell its own earlier writes of an epoch (transactional ids, the
+    /// progress table) from another query's.
+    pub query_id: &'a str,
+}
+
+/// A source connector: its `[source]` table, typed. Implemented by the
+/// config type itself.
+pub trait SourceConnector:
+    Serialize + DeserializeOwned + Debug + Clone + Send + Sync + 'static
+{
+    /// The `kind = "…"` that selects this connector.
+    const KIND: &'static str;
+    /// The source it opens.
+    type Source: Source + 'static;
+
+    /// Checks the settings without touching the outside world (no
+    /// connection, no file access), naming the bad key.
+    fn validate(&self) -> Result<()>;
+    /// The paths in the settings, which are taken relative to the pipeline
+    /// file's directory.
+    fn paths(&mut self) -> Vec<&mut PathBuf> {
+        Vec::new()
+    }
+    /// The directory rows are read from, if any: no output may be written
+    /// inside it.
+    fn input_dir(&self) -> Option<&Path> {
+        None
+    }
+    /// Where malformed input goes, if the settings name a place.
+    fn dead_letter(&self) -> Option<&Path>;
+    /// The schema the source's batches will have, from the settings alone.
+    fn schema(&self) -> Result<SchemaRef>;
+    /// Opens the source (may connect to a broker).
+    fn open(&self, ctx: &SourceContext<'_>) -> Result<Self::Source>;
+}
+
+/// A sink connector: its `[sink]` table, typed. Implemented by the config
+/// type itself. The sink it opens must make a repeated write of an epoch
+/// harmless (see [`weir_core::sink`]).
+pub trait SinkConnector:
+    Serialize + DeserializeOwned + Debug + Clone + Send + Sync + 'static
+{
+    /// The `kind = "…"` that selects this connector.
+    const KIND: &'static str;
+
+    /// Checks the settings without touching the outside world, naming the
+    /// bad key.
+    fn validate(&self) -> Result<()> {
+        Ok(())
+    }
+    /// The paths in the settings, taken relative to the pipeline file.
+    fn paths(&mut self) -> Vec<&mut PathBuf> {
+        Vec::new()
+    }
+    /// The directory output is written to, if any.
+    fn output_dir(&self) -> Option<&Path> {
+        None
+    }
+    /// Identity recorded in the checkpoint metadata (a checkpoint made for
+    /// another sink is refused). Never holds credentials.
+    fn identity(&self) -> Result<String>;
+    /// Opens the sink (may connect to a server).
+    fn open(&self, ctx: &SinkContext<'_>) -> Result<Box<dyn Sink>>;
+}
+
+/// A [`SourceConnector`] as the engine holds it, whatever its kind.
+pub trait SourceSettings: Debug + Send + Sync {
+    /// The connector's `kind`.
+    fn kind(&self) -> &'static str;
+    /// See [`SourceConnector::validate`].
+    fn validate(&self) -> Result<()>;
+    /// See [`SourceConnector::paths`].
+    fn paths(&mut self) -> Vec<&mut PathBuf>;
+    /// See [`SourceConnector::input_dir`].
+    fn input_dir(&self) -> Option<&Path>;
+    /// See [`SourceConnector::dead_letter`].
+    fn dead_letter(&self) -> Option<&Path>;
+    /// See [`SourceConnector::schema`].
+    fn schema(&self) -> Result<SchemaRef>;
+    /// Opens the source, ranges erased to the JSON `offsets/N` records.
+    fn open(&self, ctx: &SourceContext<'_>) -> Result<Box<dyn DynSource>>;
+    /// The settings as JSON, `kind` included.
+    fn to_json(&self) -> Result<serde_json::Value>;
+    /// A copy.
+    fn clone_box(&self) -> Box<dyn SourceSettings>;
+}
+
+/// A [`SinkConnector`] as the engine holds it, whatever its kind.
+pub trait SinkSettings: Debug + Send + Sync {
+    /// The connector's `kind`.
+    fn kind(&self) -> &'static str;
+    /// See [`SinkConnector::validate`].
+    fn validate(&self) -> Result<()>;
+    /// See [`SinkConnector::paths`].
+    fn paths(&mut self) -> Vec<&mut PathBuf>;
+    /// See [`SinkConnector::output_dir`].
+    fn output_dir(&self) -> Option<&Path>;
+    /// See [`SinkConnector::identity`].
+    fn identity(&self) -> Result<String>;
+    /// See [`SinkConnector::open`].
+    fn open(&self, ctx: &SinkContext<'_>) -> Result<Box<dyn Sink>>;
+    /// The settings as JSON, `kind` included.
+    fn to_json(&self) -> Result<serde_json::Value>;
+    /// A copy.
+    fn clone_box(&self) -> Box<dyn SinkSettings>;
+}
+
+/// `settings` as JSON with its `kind`, as the pipeline file had it.
+fn with_kind<T: Serialize>(kind: &str, settings: &T) -> Result<serde_json::Value> {
+    let mut value = serde_json::to_value(settings)?;
+    if let Some(map) = value.as_object_mut() {
+        map.insert("kind".into(), kind.into());
+    }
+    Ok(value)
+}
+
+impl<C: SourceConnector> SourceSettings for C {
+    fn kind(&self) -> &'static str {
+        C::KIND
+    }
+    fn validate(&self) -> Result<()> {
+        SourceConnector::validate(self)
+    }
+    fn paths(&mut self) -> Vec<&mut PathBuf> {
+        SourceConnector::paths(self)
+    }
+    fn input_dir(&self) -> Option<&Path> {
+        SourceConnector::input_dir(self)
+    }
+    fn dead_letter(&self) -> Option<&Path> {
+        SourceConnector::dead_letter(self)
+    }
+    fn schema(&self) -> Result<SchemaRef> {
+        SourceConnector::schema(self)
+    }
+    fn open(&self, ctx: &SourceContext<'_>) -> Result<Box<dyn DynSource>> {
+        let source = SourceConnector::open(self, ctx)
+            .with_context(|| format!("opening the {} source", C::KIND))?;
+        Ok(Box::new(source))
+    }
+    fn to_json(&self) -> Result<serde_json::Value> {
+        with_kind(C::KIND, self)
+    }
+    fn clone_box(&self) -> Box<dyn SourceSettings> {
+        Box::new(self.clone())
+    }
+}
+
+impl<C: SinkConnector> SinkSettings for C {
+    fn kind(&self) -> &'static str {
+        C::KIND
+    }
+    fn validate(&self) -> Result<()> {
+        SinkConnector::validate(self)
+    }
+    fn paths(&mut self) -> Vec<&mut PathBuf> {
+        SinkConnector::paths(self)
+    }
+    fn output_dir(&self) -> Option<&Path> {
+        SinkConnector::output_dir(self)
+    }
+    fn identity(&self) -> Result<String> {
+        SinkConnector::identity(self)
+    }
+    fn open(&self, ctx: &SinkContext<'_>) -> Result<Box<dyn Sink>> {
+        SinkConnector::open(self, ctx).with_context(|| format!("opening the {} sink", C::KIND))
+    }
+    fn to_json(&self) -> Result<serde_json::Value> {
+        with_kind(C::KIND, self)
+    }
+    fn clone_box(&self) -> Box<dyn SinkSettings> {
+        Box::new(self.clone())
+    }
+}

@@ -1,0 +1,163 @@
+//! `kind = "kafka"` in `[source]` and `[sink]`.
+
+use super::{schema_for, KafkaSettings, KafkaSink, KafkaSinkSettings, KafkaSource};
+use super::{StartingOffsets, ValueFormat};
+use crate::connector::{SinkConnector, SinkContext, SourceConnector, SourceContext};
+use anyhow::{bail, Result};
+use arrow_schema::SchemaRef;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use weir_core::json::MalformedPolicy;
+use weir_core::schema::{self, ColumnConfig};
+use weir_core::sink::Sink;
+
+/// Kafka topics read in offset ranges the engine plans and records (the
+/// runtime owns the offsets, not a consumer group).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KafkaSourceConfig {
+    /// `host:port[,host:port…]`.
+    pub bootstrap_servers: String,
+    /// The topics read.
+    pub topics: Vec<String>,
+    /// Where a new query starts (default `"earliest"`).
+    #[serde(default)]
+    pub starting_offsets: StartingOffsets,
+    /// Most offsets one epoch takes, over all partitions.
+    #[serde(default)]
+    pub max_offsets_per_trigger: Option<u64>,
+    /// Fail when records aged out before they were read (default), or skip.
+    #[serde(default = "yes")]
+    pub fail_on_data_loss: bool,
+    /// How values become columns (default `json`).
+    #[serde(default)]
+    pub value_format: ValueFormat,
+    /// Columns of JSON values (`value_format = "json"`).
+    #[serde(default)]
+    pub schema: Vec<ColumnConfig>,
+    /// What a value that does not parse does (default: fail the epoch).
+    #[serde(default)]
+    pub on_malformed: MalformedPolicy,
+    /// Directory for dead letters; default `<checkpoint>/dead-letter`.
+    #[serde(default)]
+    pub dead_letter: Option<PathBuf>,
+    /// Also commit end offsets to this consumer group after each epoch,
+    /// only so that standard lag tools can see progress.
+    #[serde(default)]
+    pub commit_to_group: Option<String>,
+    /// Extra librdkafka settings, e.g. `{ "security.protocol" = "ssl" }`.
+    #[serde(default)]
+    pub options: BTreeMap<String, String>,
+    /// How long metadata and offset requests may take before failing.
+    #[serde(default = "default_timeout", with = "weir_core::duration")]
+    pub timeout: Duration,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn default_timeout() -> Duration {
+    Duration::from_secs(10)
+}
+
+impl SourceConnector for KafkaSourceConfig {
+    const KIND: &'static str = "kafka";
+    type Source = KafkaSource;
+
+    fn validate(&self) -> Result<()> {
+        if self.bootstrap_servers.trim().is_empty() {
+            bail!("`source.bootstrap_servers` must not be empty");
+        }
+        if self.topics.is_empty() || self.topics.iter().any(|t| t.trim().is_empty()) {
+            bail!("`source.topics` must name at least one topic, none of them empty");
+        }
+        if self.max_offsets_per_trigger == Some(0) {
+            bail!("`source.max_offsets_per_trigger` must be at least 1");
+        }
+        if self.timeout.is_zero() {
+            bail!("`source.timeout` must be longer than zero");
+        }
+        match self.value_format {
+            ValueFormat::Json => schema::check(&self.schema),
+            ValueFormat::Raw if !self.schema.is_empty() => {
+                bail!("`source.schema` is only for `value_format = \"json\"`")
+            }
+            ValueFormat::Raw => Ok(()),
+        }
+    }
+
+    fn paths(&mut self) -> Vec<&mut PathBuf> {
+        self.dead_letter.as_mut().into_iter().collect()
+    }
+
+    fn dead_letter(&self) -> Option<&Path> {
+        self.dead_letter.as_deref()
+    }
+
+    fn schema(&self) -> Result<SchemaRef> {
+        schema_for(self.value_format, &schema::arrow_schema(&self.schema))
+    }
+
+    fn open(&self, ctx: &SourceContext<'_>) -> Result<KafkaSource> {
+        KafkaSource::new(KafkaSettings {
+            bootstrap_servers: self.bootstrap_servers.clone(),
+            topics: self.topics.clone(),
+            starting_offsets: self.starting_offsets.clone(),
+            max_offsets_per_trigger: self.max_offsets_per_trigger,
+            fail_on_data_loss: self.fail_on_data_loss,
+            value_format: self.value_format,
+            value_schema: schema::arrow_schema(&self.schema),
+            commit_to_group: self.commit_to_group.clone(),
+            options: self.options.clone(),
+            timeout: self.timeout,
+            batch_rows: ctx.batch_rows,
+            policy: self.on_malformed,
+        })
+    }
+}
+
+/// One JSON message per output row to a Kafka topic.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KafkaSinkConfig {
+    /// `host:port[,host:port…]`.
+    pub bootstrap_servers: String,
+    /// The topic written.
+    pub topic: String,
+    /// Output column used as the message key.
+    #[serde(default)]
+    pub key_column: Option<String>,
+    /// One transaction per epoch (exactly-once); needs a broker with
+    /// KIP-98 transactions. Default: at-least-once with epoch headers.
+    #[serde(default)]
+    pub transactional: bool,
+    /// Extra librdkafka settings.
+    #[serde(default)]
+    pub options: BTreeMap<String, String>,
+    /// How long metadata requests and deliveries may take.
+    #[serde(default = "default_timeout", with = "weir_core::duration")]
+    pub timeout: Duration,
+}
+
+impl SinkConnector for KafkaSinkConfig {
+    const KIND: &'static str = "kafka";
+
+    fn identity(&self) -> Result<String> {
+        Ok(format!("kafka:{}/{}", self.bootstrap_servers, self.topic))
+    }
+
+    fn open(&self, ctx: &SinkContext<'_>) -> Result<Box<dyn Sink>> {
+        Ok(Box::new(KafkaSink::new(KafkaSinkSettings {
+            bootstrap_servers: self.bootstrap_servers.clone(),
+            topic: self.topic.clone(),
+            key_column: self.key_column.clone(),
+            transactional: self.transactional,
+            options: self.options.clone(),
+            timeout: self.timeout,
+            query_id: ctx.query_id.to_string(),
+        })?))
+    }
+}
