@@ -1,11 +1,18 @@
 //! The client side of the admin API, for `weir deploy`, `weir versions`,
 //! `weir rollback`, `weir promote`, `weir unshadow` and `weir status`.
+//! Answers are read into the same types the server answers with
+//! ([`Status`], [`Listed`], [`ProgressReport`], [`ShadowReport`]), so the
+//! API's shape is defined once.
 
 use anyhow::{bail, Context, Result};
 use reqwest::blocking::{multipart, Client, RequestBuilder, Response};
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+use weir_core::progress::ShadowReport;
+use weir_engine::deploy::{Listed, Status};
+use weir_engine::observe::ProgressReport;
 
 /// Where the admin API is and how to authenticate.
 #[derive(Debug, Clone)]
@@ -46,7 +53,7 @@ impl Target {
         )
     }
 
-    fn send(&self, request: RequestBuilder) -> Result<Value> {
+    fn send<T: DeserializeOwned>(&self, request: RequestBuilder) -> Result<T> {
         let request = match &self.token {
             Some(t) => request.bearer_auth(t),
             None => request,
@@ -58,26 +65,28 @@ impl Target {
                 self.url
             )
         })?;
-        answer(response)
+        let value = answer(response)?;
+        serde_json::from_value(value)
+            .context("the admin API answered in a shape this weir does not know (another version?)")
     }
 
     /// `GET /v1/pipelines/NAME`
-    pub fn status(&self) -> Result<Value> {
+    pub fn status(&self) -> Result<Status> {
         self.send(Self::client()?.get(self.url("")))
     }
 
     /// `GET …/versions`
-    pub fn versions(&self) -> Result<Value> {
+    pub fn versions(&self) -> Result<Vec<Listed>> {
         self.send(Self::client()?.get(self.url("/versions")))
     }
 
     /// `POST …/versions/N/activate`
-    pub fn activate(&self, n: u32) -> Result<Value> {
+    pub fn activate(&self, n: u32) -> Result<Listed> {
         self.send(Self::client()?.post(self.url(&format!("/versions/{n}/activate"))))
     }
 
     /// `POST …/rollback`
-    pub fn rollback(&self, to: Option<u32>) -> Result<Value> {
+    pub fn rollback(&self, to: Option<u32>) -> Result<Listed> {
         let url = match to {
             Some(n) => self.url(&format!("/rollback?to={n}")),
             None => self.url("/rollback"),
@@ -86,28 +95,29 @@ impl Target {
     }
 
     /// `POST …/shadow/promote`
-    pub fn promote(&self) -> Result<Value> {
+    pub fn promote(&self) -> Result<Listed> {
         self.send(Self::client()?.post(self.url("/shadow/promote")))
     }
 
     /// `DELETE …/shadow`
-    pub fn unshadow(&self) -> Result<Value> {
-        self.send(Self::client()?.delete(self.url("/shadow")))
+    pub fn unshadow(&self) -> Result<()> {
+        self.send::<Value>(Self::client()?.delete(self.url("/shadow")))
+            .map(drop)
     }
 
     /// `GET …/progress?limit=N`: the newest progress records, the backlog
     /// verdict and the source's lag.
-    pub fn progress(&self, limit: usize) -> Result<Value> {
+    pub fn progress(&self, limit: usize) -> Result<ProgressReport> {
         self.send(Self::client()?.get(self.url(&format!("/progress?limit={limit}"))))
     }
 
     /// `GET …/shadow`
-    pub fn shadow_reports(&self) -> Result<Value> {
+    pub fn shadow_reports(&self) -> Result<Vec<ShadowReport>> {
         self.send(Self::client()?.get(self.url("/shadow")))
     }
 
     /// `POST …/versions`: uploads the component with its config and golden files.
-    pub fn deploy(&self, d: &DeployRequest) -> Result<Value> {
+    pub fn deploy(&self, d: &DeployRequest) -> Result<Listed> {
         let file_name = d
             .component
             .file_name()
@@ -138,15 +148,15 @@ impl Target {
 
     /// Polls the status until the active version is `number` and has run
     /// an epoch; returns that epoch.
-    pub fn wait_for_epoch_on(&self, number: u64, timeout: Duration) -> Result<u64> {
+    pub fn wait_for_epoch_on(&self, number: u32, timeout: Duration) -> Result<u64> {
         let deadline = std::time::Instant::now() + timeout;
         loop {
             let s = self.status()?;
-            let active = s["active"]["number"].as_u64();
+            let active = s.active.map(|v| v.number);
             if active != Some(number) {
                 bail!("version {number} is no longer active (now {active:?})");
             }
-            if let Some(e) = s["active_since_epoch"].as_u64() {
+            if let Some(e) = s.active_since_epoch {
                 return Ok(e);
             }
             if std::time::Instant::now() > deadline {

@@ -131,7 +131,7 @@ fn main() {
             })
             .unwrap();
         let accepted = started.elapsed();
-        let number = v["number"].as_u64().unwrap() as u32;
+        let number = v.version.number;
         let first = loop {
             let hit = finished
                 .lock()

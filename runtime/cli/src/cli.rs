@@ -10,6 +10,9 @@ use std::sync::Arc;
 use weir_admin::{client, AdminServer, AdminSettings};
 use weir_core::checkpoint::Checkpoint;
 use weir_engine::config::{PipelineConfig, TriggerConfig};
+use weir_engine::deploy::{Listed, Status};
+use weir_engine::observe::ProgressReport;
+use weir_engine::registry::Origin;
 use weir_engine::OpenOptions;
 use weir_host::{default_cache_root, Grants, WasmHost};
 
@@ -370,10 +373,10 @@ fn dispatch(cli: Cli) -> Result<()> {
                 then: then.into(),
                 key,
             })?;
-            let number = v["number"].as_u64().unwrap_or(0);
+            let number = v.version.number;
             println!(
                 "version {number} ({}) validated and registered; {}",
-                v["digest"].as_str().unwrap_or("?"),
+                v.version.digest,
                 match then {
                     "shadow" => "runs in shadow from the next epoch (see `weir status`)",
                     "stage" => "not active (use `weir activate`)",
@@ -394,7 +397,7 @@ fn dispatch(cli: Cli) -> Result<()> {
             let v = target.target().rollback(to)?;
             println!(
                 "rolled back: version {} is active from the next epoch",
-                v["number"]
+                v.version.number
             );
             Ok(())
         }
@@ -407,7 +410,7 @@ fn dispatch(cli: Cli) -> Result<()> {
             let v = target.target().promote()?;
             println!(
                 "promoted: version {} is active from the next epoch",
-                v["number"]
+                v.version.number
             );
             Ok(())
         }
@@ -682,7 +685,7 @@ fn show_checkpoint(dir: PathBuf, json: bool) -> Result<()> {
     Ok(())
 }
 
-fn print_versions(list: &serde_json::Value, json: bool) -> Result<()> {
+fn print_versions(list: &[Listed], json: bool) -> Result<()> {
     if json {
         println!("{}", serde_json::to_string_pretty(list)?);
         return Ok(());
@@ -691,22 +694,17 @@ fn print_versions(list: &serde_json::Value, json: bool) -> Result<()> {
         "{:>7}  {:<8}  {:<19}  {:<19}  {:>9}  {:<24}  label",
         "version", "state", "component", "config", "size", "registered (UTC)"
     );
-    for v in list.as_array().into_iter().flatten() {
-        let state = if v["active"].as_bool() == Some(true) {
+    for listed in list {
+        let v = &listed.version;
+        let state = if listed.active {
             "ACTIVE"
-        } else if v["shadow"].as_bool() == Some(true) {
+        } else if listed.shadow {
             "shadow"
         } else {
             ""
         };
-        let short = |k: &str| {
-            v[k].as_str()
-                .and_then(|d| d.get(..19))
-                .unwrap_or("")
-                .to_string()
-        };
-        let when = v["registered_ms"]
-            .as_u64()
+        let short = |d: &str| d.get(..19).unwrap_or("").to_string();
+        let when = u64::try_from(v.registered_ms)
             .map(|ms| {
                 humantime::format_rfc3339_seconds(
                     std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms),
@@ -714,100 +712,103 @@ fn print_versions(list: &serde_json::Value, json: bool) -> Result<()> {
                 .to_string()
             })
             .unwrap_or_default();
-        let origin = match v["origin"]["kind"].as_str() {
-            Some("file") => format!("file {}", v["origin"]["path"].as_str().unwrap_or("")),
-            Some("watch") => "watch".to_string(),
-            _ => "upload".to_string(),
+        let origin = match &v.origin {
+            Origin::File { path } => format!("file {}", path.display()),
+            Origin::Watch { .. } => "watch".to_string(),
+            Origin::Upload { .. } => "upload".to_string(),
         };
         println!(
             "{:>7}  {:<8}  {:<19}  {:<19}  {:>9}  {:<24}  {} ({origin})",
-            v["number"],
+            v.number,
             state,
-            short("digest"),
-            short("config_digest"),
-            v["size"],
+            short(&v.digest),
+            short(&v.config_digest),
+            v.size,
             when,
-            v["label"].as_str().unwrap_or("")
+            v.label.as_deref().unwrap_or("")
         );
     }
     Ok(())
 }
 
-fn status_text(s: &serde_json::Value) -> String {
-    let mut out = format!("pipeline {}\n", s["pipeline"].as_str().unwrap_or("?"));
-    let a = &s["active"];
+/// `value` as JSON text (`null` when absent), as `weir status` prints it.
+fn or_null<T: std::fmt::Display>(value: Option<T>) -> String {
+    value.map_or_else(|| "null".into(), |v| v.to_string())
+}
+
+fn status_text(s: &Status) -> String {
+    let mut out = format!("pipeline {}\n", s.pipeline);
+    let a = s.active.as_ref();
     out += &format!(
         "  active   version {} {}{}\n",
-        a["number"],
-        a["digest"].as_str().unwrap_or(""),
-        s["active_since_epoch"]
-            .as_u64()
+        or_null(a.map(|a| a.number)),
+        a.map_or("", |a| a.digest.as_str()),
+        s.active_since_epoch
             .map(|e| format!(" (since epoch {e})"))
             .unwrap_or_else(|| " (no epoch yet)".into())
     );
-    if let Some(sh) = s["shadow"].as_object() {
+    if let Some(sh) = &s.shadow {
         out += &format!(
             "  shadow   version {} over {} epochs: {} agreed; rows added {}, removed {}, changed {}; {} failed\n",
-            sh["version"]["number"],
-            sh["epochs"],
-            sh["epochs_agreeing"],
-            sh["added"],
-            sh["removed"],
-            sh["changed"],
-            sh["failed_epochs"],
+            sh.version.number,
+            sh.epochs,
+            sh.epochs_agreeing,
+            sh.added,
+            sh.removed,
+            sh.changed,
+            sh.failed_epochs,
         );
     }
-    if let Some(e) = s["last_epoch"].as_object() {
+    if let Some(e) = &s.last_epoch {
         out += &format!(
             "  last     epoch {} on version {}: {} rows in, {} out, {:.1} ms\n",
-            e["epoch"],
-            e["version"],
-            e["rows_in"],
-            e["rows_out"],
-            e["total_ms"].as_f64().unwrap_or(0.0)
+            e.epoch,
+            or_null(e.version),
+            e.rows_in,
+            e.rows_out,
+            e.total_ms
         );
     }
     out
 }
 
 /// The health, rates, lag and state lines of `weir status`.
-fn progress_text(p: &serde_json::Value) -> String {
-    let h = &p["health"];
+fn progress_text(p: &ProgressReport) -> String {
     let mut out = format!(
         "  health   {}: {}\n",
-        h["verdict"].as_str().unwrap_or("?"),
-        h["reason"].as_str().unwrap_or("")
+        serde_json::to_value(p.health.verdict)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_else(|| "?".into()),
+        p.health.reason
     );
-    let epochs = p["epochs"].as_array().map(Vec::as_slice).unwrap_or(&[]);
-    if let Some(last) = epochs.last() {
+    if let Some(last) = p.epochs.last() {
         out += &format!(
             "  rates    {:.0} rows/s in, {:.0} rows/s processed (epoch {}, {:.1} ms{})\n",
-            last["input_rows_per_sec"].as_f64().unwrap_or(0.0),
-            last["processed_rows_per_sec"].as_f64().unwrap_or(0.0),
-            last["epoch"],
-            last["total"].as_f64().unwrap_or(0.0),
-            p["trigger_interval_ms"]
-                .as_u64()
+            last.input_rows_per_sec,
+            last.processed_rows_per_sec,
+            last.epoch,
+            last.total.as_secs_f64() * 1e3,
+            p.trigger_interval_ms
                 .map(|i| format!(" of a {i} ms trigger"))
                 .unwrap_or_default(),
         );
         out += &format!(
             "  state    {} keys, {} bytes\n",
-            last["state_keys"], last["state_bytes"]
+            last.state_keys, last.state_bytes
         );
     }
-    if let Some(b) = p["source"]["backlog"].as_object() {
+    if let Some(b) = p.source.map(|s| s.backlog) {
         out += &format!(
             "  lag      {} {} waiting at the source{}\n",
-            b["pending"],
-            b["unit"].as_str().unwrap_or(""),
-            b["pending_files"]
-                .as_u64()
+            b.pending,
+            b.unit.as_str(),
+            b.pending_files
                 .map(|f| format!(" ({f} files)"))
                 .unwrap_or_default()
         );
     }
-    let errors = p["recent_errors"].as_array().map(Vec::len).unwrap_or(0);
+    let errors = p.recent_errors.len();
     if errors > 0 {
         out += &format!("  log      {errors} recent warnings/errors (see the dashboard)\n");
     }

@@ -33,8 +33,6 @@ pub struct OffsetEntry {
     /// The source's range for this epoch, in the source's own format.
     pub source: serde_json::Value,
     pub operator: OperatorRef,
-    /// Hash of the pipeline config when the epoch was planned.
-    pub config_hash: String,
     /// The watermark the epoch runs with (Unix ms), with `[event_time]`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub watermark_ms: Option<i64>,

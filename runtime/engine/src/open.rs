@@ -12,7 +12,6 @@ use crate::operator_state::epoch_env;
 use crate::pipeline::{ActiveOperator, Pipeline};
 use crate::registry::{Origin, Registry, Version};
 use anyhow::{Context, Result};
-use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -30,11 +29,6 @@ pub struct OpenOptions {
 }
 
 pub use weir_core::schema::arrow_schema;
-
-fn config_hash(cfg: &PipelineConfig) -> Result<String> {
-    let canonical = serde_json::to_vec(cfg)?;
-    Ok(format!("sha256:{}", hex::encode(Sha256::digest(canonical))))
-}
 
 /// Opens the pipeline described by `cfg`.
 pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<Pipeline> {
@@ -176,7 +170,6 @@ pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<
         },
         grants: cfg.operator.grants,
         dead_letter_dir,
-        config_hash: config_hash(cfg)?,
         configs: HashMap::from([(config_digest, config_json)]),
         state,
         state_opened,

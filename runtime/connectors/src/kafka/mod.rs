@@ -1,6 +1,7 @@
 //! Kafka: a topic as a source, read in offset ranges the engine plans and
 //! records in `offsets/N`, and as a transactional sink.
 
+pub mod client;
 pub mod config;
 pub mod plan;
 pub mod sink;

@@ -7,6 +7,7 @@
 //! topic's committed tail for this query's highest epoch and skips a replayed
 //! epoch that is already there: exactly-once for `read_committed` consumers.
 
+use super::client::Brokers;
 use crate::kafka::fetch_ranges;
 use crate::kafka::plan::PartitionRange;
 use anyhow::{anyhow, bail, Context, Result};
@@ -15,7 +16,6 @@ use rdkafka::client::ClientContext;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
-use rdkafka::ClientConfig;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -88,27 +88,19 @@ pub struct KafkaSink {
     committed_tail: Option<Option<u64>>,
 }
 
-fn base_config(s: &KafkaSinkSettings) -> ClientConfig {
-    let mut c = ClientConfig::new();
-    c.set("bootstrap.servers", &s.bootstrap_servers)
-        .set("acks", "all")
-        .set("enable.idempotence", "true")
-        .set(
-            "message.timeout.ms",
-            s.timeout.as_millis().max(1000).to_string(),
-        )
-        .set("log_level", "3");
-    for (k, v) in &s.options {
-        c.set(k, v);
+fn brokers(s: &KafkaSinkSettings) -> Brokers<'_> {
+    Brokers {
+        servers: &s.bootstrap_servers,
+        options: &s.options,
+        timeout: s.timeout,
     }
-    c
 }
 
 impl KafkaSink {
     /// Connects; with `transactional`, registers the transactional producer.
     pub fn new(s: KafkaSinkSettings) -> Result<Self> {
         let deliveries = Deliveries::default();
-        let mut cfg = base_config(&s);
+        let mut cfg = brokers(&s).producer();
         if s.transactional {
             cfg.set("transactional.id", format!("weir-{}", s.query_id));
         }
@@ -140,11 +132,8 @@ impl KafkaSink {
     /// The highest epoch this query has committed to the topic, read from
     /// the last few committed records of every partition.
     fn read_committed_tail(&self) -> Result<Option<u64>> {
-        let consumer: BaseConsumer = ClientConfig::new()
-            .set("bootstrap.servers", &self.s.bootstrap_servers)
-            .set("group.id", format!("weir-tail-{}", self.s.query_id))
-            .set("enable.auto.commit", "false")
-            .set("isolation.level", "read_committed")
+        let consumer: BaseConsumer = brokers(&self.s)
+            .committed_reader(&format!("weir-tail-{}", self.s.query_id))
             .create()
             .context("creating the Kafka tail reader")?;
         let md = consumer

@@ -5,6 +5,7 @@
 //! on the first run and on any replay. Nothing is committed to Kafka unless
 //! `commit_to_group` asks for it, and then only so lag tools can see progress.
 
+use super::client::Brokers;
 use super::plan::{self, KafkaRange, PartitionRange, Tp};
 use anyhow::{anyhow, bail, Context, Result};
 use arrow_array::builder::{Int64Builder, StringBuilder};
@@ -12,7 +13,7 @@ use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::{Headers, Message};
-use rdkafka::{ClientConfig, Offset, TopicPartitionList};
+use rdkafka::{Offset, TopicPartitionList};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -126,30 +127,6 @@ pub struct KafkaSource {
     backlog: Option<Backlog>,
 }
 
-fn client_config(s: &KafkaSettings, group: &str) -> ClientConfig {
-    let mut c = ClientConfig::new();
-    c.set("bootstrap.servers", &s.bootstrap_servers)
-        .set("group.id", group)
-        .set("enable.auto.commit", "false")
-        .set("enable.auto.offset.store", "false")
-        // An offset outside the log must surface as an error, never as a
-        // silent jump to the start or the end.
-        .set("auto.offset.reset", "error")
-        .set("enable.partition.eof", "false")
-        // The range's end is known, so there is no point in letting the
-        // broker hold a fetch open waiting for more data than exists.
-        .set("fetch.wait.max.ms", "10")
-        .set(
-            "socket.timeout.ms",
-            s.timeout.as_millis().max(1000).to_string(),
-        )
-        .set("log_level", "3");
-    for (k, v) in &s.options {
-        c.set(k, v);
-    }
-    c
-}
-
 impl KafkaSource {
     /// Connects and checks that every topic exists; a bad address or a
     /// missing topic is an error within `timeout`, not a hang.
@@ -159,7 +136,13 @@ impl KafkaSource {
             .commit_to_group
             .clone()
             .unwrap_or_else(|| format!("weir-{}", uuid::Uuid::new_v4()));
-        let consumer: BaseConsumer = client_config(&s, &group)
+        let brokers = Brokers {
+            servers: &s.bootstrap_servers,
+            options: &s.options,
+            timeout: s.timeout,
+        };
+        let consumer: BaseConsumer = brokers
+            .consumer(&group)
             .create()
             .context("creating the Kafka consumer")?;
         let decoder = JsonDecoder::new(s.value_schema.clone(), s.batch_rows, s.policy);

@@ -14,7 +14,7 @@ pub mod validate;
 
 use crate::registry::{GoldenCheck, Origin, Registry, Shadow, Version};
 use anyhow::Context;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use shadow::ShadowReport;
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
@@ -72,7 +72,7 @@ pub struct Planned {
 }
 
 /// The last epoch the pipeline finished.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LastEpoch {
     pub epoch: u64,
     /// Registry number of the version it ran with (none for an unregistered digest).
@@ -84,8 +84,9 @@ pub struct LastEpoch {
     pub total_ms: f64,
 }
 
-/// `GET /v1/pipelines/NAME`: what runs now.
-#[derive(Debug, Clone, Serialize)]
+/// `GET /v1/pipelines/NAME`: what runs now. The admin server answers
+/// with it and `weir status` reads it (the one definition of the shape).
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Status {
     pub pipeline: String,
     pub active: Option<Version>,
@@ -96,7 +97,7 @@ pub struct Status {
 }
 
 /// The shadow candidate and its totals since it was deployed.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ShadowStatus {
     pub version: Version,
     pub key: Option<String>,
@@ -109,7 +110,7 @@ pub struct ShadowStatus {
 }
 
 /// A registered version as listed by `weir versions`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Listed {
     #[serde(flatten)]
     pub version: Version,

@@ -5,14 +5,14 @@
 //! last [`WINDOW`] epochs, or a source lag that grew over each of them, is
 //! a trend.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use weir_core::progress::EpochProgress;
 
 /// Epochs a trend must hold over.
 pub const WINDOW: usize = 3;
 
 /// The verdict shown on the dashboard and in `weir status`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Verdict {
     /// No epoch has run yet.
@@ -26,7 +26,7 @@ pub enum Verdict {
 }
 
 /// A verdict and the figures it rests on.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Health {
     pub verdict: Verdict,
     /// One sentence a person can act on.

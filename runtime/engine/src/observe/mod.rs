@@ -17,7 +17,7 @@ use anyhow::Result;
 use health::Health;
 use history::History;
 use metrics::Metrics;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 use weir_core::clock::now_ms;
@@ -28,7 +28,7 @@ use weir_core::source::Backlog;
 pub const DEFAULT_RETAIN: usize = 100;
 
 /// The source's lag as last polled (also between epochs, while idle).
-#[derive(Debug, Clone, Copy, Serialize)]
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
 pub struct Polled {
     pub at_ms: i64,
     pub backlog: Backlog,
@@ -45,7 +45,7 @@ pub struct Telemetry {
 }
 
 /// What `/v1/pipelines/{name}/progress` answers.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ProgressReport {
     pub pipeline: String,
     /// When this process started the pipeline, Unix ms.
@@ -63,7 +63,7 @@ pub struct ProgressReport {
 }
 
 /// Sums over the kept records.
-#[derive(Debug, Clone, Copy, Default, Serialize)]
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
 pub struct Totals {
     pub epochs: u64,
     pub rows_in: u64,

@@ -4,7 +4,7 @@
 //! only saves an on-call engineer from grepping it.
 
 use super::metrics::{LevelLabel, LOG_EVENTS};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 use std::fmt::Write as _;
 use std::sync::Mutex;
@@ -17,11 +17,11 @@ use tracing_subscriber::Layer;
 pub const KEPT: usize = 100;
 
 /// One logged warning or error.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LogEvent {
     pub at_ms: i64,
     /// `warn` or `error`.
-    pub level: &'static str,
+    pub level: String,
     pub target: String,
     /// The message, then `field=value` for each field.
     pub message: String,
@@ -80,7 +80,7 @@ impl<S: Subscriber> Layer<S> for RecentLayer {
         event.record(&mut text);
         let entry = LogEvent {
             at_ms: weir_core::clock::now_ms(),
-            level,
+            level: level.into(),
             target: event.metadata().target().to_string(),
             message: format!("{}{}", text.message, text.fields),
         };

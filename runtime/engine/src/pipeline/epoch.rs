@@ -172,7 +172,6 @@ impl Pipeline {
                 digest: self.active.digest.clone(),
                 config_digest: self.active.config_digest.clone(),
             },
-            config_hash: self.config_hash.clone(),
             watermark_ms: self.event_time.as_ref().and_then(EventTime::watermark),
             isolated: Vec::new(),
         };

@@ -82,7 +82,6 @@ pub struct Pipeline {
     pub(crate) active: ActiveOperator,
     pub(crate) grants: weir_host::Grants,
     pub(crate) dead_letter_dir: PathBuf,
-    pub(crate) config_hash: String,
     pub(crate) configs: HashMap<String, String>,
     /// Keyed state, committed with each epoch.
     pub(crate) state: StateStore,
