@@ -18,3 +18,5 @@ bash scripts/install-chromium.sh
 cargo fmt --all --check
 cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo test --workspace --locked
+# Every fuzz target for a bounded time from the checked-in corpus.
+bash scripts/fuzz.sh "${WEIR_FUZZ_SECONDS:-30}"

@@ -27,6 +27,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
 use std::sync::Arc;
+use weir_core::upload_form::{FormParts, UploadForm};
 use weir_engine::deploy::validate::Golden;
 use weir_engine::deploy::{Control, DeployError, Then, Upload};
 use weir_engine::observe::Telemetry;
@@ -340,7 +341,7 @@ async fn upload(
             format!("expected a multipart/form-data upload: {e}"),
         )
     })?;
-    let mut parts = Parts::default();
+    let mut parts = FormParts::default();
     loop {
         let field = match form.next_field().await {
             Ok(Some(f)) => f,
@@ -359,9 +360,15 @@ async fn upload(
             }
             Err(e) => return Err(ApiError(e.status(), format!("reading `{name}`: {e}"))),
         };
-        parts.set(&name, bytes, file_name)?;
+        parts
+            .set(&name, bytes, file_name)
+            .map_err(|m| ApiError(StatusCode::BAD_REQUEST, m))?;
     }
-    let upload = parts.into_upload()?;
+    let upload = into_upload(
+        parts
+            .finish()
+            .map_err(|m| ApiError(StatusCode::BAD_REQUEST, m))?,
+    );
     let control = app.control.clone();
     let listed = blocking(move || control.upload(upload, then)).await?;
     Ok((StatusCode::CREATED, Json(listed)))
@@ -383,57 +390,18 @@ async fn drain(body: axum::body::Body, bound: u64) {
     }
 }
 
-/// The fields of an upload form.
-#[derive(Default)]
-struct Parts {
-    component: Option<(Vec<u8>, Option<String>)>,
-    config: Option<Vec<u8>>,
-    label: Option<Vec<u8>>,
-    golden_input: Option<Vec<u8>>,
-    golden_output: Option<Vec<u8>>,
-}
-
-impl Parts {
-    fn set(&mut self, name: &str, bytes: Vec<u8>, file_name: Option<String>) -> ApiResult<()> {
-        match name {
-            "component" => self.component = Some((bytes, file_name)),
-            "config" => self.config = Some(bytes),
-            "label" => self.label = Some(bytes),
-            "golden_input" => self.golden_input = Some(bytes),
-            "golden_output" => self.golden_output = Some(bytes),
-            other => {
-                return Err(ApiError(
-                    StatusCode::BAD_REQUEST,
-                    format!(
-                        "unknown form field `{other}`; expected component, config, label, \
-                         golden_input, golden_output"
-                    ),
-                ))
-            }
-        }
-        Ok(())
-    }
-
-    fn into_upload(self) -> ApiResult<Upload> {
-        let bad = |m: &str| ApiError(StatusCode::BAD_REQUEST, m.to_string());
-        let (wasm, file_name) = self
-            .component
-            .ok_or_else(|| bad("the upload has no `component` field (the .wasm file)"))?;
-        let text = |b: Vec<u8>, what: &str| {
-            String::from_utf8(b).map_err(|_| bad(&format!("`{what}` is not UTF-8")))
-        };
-        let golden = match (self.golden_input, self.golden_output) {
-            (Some(input), Some(expected)) => Some(Golden { input, expected }),
-            (None, None) => None,
-            _ => return Err(bad("golden_input and golden_output go together")),
-        };
-        Ok(Upload {
-            wasm,
-            config_json: self.config.map(|c| text(c, "config")).transpose()?,
-            golden,
-            label: self.label.map(|l| text(l, "label")).transpose()?,
-            origin: Origin::Upload { file_name },
-        })
+/// The upload as the deploy control plane takes it.
+fn into_upload(form: UploadForm) -> Upload {
+    Upload {
+        wasm: form.component,
+        config_json: form.config_json,
+        golden: form
+            .golden
+            .map(|(input, expected)| Golden { input, expected }),
+        label: form.label,
+        origin: Origin::Upload {
+            file_name: form.file_name,
+        },
     }
 }
 

@@ -35,7 +35,7 @@ fn batch() -> RecordBatch {
         ROWS as usize,
         weir_engine::config::MalformedPolicy::Fail,
     );
-    let mut decoded = decoder.decode(&bytes, Vec::new).unwrap();
+    let mut decoded = decoder.decode_lines(&bytes, "bench").unwrap();
     decoded.batches.remove(0)
 }
 

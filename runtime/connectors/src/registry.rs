@@ -5,6 +5,7 @@
 use crate::connector::{SinkConnector, SinkSettings, SourceConnector, SourceSettings};
 use crate::{console, files, kafka, postgres};
 use anyhow::{anyhow, Result};
+use serde::de::DeserializeOwned;
 
 /// A source connector's entry: its kind and how its table is parsed.
 pub struct SourceKind {
@@ -50,18 +51,19 @@ const fn sink<C: SinkConnector>() -> SinkKind {
     }
 }
 
-fn parse_source<C: SourceConnector>(table: toml::Table) -> Result<Box<dyn SourceSettings>> {
-    let settings: C = toml::Value::Table(table)
+/// A connector's table as its typed settings (unknown keys named).
+fn typed<C: DeserializeOwned>(table: toml::Table) -> Result<C> {
+    toml::Value::Table(table)
         .try_into()
-        .map_err(|e| anyhow!("{e}"))?;
-    Ok(Box::new(settings))
+        .map_err(|e| anyhow!("{e}"))
+}
+
+fn parse_source<C: SourceConnector>(table: toml::Table) -> Result<Box<dyn SourceSettings>> {
+    Ok(Box::new(typed::<C>(table)?))
 }
 
 fn parse_sink<C: SinkConnector>(table: toml::Table) -> Result<Box<dyn SinkSettings>> {
-    let settings: C = toml::Value::Table(table)
-        .try_into()
-        .map_err(|e| anyhow!("{e}"))?;
-    Ok(Box::new(settings))
+    Ok(Box::new(typed::<C>(table)?))
 }
 
 /// Splits `kind` off a `[source]`/`[sink]` table.

@@ -59,22 +59,21 @@ impl JsonDecoder {
         &self.schema
     }
 
-    /// Decodes `joined`: JSON objects separated by newlines (a file's bytes,
-    /// or record values joined with `\n`). Only if the bulk decode fails is
-    /// `split` called, to list the individual records with their origin, so
-    /// the malformed ones can be found.
-    pub fn decode<'a>(
-        &self,
-        joined: &'a [u8],
-        split: impl FnOnce() -> Vec<Record<'a>>,
-    ) -> Result<Decoded> {
-        self.decode_checked(joined, None, split)
+    /// Decodes JSON lines (a file's bytes, golden input): one record per
+    /// non-blank line, however the neighbouring lines look; a line with two
+    /// objects, or none, is one malformed record. `origin` names the input
+    /// in dead letters and errors.
+    pub fn decode_lines(&self, data: &[u8], origin: &str) -> Result<Decoded> {
+        self.decode_records(data, non_blank_lines(data), || lines(data, origin))
     }
 
-    /// Like [`JsonDecoder::decode`] for inputs where every record must be
-    /// exactly one JSON object (message values): `records` is how many there
-    /// are, and an empty value or one holding two objects is malformed, so
-    /// rows stay aligned with their records.
+    /// Decodes `records` records joined by newlines (message values, or the
+    /// lines of [`JsonDecoder::decode_lines`]): every record must be exactly
+    /// one JSON object, an empty one or one holding two is malformed, so
+    /// rows stay aligned with their records. The fast path decodes all in
+    /// one arrow-json pass; only when that fails or miscounts is `split`
+    /// called, to list the records with their origin so the malformed ones
+    /// can be found.
     pub fn decode_records<'a>(
         &self,
         joined: &'a [u8],
@@ -274,5 +273,34 @@ impl ArrayDecoder for Checked {
             }
         }
         self.inner.decode(tape, pos)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_schema::{Field, Schema};
+
+    fn decoder() -> JsonDecoder {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("id", DataType::Utf8, false),
+            Field::new("n", DataType::Int64, true),
+        ]));
+        JsonDecoder::new(schema, 10, MalformedPolicy::DeadLetter)
+    }
+
+    /// Found by the `json_decoder` fuzz target: arrow-json reads two
+    /// objects on one line as two rows, so a line must be checked to be one
+    /// record, or a line would count twice (and golden input differ from a
+    /// file source).
+    #[test]
+    fn a_line_with_two_objects_is_one_malformed_record() {
+        let data = b"{\"id\":\"a\",\"n\":1}{\"id\":\"b\",\"n\":2}\n{\"id\":\"c\"}\n\n";
+        let d = decoder().decode_lines(data, "in").unwrap();
+        let rows: usize = d.batches.iter().map(RecordBatch::num_rows).sum();
+        assert_eq!(rows, 1);
+        assert_eq!(d.dead_letters.len(), 1);
+        assert_eq!(d.dead_letters[0].line, Some(1));
+        assert!(d.dead_letters[0].reason.contains("exactly one JSON object"));
     }
 }

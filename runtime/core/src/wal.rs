@@ -251,18 +251,21 @@ fn read_entry<T: DeserializeOwned>(path: &Path) -> Result<Option<T>> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
     };
-    let value: serde_json::Value = serde_json::from_slice(&bytes)
-        .with_context(|| format!("{} is not valid JSON (corrupt checkpoint?)", path.display()))?;
+    decode_entry(&bytes)
+        .map(Some)
+        .with_context(|| format!("in {} (corrupt checkpoint?)", path.display()))
+}
+
+/// One log entry from its file's bytes: JSON of the entry format this
+/// build writes ([`ENTRY_FORMAT`]), or an error saying what is wrong.
+pub fn decode_entry<T: DeserializeOwned>(bytes: &[u8]) -> Result<T> {
+    let value: serde_json::Value =
+        serde_json::from_slice(bytes).context("the entry is not valid JSON")?;
     let format = value.get("format").and_then(|f| f.as_u64()).unwrap_or(0);
     if format != u64::from(ENTRY_FORMAT) {
-        bail!(
-            "{} has entry format {format}; this weir reads format {ENTRY_FORMAT}",
-            path.display()
-        );
+        bail!("the entry has format {format}; this weir reads format {ENTRY_FORMAT}");
     }
-    serde_json::from_value(value)
-        .map(Some)
-        .with_context(|| format!("{} does not hold a valid entry", path.display()))
+    serde_json::from_value(value).context("the JSON does not hold a valid entry")
 }
 
 #[cfg(test)]

@@ -6,12 +6,9 @@
 use super::bindings::weir::operator::types::Utf8Values;
 use super::bindings::{WitColumn, WitDataType, WitOutput, WitValues};
 use anyhow::{bail, Context, Result};
-use arrow_array::{
-    Array, ArrayRef, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray,
-};
-use arrow_buffer::{BooleanBuffer, Buffer, NullBuffer, OffsetBuffer, ScalarBuffer};
-use arrow_schema::{DataType, Field, Schema};
-use std::sync::Arc;
+use arrow_array::{Array, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray};
+use arrow_schema::DataType;
+use weir_core::guest_output;
 
 /// The WIT type for an Arrow type, if Weir can carry it.
 pub fn wit_type(t: &DataType) -> Option<WitDataType> {
@@ -72,92 +69,28 @@ pub fn column_to_wit(array: &dyn Array) -> Result<WitColumn> {
     })
 }
 
-fn nulls_from_guest(validity: Option<Vec<u8>>, rows: usize) -> Result<Option<NullBuffer>> {
-    let Some(bits) = validity else {
-        return Ok(None);
-    };
-    if bits.len() * 8 < rows {
-        bail!(
-            "validity bitmap has {} bytes, too few for {rows} rows",
-            bits.len()
-        );
-    }
-    let nulls = NullBuffer::new(BooleanBuffer::new(Buffer::from_vec(bits), 0, rows));
-    Ok((nulls.null_count() > 0).then_some(nulls))
-}
-
-fn array_from_guest(column: WitColumn, rows: usize) -> Result<(DataType, ArrayRef)> {
-    let len = match &column.values {
-        WitValues::Int64(v) => v.len(),
-        WitValues::Float64(v) => v.len(),
-        WitValues::Boolean(_) => rows,
-        WitValues::Utf8(u) => u.offsets.len().saturating_sub(1),
-    };
-    if len != rows {
-        bail!("has {len} values but the output declares {rows} rows");
-    }
-    let nulls = nulls_from_guest(column.validity, rows)?;
-    Ok(match column.values {
-        WitValues::Int64(v) => (
-            DataType::Int64,
-            Arc::new(Int64Array::try_new(ScalarBuffer::from(v), nulls)?),
-        ),
-        WitValues::Float64(v) => (
-            DataType::Float64,
-            Arc::new(Float64Array::try_new(ScalarBuffer::from(v), nulls)?),
-        ),
-        WitValues::Boolean(bits) => {
-            if bits.len() * 8 < rows {
-                bail!(
-                    "boolean buffer has {} bytes, too few for {rows} rows",
-                    bits.len()
-                );
-            }
-            let values = BooleanBuffer::new(Buffer::from_vec(bits), 0, rows);
-            (
-                DataType::Boolean,
-                Arc::new(BooleanArray::new(values, nulls)),
-            )
-        }
-        WitValues::Utf8(Utf8Values { offsets, data }) => {
-            // `OffsetBuffer::new` panics on bad offsets, so check them first.
-            let monotonic = offsets.windows(2).all(|w| w[0] <= w[1]);
-            if offsets.is_empty() || offsets[0] < 0 || !monotonic {
-                bail!("utf8 offsets must start at a non-negative value and never decrease");
-            }
-            let offsets = OffsetBuffer::new(ScalarBuffer::from(offsets));
-            (
-                DataType::Utf8,
-                Arc::new(StringArray::try_new(
-                    offsets,
-                    Buffer::from_vec(data),
-                    nulls,
-                )?),
-            )
-        }
-    })
-}
-
-/// Validates an operator's output and turns it into an Arrow batch.
+/// Validates an operator's output and turns it into an Arrow batch (the
+/// checks live in [`weir_core::guest_output`], fuzzed there).
 pub fn output_to_batch(output: WitOutput) -> Result<RecordBatch> {
-    let rows = output.num_rows as usize;
-    let mut fields = Vec::with_capacity(output.columns.len());
-    let mut arrays = Vec::with_capacity(output.columns.len());
-    for col in output.columns {
-        if fields.iter().any(|f: &Field| f.name() == &col.name) {
-            bail!("output column `{}` appears twice", col.name);
-        }
-        let (data_type, array) = array_from_guest(col.column, rows)
-            .with_context(|| format!("output column `{}`", col.name))?;
-        fields.push(Field::new(col.name, data_type, true));
-        arrays.push(array);
-    }
-    let schema = Arc::new(Schema::new(fields));
-    if arrays.is_empty() {
-        if rows != 0 {
-            bail!("output declares {rows} rows but has no columns");
-        }
-        return Ok(RecordBatch::new_empty(schema));
-    }
-    Ok(RecordBatch::try_new(schema, arrays)?)
+    guest_output::to_batch(guest_output::Output {
+        num_rows: output.num_rows,
+        columns: output
+            .columns
+            .into_iter()
+            .map(|c| guest_output::NamedColumn {
+                name: c.name,
+                column: guest_output::Column {
+                    values: match c.column.values {
+                        WitValues::Int64(v) => guest_output::Values::Int64(v),
+                        WitValues::Float64(v) => guest_output::Values::Float64(v),
+                        WitValues::Boolean(v) => guest_output::Values::Boolean(v),
+                        WitValues::Utf8(Utf8Values { offsets, data }) => {
+                            guest_output::Values::Utf8 { offsets, data }
+                        }
+                    },
+                    validity: c.column.validity,
+                },
+            })
+            .collect(),
+    })
 }

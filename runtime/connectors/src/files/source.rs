@@ -13,7 +13,7 @@ use std::io::Read;
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 use weir_core::json::MalformedPolicy;
-use weir_core::json::{lines, non_blank_lines, Decoded, JsonDecoder};
+use weir_core::json::{lines, Decoded, JsonDecoder};
 use weir_core::source::{Backlog, BacklogUnit, PlanLimit, RowOrigin, Source, SourceBatch};
 
 /// One file of a planned range.
@@ -143,9 +143,7 @@ impl FileSource {
     /// Decodes a file's JSON lines: one record per non-blank line, however
     /// the neighbouring lines look.
     fn decode_file(&self, data: &[u8], origin: &str) -> Result<Decoded> {
-        let records = non_blank_lines(data);
-        self.decoder
-            .decode_records(data, records, || lines(data, origin))
+        self.decoder.decode_lines(data, origin)
     }
 }
 

@@ -8,7 +8,7 @@ use crate::operator_state::epoch_env;
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 use serde_json::{Map, Value};
-use weir_core::json::{lines, JsonDecoder};
+use weir_core::json::JsonDecoder;
 use weir_host::{EpochCall, EpochEnv, Grants, Limits, LoadedOperator, OperatorFailure, WasmHost};
 use weir_state::{EpochState, StateReader};
 
@@ -105,7 +105,7 @@ impl Checks {
             crate::config::MalformedPolicy::Fail,
         );
         let decoded = decoder
-            .decode(input, || lines(input, what))
+            .decode_lines(input, what)
             .map_err(|e| format!("the {what} does not fit the source schema: {e:#}"))?;
         let output = self.run(operator, config_json, &decoded.batches)?;
         let rows = super::shadow::rows_as_json(&output)
