@@ -9,6 +9,8 @@
 //! - [`isolate`]: bisection that finds the rows an operator fails on.
 //! - [`registry`] and [`deploy`]: the operator versions a pipeline was
 //!   given and how they are swapped between epochs.
+//! - [`operator_cache`]: compiled operator versions, shared by the epoch
+//!   loop and the deploy control plane.
 //! - [`observe`]: progress history, metrics and the backlog verdict.
 
 pub mod config;
@@ -18,6 +20,7 @@ pub mod event_time;
 pub mod isolate;
 pub mod observe;
 pub mod open;
+pub mod operator_cache;
 pub mod operator_state;
 pub mod pipeline;
 pub mod registry;

@@ -8,7 +8,7 @@ use crate::dedup::Dedup;
 use crate::deploy::validate::Checks;
 use crate::deploy::Control;
 use crate::event_time::EventTime;
-use crate::operator_state::epoch_env;
+use crate::operator_cache::OperatorCache;
 use crate::pipeline::{ActiveOperator, Pipeline};
 use crate::registry::{Origin, Registry, Version};
 use anyhow::{Context, Result};
@@ -19,7 +19,7 @@ use weir_connectors::connector::{SinkContext, SourceContext};
 use weir_core::checkpoint::{Checkpoint, Metadata, SchemaColumn, FORMAT_VERSION};
 use weir_host::LoadedOperator;
 use weir_host::{OperatorFailure, WasmHost};
-use weir_state::{EpochState, StateStore};
+use weir_state::StateStore;
 
 /// Options that are not part of the pipeline file.
 #[derive(Debug, Clone, Copy, Default)]
@@ -77,15 +77,19 @@ pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<
         .with_context(|| format!("loading operator {}", cfg.operator.path.display()))?;
     let config_json = cfg.operator_config_json()?;
     let limits = cfg.limits()?;
+    let checks = Checks {
+        pipeline: cfg.name.clone(),
+        host: host.clone(),
+        grants: cfg.operator.grants,
+        limits,
+        namespace: cfg.operator.state_namespace.clone(),
+        state: state.reader(),
+        input_schema: source.schema(),
+        batch_rows: cfg.batch_rows,
+    };
     // Fail fast on a configuration the operator rejects.
-    // `init` may read state; what it would write is dropped.
-    let env = epoch_env(
-        EpochState::new(state.reader(), 0),
-        &cfg.operator.state_namespace,
-        None,
-    );
-    match operator.instantiate(&cfg.name, 0, limits, &config_json, env) {
-        Ok(_) => {}
+    match checks.init(&operator, &config_json) {
+        Ok(()) => {}
         Err(e @ OperatorFailure::InvalidConfig(_)) => {
             return Err(anyhow::Error::new(e)).with_context(|| {
                 format!(
@@ -103,16 +107,6 @@ pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<
     }
     let digest = checkpoint.put_blob(&wasm)?;
     let config_digest = checkpoint.put_blob(config_json.as_bytes())?;
-    let checks = Checks {
-        pipeline: cfg.name.clone(),
-        host: host.clone(),
-        grants: cfg.operator.grants,
-        limits,
-        namespace: cfg.operator.state_namespace.clone(),
-        state: state.reader(),
-        input_schema: source.schema(),
-        batch_rows: cfg.batch_rows,
-    };
     let (registry, active, active_loaded) = choose_active(
         &checkpoint,
         &checks,
@@ -130,12 +124,14 @@ pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<
         },
         operator,
     )?;
+    let operators = Arc::new(OperatorCache::default());
+    operators.insert(active_loaded);
     let control = Arc::new(Control::new(
         checks,
         checkpoint.blobs(),
         registry,
         checkpoint.root(),
-        active_loaded,
+        operators.clone(),
     ));
     let dead_letter_dir = cfg
         .source
@@ -177,6 +173,7 @@ pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<
         event_time,
         dedup,
         control,
+        operators,
         last_digest: None,
         shadow: None,
         telemetry,

@@ -7,6 +7,49 @@
 //! fresh `Store` and instance ([`OperatorInstance`]). A fresh instance per
 //! epoch is what makes replay deterministic: no memory survives from one
 //! epoch to the next, and a guest that trapped can never poison the next one.
+//!
+//! The host is usable on its own (it knows nothing of checkpoints, Kafka or
+//! RocksDB): load a component, run it over Arrow batches, get validated
+//! Arrow batches back.
+//!
+//! ```no_run
+//! use arrow_array::{Float64Array, RecordBatch, StringArray};
+//! use arrow_schema::{DataType, Field, Schema};
+//! use std::sync::Arc;
+//! use weir_host::{EpochCall, EpochEnv, Grants, Limits, WasmHost};
+//!
+//! # fn main() -> anyhow::Result<()> {
+//! let host = WasmHost::new(None)?; // no on-disk compile cache
+//! let wasm = std::fs::read("fraud_rules.wasm")?;
+//! let operator = host.load(&wasm, Grants::default())?; // no clocks, no randomness
+//!
+//! let schema = Arc::new(Schema::new(vec![
+//!     Field::new("txn_id", DataType::Utf8, false),
+//!     Field::new("amount", DataType::Float64, false),
+//! ]));
+//! let batch = RecordBatch::try_new(
+//!     schema,
+//!     vec![
+//!         Arc::new(StringArray::from(vec!["t-1", "t-2"])),
+//!         Arc::new(Float64Array::from(vec![12.5, 9_000.0])),
+//!     ],
+//! )?;
+//! let call = EpochCall {
+//!     pipeline: "example",
+//!     epoch: 0,
+//!     epoch_time_ms: 1_700_000_000_000, // the only clock the guest sees
+//!     limits: Limits::default(),        // deadline and memory cap
+//!     config: r#"{"alert_threshold": 0.5}"#,
+//!     migrate_from: None,
+//! };
+//! // No keyed state and no watermark: EpochEnv::default().
+//! let (output, _env, _migrated) = operator.run(&call, &[batch], EpochEnv::default())?;
+//! for batch in &output {
+//!     println!("{} alert rows", batch.num_rows());
+//! }
+//! # Ok(())
+//! # }
+//! ```
 
 mod bindings;
 mod cache;

@@ -12,17 +12,17 @@
 pub mod shadow;
 pub mod validate;
 
+use crate::operator_cache::OperatorCache;
 use crate::registry::{GoldenCheck, Origin, Registry, Shadow, Version};
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 use shadow::ShadowReport;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use validate::{Checks, Golden};
 use weir_core::checkpoint::Blobs;
 use weir_core::progress::EpochProgress;
-use weir_host::LoadedOperator;
 
 /// Why a deploy request was refused; the admin API maps each to a status.
 #[derive(Debug, thiserror::Error)]
@@ -123,9 +123,6 @@ const REPORTS_KEPT: usize = 1000;
 
 struct Inner {
     registry: Registry,
-    /// Compiled versions, by component digest: the validated ones and any
-    /// a replay loaded. The epoch loop and the API share this one cache.
-    loaded: HashMap<String, Arc<LoadedOperator>>,
     last_epoch: Option<LastEpoch>,
     active_since: Option<(u32, u64)>,
     reports: VecDeque<ShadowReport>,
@@ -147,29 +144,31 @@ struct ShadowTotals {
 pub struct Control {
     checks: Checks,
     blobs: Blobs,
+    /// Compiled versions, shared with the epoch loop.
+    operators: Arc<OperatorCache>,
     reports_path: PathBuf,
     inner: Mutex<Inner>,
 }
 
 impl Control {
     /// A control plane over `registry`, whose active version must be set and
-    /// loaded as `active_loaded`.
+    /// compiled in `operators`, where the versions it validates go too.
     pub fn new(
         checks: Checks,
         blobs: Blobs,
         registry: Registry,
         checkpoint_root: &std::path::Path,
-        active_loaded: Arc<LoadedOperator>,
+        operators: Arc<OperatorCache>,
     ) -> Self {
         Control {
             checks,
             blobs,
+            operators,
             reports_path: checkpoint_root
                 .join("operators")
                 .join("shadow-reports.jsonl"),
             inner: Mutex::new(Inner {
                 registry,
-                loaded: HashMap::from([(active_loaded.digest().to_string(), active_loaded)]),
                 last_epoch: None,
                 active_since: None,
                 reports: VecDeque::new(),
@@ -237,7 +236,7 @@ impl Control {
             size: upload.wasm.len() as u64,
             golden,
         })?;
-        inner.loaded.insert(digest, Arc::new(loaded));
+        self.operators.insert(Arc::new(loaded));
         tracing::info!(
             pipeline = %self.checks.pipeline,
             version = version.number,
@@ -273,7 +272,7 @@ impl Control {
                 inner.registry.get(number).cloned().ok_or_else(|| {
                     DeployError::NotFound(format!("there is no version {number}"))
                 })?;
-            let loaded = inner.loaded.contains_key(&version.digest);
+            let loaded = self.operators.contains(&version.digest);
             (version, loaded)
         };
         if loaded {
@@ -285,9 +284,7 @@ impl Control {
             .checks
             .component(&wasm, &config)
             .map_err(DeployError::Refused)?;
-        self.lock()
-            .loaded
-            .insert(version.digest.clone(), Arc::new(loaded));
+        self.operators.insert(Arc::new(loaded));
         Ok(version)
     }
 
@@ -485,18 +482,6 @@ impl Control {
             .shadow()
             .map(|(v, s)| (v.clone(), s.key.clone()));
         Some(Planned { active, shadow })
-    }
-
-    /// Keeps a compiled version (one a replay loaded from the checkpoint).
-    pub fn remember(&self, operator: Arc<LoadedOperator>) {
-        self.lock()
-            .loaded
-            .insert(operator.digest().to_string(), operator);
-    }
-
-    /// A validated, compiled version, if this process has it.
-    pub fn loaded(&self, digest: &str) -> Option<Arc<LoadedOperator>> {
-        self.lock().loaded.get(digest).cloned()
     }
 
     /// The registry number of a (component, config) pair.

@@ -49,6 +49,20 @@ impl Checks {
         )
     }
 
+    /// Runs `operator`'s `init` with `config_json` against the committed
+    /// state (what it writes is dropped): the one `init` check, for the
+    /// pipeline file's operator at start and for every version uploaded or
+    /// loaded again.
+    pub fn init(
+        &self,
+        operator: &LoadedOperator,
+        config_json: &str,
+    ) -> Result<(), OperatorFailure> {
+        operator
+            .instantiate(&self.pipeline, 0, self.limits, config_json, self.env())
+            .map(drop)
+    }
+
     /// Compiles and links `wasm` and runs its `init` with `config_json`.
     /// The error is the reason, ready for the person who uploaded it.
     pub fn component(&self, wasm: &[u8], config_json: &str) -> Result<LoadedOperator, String> {
@@ -62,8 +76,8 @@ impl Checks {
             .host
             .load_in_background(wasm, self.grants)
             .map_err(|e| format!("the upload is not a usable operator component: {e:#}"))?;
-        match loaded.instantiate(&self.pipeline, 0, self.limits, config_json, self.env()) {
-            Ok(_) => Ok(loaded),
+        match self.init(&loaded, config_json) {
+            Ok(()) => Ok(loaded),
             Err(OperatorFailure::InvalidConfig(m)) => {
                 Err(format!("`init` rejected the config: {m}"))
             }

@@ -19,6 +19,7 @@ use crate::dedup::{Dedup, Dropped};
 use crate::deploy::Control;
 use crate::event_time::{EventTime, Observed};
 use crate::observe::Telemetry;
+use crate::operator_cache::OperatorCache;
 use crate::registry::Version;
 use anyhow::{Context, Result};
 use arrow_array::RecordBatch;
@@ -95,6 +96,8 @@ pub struct Pipeline {
     pub(crate) dedup: Option<Dedup>,
     /// Where operator swaps come from (admin API, `--watch`).
     pub(crate) control: Arc<Control>,
+    /// Compiled versions, shared with `control`.
+    pub(crate) operators: Arc<OperatorCache>,
     /// Component digest of the newest planned epoch: a different active
     /// digest at planning time means the next epoch is the first of a new
     /// version and runs its `migrate` hook.
@@ -319,7 +322,7 @@ impl Pipeline {
     }
 
     fn operator_for(&mut self, host: &WasmHost, digest: &str) -> Result<Arc<LoadedOperator>> {
-        if let Some(op) = self.control.loaded(digest) {
+        if let Some(op) = self.operators.get(digest) {
             return Ok(op);
         }
         let wasm = self.checkpoint.get_blob(digest)?;
@@ -327,7 +330,7 @@ impl Pipeline {
             host.load(&wasm, self.grants)
                 .with_context(|| format!("loading operator {digest} from the checkpoint"))?,
         );
-        self.control.remember(op.clone());
+        self.operators.insert(op.clone());
         Ok(op)
     }
 
