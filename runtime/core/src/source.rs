@@ -39,16 +39,17 @@ pub struct RowOrigin {
     pub line: Option<u64>,
 }
 
-/// The rows of one planned range.
+/// An epoch's input: the rows of one planned range, in micro-batches,
+/// and what the malformed-record policy set aside.
 #[derive(Debug, Default)]
-pub struct SourceBatch {
+pub struct EpochInput {
     /// Rows in bounded micro-batches (at most the pipeline's `batch_rows` each).
     pub batches: Vec<RecordBatch>,
     /// Input that the malformed-record policy set aside.
     pub dead_letters: Vec<DeadLetter>,
 }
 
-impl SourceBatch {
+impl EpochInput {
     /// Number of rows across all batches.
     pub fn rows(&self) -> u64 {
         self.batches.iter().map(|b| b.num_rows() as u64).sum()
@@ -134,7 +135,7 @@ pub trait Source: Send {
     fn plan(&mut self, limit: PlanLimit) -> anyhow::Result<Option<Self::Range>>;
 
     /// Reads exactly `range`, as recorded in the offset WAL.
-    fn read(&mut self, range: &Self::Range) -> anyhow::Result<SourceBatch>;
+    fn read(&mut self, range: &Self::Range) -> anyhow::Result<EpochInput>;
 
     /// One-line human description of a range, for logs and `checkpoint show`.
     fn describe(&self, range: &Self::Range) -> String;
@@ -178,7 +179,7 @@ pub trait DynSource: Send {
     /// See [`Source::plan`].
     fn plan(&mut self, limit: PlanLimit) -> anyhow::Result<Option<Value>>;
     /// See [`Source::read`].
-    fn read(&mut self, range: &Value) -> anyhow::Result<SourceBatch>;
+    fn read(&mut self, range: &Value) -> anyhow::Result<EpochInput>;
     /// See [`Source::describe`].
     fn describe(&self, range: &Value) -> String;
     /// See [`Source::backlog`].
@@ -225,7 +226,7 @@ impl<S: Source> DynSource for S {
             .transpose()
     }
 
-    fn read(&mut self, range: &Value) -> anyhow::Result<SourceBatch> {
+    fn read(&mut self, range: &Value) -> anyhow::Result<EpochInput> {
         Source::read(self, &typed::<S>(range)?)
     }
 

@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 use weir_core::json::MalformedPolicy;
 use weir_core::json::{lines, Decoded, JsonDecoder};
-use weir_core::source::{Backlog, BacklogUnit, PlanLimit, RowOrigin, Source, SourceBatch};
+use weir_core::source::{Backlog, BacklogUnit, EpochInput, PlanLimit, RowOrigin, Source};
 
 /// One file of a planned range.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -244,8 +244,8 @@ impl Source for FileSource {
         self.backlog
     }
 
-    fn read(&mut self, range: &FileRange) -> Result<SourceBatch> {
-        let mut out = SourceBatch::default();
+    fn read(&mut self, range: &FileRange) -> Result<EpochInput> {
+        let mut out = EpochInput::default();
         for file in &range.files {
             let (data, origin) = self.read_planned(file)?;
             let part = self.decode_file(&data, &origin)?;

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use weir_core::backoff::Backoff;
 use weir_core::json::MalformedPolicy;
 use weir_core::json::{JsonDecoder, Record};
-use weir_core::source::{Backlog, BacklogUnit, DeadLetter, PlanLimit, Source, SourceBatch};
+use weir_core::source::{Backlog, BacklogUnit, DeadLetter, EpochInput, PlanLimit, Source};
 
 /// Where a query without a checkpoint starts reading.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -278,8 +278,8 @@ impl KafkaSource {
         )
     }
 
-    fn to_batches(&self, records: Vec<Fetched>) -> Result<SourceBatch> {
-        let mut out = SourceBatch::default();
+    fn to_batches(&self, records: Vec<Fetched>) -> Result<EpochInput> {
+        let mut out = EpochInput::default();
         // Key, value and headers must be text; anything else is malformed.
         let mut good: Vec<Fetched> = Vec::with_capacity(records.len());
         for r in records {
@@ -348,7 +348,7 @@ impl KafkaSource {
         Ok(out)
     }
 
-    fn reject(&self, out: &mut SourceBatch, r: &Fetched, reason: String) -> Result<()> {
+    fn reject(&self, out: &mut EpochInput, r: &Fetched, reason: String) -> Result<()> {
         if self.s.policy == MalformedPolicy::Fail {
             bail!(
                 "malformed record at {}: {reason} (set `source.on_malformed = \"dead-letter\"` to set such records aside)",
@@ -713,7 +713,7 @@ impl Source for KafkaSource {
         self.backlog
     }
 
-    fn read(&mut self, range: &KafkaRange) -> Result<SourceBatch> {
+    fn read(&mut self, range: &KafkaRange) -> Result<EpochInput> {
         let records = self.fetch(&range.partitions)?;
         self.to_batches(records)
     }

@@ -36,7 +36,7 @@ use std::time::{Duration, Instant};
 use weir_core::clock::now_ms;
 use weir_core::fsutil;
 use weir_core::progress::{rate, EpochProgress, Phases, ShadowReport};
-use weir_core::source::{Backlog, DeadLetter, PlanLimit, SourceBatch};
+use weir_core::source::{Backlog, DeadLetter, EpochInput, PlanLimit};
 use weir_core::wal::{CommitEntry, OffsetEntry, OperatorRef, ENTRY_FORMAT};
 use weir_host::{EpochEnv, WasmHost};
 use weir_state::EpochState;
@@ -183,7 +183,7 @@ impl Pipeline {
         Ok(())
     }
 
-    pub(super) fn read_input(&mut self, entry: &OffsetEntry) -> Result<SourceBatch> {
+    pub(super) fn read_input(&mut self, entry: &OffsetEntry) -> Result<EpochInput> {
         self.source.read(&entry.source).with_context(|| {
             format!(
                 "pipeline `{}` epoch {}: reading input",
