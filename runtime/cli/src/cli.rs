@@ -61,36 +61,7 @@ enum Command {
     /// weir:operator world, `init` accepts the config, golden files pass);
     /// a refused upload changes nothing. With --shadow the version runs
     /// beside the active one and only reports how its output differs.
-    Deploy {
-        #[command(flatten)]
-        target: TargetArgs,
-        /// The component (.wasm).
-        file: PathBuf,
-        /// Operator config (.json, or .toml); default: the active version's.
-        #[arg(long)]
-        config: Option<PathBuf>,
-        /// A note kept with the version (e.g. the rule change).
-        #[arg(long)]
-        label: Option<String>,
-        /// Input rows (JSON lines, source schema) the version must turn into --golden-output.
-        #[arg(long, requires = "golden_output")]
-        golden_input: Option<PathBuf>,
-        /// The exact output rows (JSON lines) expected for --golden-input.
-        #[arg(long, requires = "golden_input")]
-        golden_output: Option<PathBuf>,
-        /// Run in shadow: same epochs as the active version, nothing written; see `weir status`.
-        #[arg(long, conflicts_with = "stage")]
-        shadow: bool,
-        /// Output column that identifies a row when shadow output is compared (default: the first).
-        #[arg(long, requires = "shadow")]
-        key: Option<String>,
-        /// Only register the version; activate it later with `weir activate`.
-        #[arg(long)]
-        stage: bool,
-        /// Wait until an epoch has run with the new version (at most this long, e.g. 30s).
-        #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
-        wait: Option<std::time::Duration>,
-    },
+    Deploy(DeployArgs),
     /// List the operator versions of a running pipeline.
     Versions {
         #[command(flatten)]
@@ -130,65 +101,17 @@ enum Command {
     /// (keeping up / at risk / backlog growing), rates, source lag, state
     /// size and recent warnings. The same figures are on the dashboard at
     /// the admin URL and in Prometheus form at /metrics.
-    Status {
-        #[command(flatten)]
-        target: TargetArgs,
-        /// Print JSON (with every shadow report kept).
-        #[arg(long)]
-        json: bool,
-    },
+    Status(StatusArgs),
     /// Generate payments with planted fraud and score them with the bundled operator.
     ///
     /// Needs no services and no config. Everything is written to a fresh
     /// directory (printed at the end), including a pipeline.toml to re-run.
-    Demo {
-        /// Directory to work in (default: a new directory under the temp dir).
-        #[arg(long)]
-        dir: Option<PathBuf>,
-        /// Number of payments to generate.
-        #[arg(long, default_value_t = 200_000)]
-        payments: u64,
-        /// Number of input files to split them into.
-        #[arg(long, default_value_t = 20)]
-        files: u64,
-        /// Input files per epoch.
-        #[arg(long, default_value_t = 2)]
-        files_per_epoch: usize,
-        /// Seed of the generated stream.
-        #[arg(long, default_value_t = 0x5EED)]
-        seed: u64,
-        /// The bundled operator: `velocity` (rules + per-card velocity over
-        /// keyed state) or `rules` (stateless rules only).
-        #[arg(long, value_enum, default_value_t = DemoOperator::Velocity)]
-        operator: DemoOperator,
-        /// Print only the summary.
-        #[arg(long, short)]
-        quiet: bool,
-    },
+    Demo(DemoArgs),
     /// Produce synthetic payments (with planted fraud) to a Kafka topic.
     ///
     /// Drives examples/kafka-fraud; each payment's `ts` is its production
     /// time, so alert latency can be read off the sink.
-    Feed {
-        /// Kafka bootstrap servers.
-        #[arg(long, default_value = "127.0.0.1:9092")]
-        bootstrap_servers: String,
-        /// Topic to produce to.
-        #[arg(long, default_value = "payments")]
-        topic: String,
-        /// Number of payments.
-        #[arg(long, default_value_t = 100_000)]
-        payments: u64,
-        /// Payments per second (default: as fast as possible).
-        #[arg(long)]
-        rate: Option<u64>,
-        /// Seed of the generated stream.
-        #[arg(long, default_value_t = 0x5EED)]
-        seed: u64,
-        /// Index of the first payment, to continue an earlier feed.
-        #[arg(long, default_value_t = 0)]
-        start: u64,
-    },
+    Feed(FeedArgs),
     /// Inspect a checkpoint directory.
     Checkpoint {
         #[command(subcommand)]
@@ -336,6 +259,228 @@ fn stop_flag() -> Result<Arc<AtomicBool>> {
     Ok(stop)
 }
 
+// The arguments of `weir deploy` (its help text is the variant's).
+#[derive(Debug, clap::Args)]
+struct DeployArgs {
+    #[command(flatten)]
+    target: TargetArgs,
+    /// The component (.wasm).
+    file: PathBuf,
+    /// Operator config (.json, or .toml); default: the active version's.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// A note kept with the version (e.g. the rule change).
+    #[arg(long)]
+    label: Option<String>,
+    /// Input rows (JSON lines, source schema) the version must turn into --golden-output.
+    #[arg(long, requires = "golden_output")]
+    golden_input: Option<PathBuf>,
+    /// The exact output rows (JSON lines) expected for --golden-input.
+    #[arg(long, requires = "golden_input")]
+    golden_output: Option<PathBuf>,
+    /// Run in shadow: same epochs as the active version, nothing written; see `weir status`.
+    #[arg(long, conflicts_with = "stage")]
+    shadow: bool,
+    /// Output column that identifies a row when shadow output is compared (default: the first).
+    #[arg(long, requires = "shadow")]
+    key: Option<String>,
+    /// Only register the version; activate it later with `weir activate`.
+    #[arg(long)]
+    stage: bool,
+    /// Wait until an epoch has run with the new version (at most this long, e.g. 30s).
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    wait: Option<std::time::Duration>,
+}
+
+/// `weir deploy`: uploads a version and says what it will do.
+fn deploy(args: DeployArgs) -> Result<()> {
+    let DeployArgs {
+        target,
+        file,
+        config,
+        label,
+        golden_input,
+        golden_output,
+        shadow,
+        key,
+        stage,
+        wait,
+    } = args;
+    let then = if shadow {
+        "shadow"
+    } else if stage {
+        "stage"
+    } else {
+        "activate"
+    };
+    let target = target.target();
+    let started = std::time::Instant::now();
+    let v = target.deploy(&client::DeployRequest {
+        component: file,
+        config,
+        label,
+        golden: golden_input.zip(golden_output),
+        then: then.into(),
+        key,
+    })?;
+    let number = v.version.number;
+    println!(
+        "version {number} ({}) validated and registered; {}",
+        v.version.digest,
+        match then {
+            "shadow" => "runs in shadow from the next epoch (see `weir status`)",
+            "stage" => "not active (use `weir activate`)",
+            _ => "active from the next epoch",
+        }
+    );
+    if let Some(timeout) = wait.filter(|_| then == "activate") {
+        let epoch = target.wait_for_epoch_on(number, timeout)?;
+        println!(
+            "epoch {epoch} ran with version {number}, {:.2}s after the upload started",
+            started.elapsed().as_secs_f64()
+        );
+    }
+    Ok(())
+}
+
+// The arguments of `weir status` (its help text is the variant's).
+#[derive(Debug, clap::Args)]
+struct StatusArgs {
+    #[command(flatten)]
+    target: TargetArgs,
+    /// Print JSON (with every shadow report kept).
+    #[arg(long)]
+    json: bool,
+}
+
+/// `weir status`: what runs and whether it keeps up.
+fn status(args: StatusArgs) -> Result<()> {
+    let StatusArgs { target, json } = args;
+    let target = target.target();
+    let status = target.status()?;
+    let progress = target.progress(if json { 100 } else { 5 })?;
+    if json {
+        let doc = serde_json::json!({
+            "status": status,
+            "progress": progress,
+            "shadow_reports": target.shadow_reports()?,
+        });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else {
+        print!("{}", status_text(&status));
+        print!("{}", progress_text(&progress));
+    }
+    Ok(())
+}
+
+// The arguments of `weir demo` (its help text is the variant's).
+#[derive(Debug, clap::Args)]
+struct DemoArgs {
+    /// Directory to work in (default: a new directory under the temp dir).
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// Number of payments to generate.
+    #[arg(long, default_value_t = 200_000)]
+    payments: u64,
+    /// Number of input files to split them into.
+    #[arg(long, default_value_t = 20)]
+    files: u64,
+    /// Input files per epoch.
+    #[arg(long, default_value_t = 2)]
+    files_per_epoch: usize,
+    /// Seed of the generated stream.
+    #[arg(long, default_value_t = 0x5EED)]
+    seed: u64,
+    /// The bundled operator: `velocity` (rules + per-card velocity over
+    /// keyed state) or `rules` (stateless rules only).
+    #[arg(long, value_enum, default_value_t = DemoOperator::Velocity)]
+    operator: DemoOperator,
+    /// Print only the summary.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+/// `weir demo`: generates payments and scores them.
+fn demo_command(args: DemoArgs) -> Result<()> {
+    let DemoArgs {
+        dir,
+        payments,
+        files,
+        files_per_epoch,
+        seed,
+        operator,
+        quiet,
+    } = args;
+    anyhow::ensure!(payments > 0, "--payments must be at least 1");
+    anyhow::ensure!(files > 0, "--files must be at least 1");
+    anyhow::ensure!(files_per_epoch > 0, "--files-per-epoch must be at least 1");
+    let opts = DemoOptions {
+        dir,
+        payments,
+        files,
+        files_per_epoch,
+        seed,
+        operator,
+    };
+    println!("weir demo: {payments} payments in {files} files, {files_per_epoch} files per epoch");
+    let report = demo::run(&opts, &mut |p| {
+        if !quiet {
+            println!("{p}");
+        }
+    })?;
+    print!("{}", demo::summary_text(&report));
+    Ok(())
+}
+
+// The arguments of `weir feed` (its help text is the variant's).
+#[derive(Debug, clap::Args)]
+struct FeedArgs {
+    /// Kafka bootstrap servers.
+    #[arg(long, default_value = "127.0.0.1:9092")]
+    bootstrap_servers: String,
+    /// Topic to produce to.
+    #[arg(long, default_value = "payments")]
+    topic: String,
+    /// Number of payments.
+    #[arg(long, default_value_t = 100_000)]
+    payments: u64,
+    /// Payments per second (default: as fast as possible).
+    #[arg(long)]
+    rate: Option<u64>,
+    /// Seed of the generated stream.
+    #[arg(long, default_value_t = 0x5EED)]
+    seed: u64,
+    /// Index of the first payment, to continue an earlier feed.
+    #[arg(long, default_value_t = 0)]
+    start: u64,
+}
+
+/// `weir feed`: produces generated payments to a Kafka topic.
+fn feed_command(args: FeedArgs) -> Result<()> {
+    let FeedArgs {
+        bootstrap_servers,
+        topic,
+        payments,
+        rate,
+        seed,
+        start,
+    } = args;
+    let started = std::time::Instant::now();
+    let sent = crate::feed::feed(&crate::feed::FeedOptions {
+        bootstrap_servers,
+        topic: topic.clone(),
+        payments,
+        rate,
+        seed,
+        start,
+    })?;
+    println!(
+        "produced {sent} payments to `{topic}` in {:.2?}",
+        started.elapsed()
+    );
+    Ok(())
+}
+
 fn dispatch(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Run {
@@ -344,54 +489,7 @@ fn dispatch(cli: Cli) -> Result<()> {
             watch,
             admin,
         } => run(pipeline, quiet, watch, admin),
-        Command::Deploy {
-            target,
-            file,
-            config,
-            label,
-            golden_input,
-            golden_output,
-            shadow,
-            key,
-            stage,
-            wait,
-        } => {
-            let then = if shadow {
-                "shadow"
-            } else if stage {
-                "stage"
-            } else {
-                "activate"
-            };
-            let target = target.target();
-            let started = std::time::Instant::now();
-            let v = target.deploy(&client::DeployRequest {
-                component: file,
-                config,
-                label,
-                golden: golden_input.zip(golden_output),
-                then: then.into(),
-                key,
-            })?;
-            let number = v.version.number;
-            println!(
-                "version {number} ({}) validated and registered; {}",
-                v.version.digest,
-                match then {
-                    "shadow" => "runs in shadow from the next epoch (see `weir status`)",
-                    "stage" => "not active (use `weir activate`)",
-                    _ => "active from the next epoch",
-                }
-            );
-            if let Some(timeout) = wait.filter(|_| then == "activate") {
-                let epoch = target.wait_for_epoch_on(number, timeout)?;
-                println!(
-                    "epoch {epoch} ran with version {number}, {:.2}s after the upload started",
-                    started.elapsed().as_secs_f64()
-                );
-            }
-            Ok(())
-        }
+        Command::Deploy(args) => deploy(args),
         Command::Versions { target, json } => print_versions(&target.target().versions()?, json),
         Command::Rollback { target, to } => {
             let v = target.target().rollback(to)?;
@@ -419,75 +517,9 @@ fn dispatch(cli: Cli) -> Result<()> {
             println!("shadow run stopped");
             Ok(())
         }
-        Command::Status { target, json } => {
-            let target = target.target();
-            let status = target.status()?;
-            let progress = target.progress(if json { 100 } else { 5 })?;
-            if json {
-                let doc = serde_json::json!({
-                    "status": status,
-                    "progress": progress,
-                    "shadow_reports": target.shadow_reports()?,
-                });
-                println!("{}", serde_json::to_string_pretty(&doc)?);
-            } else {
-                print!("{}", status_text(&status));
-                print!("{}", progress_text(&progress));
-            }
-            Ok(())
-        }
-        Command::Demo {
-            dir,
-            payments,
-            files,
-            files_per_epoch,
-            seed,
-            operator,
-            quiet,
-        } => {
-            anyhow::ensure!(payments > 0, "--payments must be at least 1");
-            anyhow::ensure!(files > 0, "--files must be at least 1");
-            anyhow::ensure!(files_per_epoch > 0, "--files-per-epoch must be at least 1");
-            let opts = DemoOptions {
-                dir,
-                payments,
-                files,
-                files_per_epoch,
-                seed,
-                operator,
-            };
-            println!("weir demo: {payments} payments in {files} files, {files_per_epoch} files per epoch");
-            let report = demo::run(&opts, &mut |p| {
-                if !quiet {
-                    println!("{p}");
-                }
-            })?;
-            print!("{}", demo::summary_text(&report));
-            Ok(())
-        }
-        Command::Feed {
-            bootstrap_servers,
-            topic,
-            payments,
-            rate,
-            seed,
-            start,
-        } => {
-            let started = std::time::Instant::now();
-            let sent = crate::feed::feed(&crate::feed::FeedOptions {
-                bootstrap_servers,
-                topic: topic.clone(),
-                payments,
-                rate,
-                seed,
-                start,
-            })?;
-            println!(
-                "produced {sent} payments to `{topic}` in {:.2?}",
-                started.elapsed()
-            );
-            Ok(())
-        }
+        Command::Status(args) => status(args),
+        Command::Demo(args) => demo_command(args),
+        Command::Feed(args) => feed_command(args),
         Command::Checkpoint {
             command: CheckpointCommand::Show { dir, json },
         } => show_checkpoint(dir, json),
