@@ -11,6 +11,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use std::fmt::Debug;
 use std::path::{Path, PathBuf};
+use weir_core::schema::ColumnConfig;
 use weir_core::sink::Sink;
 use weir_core::source::{DynSource, Source};
 
@@ -59,6 +60,9 @@ pub trait SourceConnector:
     }
     /// Where malformed input goes, if the settings name a place.
     fn dead_letter(&self) -> Option<&Path>;
+    /// The columns the settings declare for each record (`[[source.schema]]`),
+    /// which a sample record for the operator holds.
+    fn columns(&self) -> &[ColumnConfig];
     /// The schema the source's batches will have, from the settings alone.
     fn schema(&self) -> Result<SchemaRef>;
     /// Opens the source (may connect to a broker).
@@ -106,6 +110,8 @@ pub trait SourceSettings: Debug + Send + Sync {
     fn input_dir(&self) -> Option<&Path>;
     /// See [`SourceConnector::dead_letter`].
     fn dead_letter(&self) -> Option<&Path>;
+    /// See [`SourceConnector::columns`].
+    fn columns(&self) -> &[ColumnConfig];
     /// See [`SourceConnector::schema`].
     fn schema(&self) -> Result<SchemaRef>;
     /// Opens the source, ranges erased to the JSON `offsets/N` records.
@@ -160,6 +166,9 @@ impl<C: SourceConnector> SourceSettings for C {
     }
     fn dead_letter(&self) -> Option<&Path> {
         SourceConnector::dead_letter(self)
+    }
+    fn columns(&self) -> &[ColumnConfig] {
+        SourceConnector::columns(self)
     }
     fn schema(&self) -> Result<SchemaRef> {
         SourceConnector::schema(self)

@@ -233,7 +233,7 @@ impl<S: Source> DynSource for S {
     fn describe(&self, range: &Value) -> String {
         match typed::<S>(range) {
             Ok(r) => Source::describe(self, &r),
-            Err(e) => format!("{e:#}"),
+            Err(e) => format!("unreadable range: {e:#}"),
         }
     }
 

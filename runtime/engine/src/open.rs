@@ -28,8 +28,6 @@ pub struct OpenOptions {
     pub ephemeral_checkpoint_ok: bool,
 }
 
-pub use weir_core::schema::arrow_schema;
-
 /// Opens the pipeline described by `cfg`.
 pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<Pipeline> {
     let source = cfg.source.open(&SourceContext {

@@ -8,7 +8,7 @@ pub mod scaffold;
 use anyhow::{bail, Context, Result};
 use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
-use weir_engine::config::{ColumnConfig, PipelineConfig, SourceConfig};
+use weir_engine::config::{ColumnConfig, PipelineConfig};
 use weir_engine::deploy::validate::{self, Checks};
 use weir_host::{Grants, Limits, WasmHost};
 use weir_state::{SnapshotPolicy, StateStore};
@@ -56,7 +56,7 @@ pub fn test_operator(host: &WasmHost, opts: &TestOptions) -> Result<TestReport> 
         .transpose()?;
     let (schema, limits, grants, batch_rows) = match &pipeline {
         Some(p) => {
-            let schema = declared_columns(&p.source)?;
+            let schema = p.source.columns().to_vec();
             (schema, p.limits()?, p.operator.grants, p.batch_rows)
         }
         None => (demo_schema()?, Limits::default(), Grants::default(), 10_000),
@@ -79,7 +79,7 @@ pub fn test_operator(host: &WasmHost, opts: &TestOptions) -> Result<TestReport> 
             limits,
             namespace: "operator".into(),
             state: state.reader(),
-            input_schema: weir_engine::open::arrow_schema(&schema),
+            input_schema: weir_core::schema::arrow_schema(&schema),
             batch_rows,
         };
         let operator = checks
@@ -99,17 +99,6 @@ pub fn test_operator(host: &WasmHost, opts: &TestOptions) -> Result<TestReport> 
     })();
     let _ = std::fs::remove_dir_all(&scratch);
     result
-}
-
-/// The columns a pipeline's source declares (`[[source.schema]]`): what a
-/// sample record for the operator holds (a Kafka source's metadata
-/// columns are the broker's, not the sample's).
-fn declared_columns(source: &SourceConfig) -> Result<Vec<ColumnConfig>> {
-    let settings = source.to_json()?;
-    match settings.get("schema") {
-        Some(columns) => Ok(serde_json::from_value(columns.clone())?),
-        None => Ok(Vec::new()),
-    }
 }
 
 fn read(path: &Path) -> Result<Vec<u8>> {

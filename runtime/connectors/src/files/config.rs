@@ -64,6 +64,10 @@ impl SourceConnector for FilesSourceConfig {
         self.dead_letter.as_deref()
     }
 
+    fn columns(&self) -> &[ColumnConfig] {
+        &self.schema
+    }
+
     fn schema(&self) -> Result<SchemaRef> {
         Ok(schema::arrow_schema(&self.schema))
     }

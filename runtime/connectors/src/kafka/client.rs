@@ -22,6 +22,19 @@ impl Brokers<'_> {
     /// A consumer that reads exact offset ranges and never commits or moves
     /// on its own: the runtime owns the offsets.
     pub fn consumer(&self, group: &str) -> ClientConfig {
+        self.with_options(self.consumer_settings(group))
+    }
+
+    /// A consumer of committed records only (the sink's view of what an
+    /// earlier run of the query made durable).
+    pub fn committed_reader(&self, group: &str) -> ClientConfig {
+        let mut c = self.consumer_settings(group);
+        c.set("isolation.level", "read_committed");
+        self.with_options(c)
+    }
+
+    /// The consumer settings, before the pipeline's `options`.
+    fn consumer_settings(&self, group: &str) -> ClientConfig {
         let mut c = self.base();
         c.set("group.id", group)
             .set("enable.auto.commit", "false")
@@ -34,15 +47,7 @@ impl Brokers<'_> {
             // broker hold a fetch open waiting for more data than exists.
             .set("fetch.wait.max.ms", "10")
             .set("socket.timeout.ms", self.millis());
-        self.with_options(c)
-    }
-
-    /// A consumer of committed records only (the sink's view of what an
-    /// earlier run of the query made durable).
-    pub fn committed_reader(&self, group: &str) -> ClientConfig {
-        let mut c = self.consumer(group);
-        c.set("isolation.level", "read_committed");
-        self.with_options(c)
+        c
     }
 
     /// An idempotent producer that waits for every replica.

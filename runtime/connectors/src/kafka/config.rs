@@ -97,6 +97,10 @@ impl SourceConnector for KafkaSourceConfig {
         self.dead_letter.as_deref()
     }
 
+    fn columns(&self) -> &[ColumnConfig] {
+        &self.schema
+    }
+
     fn schema(&self) -> Result<SchemaRef> {
         schema_for(self.value_format, &schema::arrow_schema(&self.schema))
     }
