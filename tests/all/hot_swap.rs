@@ -18,7 +18,7 @@ use weir_engine::registry::Origin;
 const TOKEN: &str = "test-token-0123456789";
 
 fn digest(bytes: &[u8]) -> String {
-    weir_host::digest_of(bytes)
+    weir_core::Digest::of(bytes).to_string()
 }
 
 fn sandbox_wasm() -> Vec<u8> {
@@ -633,7 +633,7 @@ fn a_restart_keeps_the_deployed_version_unless_the_pipeline_file_changed() {
     };
     let last_digest = |epochs: &[weir_core::progress::EpochProgress]| {
         let e = epochs.last().unwrap();
-        (e.operator_digest.clone(), e.operator_version)
+        (e.operator_digest.to_string(), e.operator_version)
     };
     crate::common::write_input(dir.path(), 1, 1, 10);
     let first = run_to_end(dir.path(), &toml("v1"), |p| {

@@ -113,10 +113,10 @@ fn state_survives_a_hot_swap_to_a_new_version() {
         .unwrap();
     let mut digests = Vec::new();
     p.run(&host, &AtomicBool::new(false), &mut |e| {
-        digests.push(e.operator_digest.clone())
+        digests.push(e.operator_digest)
     })
     .unwrap();
-    assert_eq!(digests, vec![weir_host::digest_of(&v2); 2]);
+    assert_eq!(digests, vec![weir_core::Digest::of(&v2); 2]);
     // Its counts go on from the old version's.
     assert_eq!(output_counts(dir.path()), expected_counts(5));
 }

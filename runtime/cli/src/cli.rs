@@ -735,7 +735,6 @@ fn print_versions(list: &[Listed], json: bool) -> Result<()> {
         } else {
             ""
         };
-        let short = |d: &str| d.get(..19).unwrap_or("").to_string();
         let when = u64::try_from(v.registered_ms)
             .map(|ms| {
                 humantime::format_rfc3339_seconds(
@@ -753,8 +752,8 @@ fn print_versions(list: &[Listed], json: bool) -> Result<()> {
             "{:>7}  {:<8}  {:<19}  {:<19}  {:>9}  {:<24}  {} ({origin})",
             v.number,
             state,
-            short(&v.digest),
-            short(&v.config_digest),
+            v.digest.short(),
+            v.config_digest.short(),
             v.size,
             when,
             v.label.as_deref().unwrap_or("")
@@ -774,7 +773,7 @@ fn status_text(s: &Status) -> String {
     out += &format!(
         "  active   version {} {}{}\n",
         or_null(a.map(|a| a.number)),
-        a.map_or("", |a| a.digest.as_str()),
+        a.map_or(String::new(), |a| a.digest.to_string()),
         s.active_since_epoch
             .map(|e| format!(" (since epoch {e})"))
             .unwrap_or_else(|| " (no epoch yet)".into())

@@ -2,11 +2,10 @@
 //! and `blobs/` (content-addressed operator components and configs, so that
 //! a replay can always load the exact version an epoch was planned with).
 
-use crate::fsutil;
 use crate::wal::{CommitEntry, Compacted, Log, OffsetEntry, ENTRY_FORMAT};
+use crate::{fsutil, Digest};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 
 /// Version of the checkpoint layout.
@@ -331,13 +330,13 @@ impl Checkpoint {
         &self.root
     }
 
-    /// Stores `bytes` under their digest and returns `sha256:<hex>`.
-    pub fn put_blob(&self, bytes: &[u8]) -> Result<String> {
+    /// Stores `bytes` under their digest and returns it.
+    pub fn put_blob(&self, bytes: &[u8]) -> Result<Digest> {
         self.blobs().put(bytes)
     }
 
     /// Reads a blob back, verifying its digest.
-    pub fn get_blob(&self, digest: &str) -> Result<Vec<u8>> {
+    pub fn get_blob(&self, digest: &Digest) -> Result<Vec<u8>> {
         self.blobs().get(digest)
     }
 
@@ -424,29 +423,25 @@ pub struct Blobs {
 }
 
 impl Blobs {
-    /// Stores `bytes` under their digest and returns `sha256:<hex>`.
-    pub fn put(&self, bytes: &[u8]) -> Result<String> {
-        let hex = hex::encode(Sha256::digest(bytes));
-        let path = self.dir.join(&hex);
+    /// Stores `bytes` under their digest and returns it.
+    pub fn put(&self, bytes: &[u8]) -> Result<Digest> {
+        let digest = Digest::of(bytes);
+        let path = self.dir.join(digest.hex());
         if !path.exists() {
             fsutil::write_atomic(&path, bytes)?;
         }
-        Ok(format!("sha256:{hex}"))
+        Ok(digest)
     }
 
     /// Reads a blob back, verifying its digest.
-    pub fn get(&self, digest: &str) -> Result<Vec<u8>> {
-        let hex = digest
-            .strip_prefix("sha256:")
-            .filter(|h| h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit()))
-            .with_context(|| format!("`{digest}` is not a sha256 digest"))?;
-        let path = self.dir.join(hex);
+    pub fn get(&self, digest: &Digest) -> Result<Vec<u8>> {
+        let path = self.dir.join(digest.hex());
         let bytes = std::fs::read(&path)
             .with_context(|| format!("checkpoint is missing blob {digest} ({})", path.display()))?;
-        let actual = hex::encode(Sha256::digest(&bytes));
-        if actual != hex {
+        let actual = Digest::of(&bytes);
+        if actual != *digest {
             bail!(
-                "blob {} is corrupt: its content hashes to sha256:{actual}",
+                "blob {} is corrupt: its content hashes to {actual}",
                 path.display()
             );
         }
@@ -663,8 +658,7 @@ mod tests {
         let ck = Checkpoint::open(dir.path(), meta("fraud"), true).unwrap();
         let digest = ck.put_blob(b"component bytes").unwrap();
         assert_eq!(ck.get_blob(&digest).unwrap(), b"component bytes");
-        let hex = digest.trim_start_matches("sha256:");
-        std::fs::write(dir.path().join("blobs").join(hex), b"tampered").unwrap();
+        std::fs::write(dir.path().join("blobs").join(digest.hex()), b"tampered").unwrap();
         assert!(format!("{:#}", ck.get_blob(&digest).unwrap_err()).contains("corrupt"));
     }
 }

@@ -11,6 +11,7 @@
 //! - [`json`]: the JSON-lines decoder sources share (exact numbers, one
 //!   record per line, malformed lines set aside with file and line).
 //! - [`progress`]: the record of what one epoch did.
+//! - [`digest`]: the one way a component, config or blob is named.
 //! - [`fsutil`] (durable writes), [`clock`] (the one wall clock),
 //!   [`backoff`] (pacing waits for services that are down).
 //!
@@ -20,6 +21,7 @@
 pub mod backoff;
 pub mod checkpoint;
 pub mod clock;
+pub mod digest;
 pub mod duration;
 pub mod fsutil;
 pub mod guest_output;
@@ -30,3 +32,5 @@ pub mod sink;
 pub mod source;
 pub mod upload_form;
 pub mod wal;
+
+pub use digest::Digest;

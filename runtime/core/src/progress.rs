@@ -8,6 +8,7 @@
 //! In JSON, durations are milliseconds (`f64`).
 
 use crate::source::Backlog;
+use crate::Digest;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -88,7 +89,7 @@ pub struct EpochProgress {
     /// The watermark the epoch ran with (Unix ms).
     pub watermark_ms: Option<i64>,
     pub micro_batches: usize,
-    pub operator_digest: String,
+    pub operator_digest: Digest,
     /// Registry number of the version the epoch ran with.
     pub operator_version: Option<u32>,
     /// Whether the epoch ran the new version's `migrate` hook first.
@@ -183,7 +184,7 @@ impl EpochProgress {
             duplicates: 0,
             watermark_ms: None,
             micro_batches: 0,
-            operator_digest: String::new(),
+            operator_digest: Digest::of(b"sample"),
             operator_version: None,
             migrated: false,
             shadow: None,

@@ -23,7 +23,7 @@ pub struct DeadLetter {
     pub raw: String,
     /// For a record the operator failed on: the operator version's digest.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub operator: Option<String>,
+    pub operator: Option<crate::Digest>,
     /// For a record the operator failed on: its row in the epoch's input
     /// (0-based, in read order), as recorded in `offsets/N`.
     #[serde(default, skip_serializing_if = "Option::is_none")]

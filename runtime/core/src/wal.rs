@@ -4,7 +4,7 @@
 //! an offsets entry but no commit entry is re-run on restart with exactly the
 //! recorded ranges and operator version.
 
-use crate::fsutil;
+use crate::{fsutil, Digest};
 use anyhow::{bail, Context, Result};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -15,12 +15,12 @@ use std::path::{Path, PathBuf};
 pub const ENTRY_FORMAT: u32 = 1;
 
 /// The operator version and configuration an epoch runs with.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OperatorRef {
-    /// `sha256:<hex>` of the component; the bytes are kept in `blobs/`.
-    pub digest: String,
-    /// `sha256:<hex>` of the JSON config text passed to `init`; kept in `blobs/`.
-    pub config_digest: String,
+    /// The component's digest; its bytes are kept in `blobs/`.
+    pub digest: Digest,
+    /// The digest of the JSON config text passed to `init`; kept in `blobs/`.
+    pub config_digest: Digest,
 }
 
 /// `offsets/<N>`: everything needed to run epoch N again, identically.
@@ -40,7 +40,7 @@ pub struct OffsetEntry {
     /// digest of the one before, passed to the new version's `migrate` hook
     /// (again on replay, so the epoch's state changes are the same).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub migrate_from: Option<String>,
+    pub migrate_from: Option<Digest>,
     /// Rows (0-based, in the order the source reads the range) the
     /// operator failed on and that went to the dead-letter output instead;
     /// a replay leaves out exactly these. Set by amending the entry before

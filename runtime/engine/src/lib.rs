@@ -11,6 +11,7 @@
 //!   given and how they are swapped between epochs.
 //! - [`operator_cache`]: compiled operator versions, shared by the epoch
 //!   loop and the deploy control plane.
+//! - [`runner`]: the one way any of them runs an operator version.
 //! - [`observe`]: progress history, metrics and the backlog verdict.
 
 pub mod config;
@@ -24,6 +25,7 @@ pub mod operator_cache;
 pub mod operator_state;
 pub mod pipeline;
 pub mod registry;
+pub mod runner;
 
 pub use open::{open, OpenOptions};
 pub use pipeline::Pipeline;

@@ -11,12 +11,14 @@ use crate::event_time::EventTime;
 use crate::operator_cache::OperatorCache;
 use crate::pipeline::{ActiveOperator, Pipeline};
 use crate::registry::{Origin, Registry, Version};
+use crate::runner::Runner;
 use anyhow::{Context, Result};
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 use weir_connectors::connector::{SinkContext, SourceContext};
 use weir_core::checkpoint::{Checkpoint, Metadata, SchemaColumn, FORMAT_VERSION};
+use weir_core::source::DynSource;
 use weir_host::LoadedOperator;
 use weir_host::{OperatorFailure, WasmHost};
 use weir_state::StateStore;
@@ -28,39 +30,21 @@ pub struct OpenOptions {
     pub ephemeral_checkpoint_ok: bool,
 }
 
-/// Opens the pipeline described by `cfg`.
+/// Opens the pipeline described by `cfg`, in dependency order: the source
+/// (its schema shapes everything after), the checkpoint (refused if it
+/// belongs to another pipeline), the sink, the state store, the operator
+/// (loaded and `init`-checked), the deploy control plane, telemetry.
 pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<Pipeline> {
     let source = cfg.source.open(&SourceContext {
         pipeline: &cfg.name,
         batch_rows: cfg.batch_rows,
     })?;
-    let event_time = cfg
-        .event_time
-        .as_ref()
-        .map(|c| EventTime::new(c, &source.schema()))
-        .transpose()?;
-    let dedup = match (&cfg.dedup, &event_time) {
-        (Some(d), Some(et)) => Some(Dedup::new(&d.column, &source.schema(), et.index())?),
-        _ => None,
-    };
-    let expected = Metadata {
-        format_version: FORMAT_VERSION,
-        query_id: uuid::Uuid::new_v4().to_string(),
-        created_ms: std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_millis() as i64)
-            .unwrap_or(0),
-        pipeline: cfg.name.clone(),
-        source: source.identity(),
-        sink: cfg.sink.identity()?,
-        schema: Some(SchemaColumn::of(&source.schema())),
-    };
-    let checkpoint = Checkpoint::open(&cfg.checkpoint, expected, opts.ephemeral_checkpoint_ok)?;
+    let (event_time, dedup) = input_preparation(cfg, source.as_ref())?;
+    let checkpoint = open_checkpoint(cfg, source.as_ref(), opts)?;
     let sink = cfg.sink.open(&SinkContext {
         pipeline: &cfg.name,
         query_id: &checkpoint.metadata.query_id,
     })?;
-
     let last_committed = checkpoint.commits.latest()?.map(|(e, _)| e);
     let (state, state_opened) = StateStore::open(
         &checkpoint.root().join("state"),
@@ -69,59 +53,21 @@ pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<
     )
     .context("opening the state store")?;
 
-    let wasm = read_operator(&cfg.operator.path)?;
-    let operator = host
-        .load(&wasm, cfg.operator.grants)
-        .with_context(|| format!("loading operator {}", cfg.operator.path.display()))?;
-    let config_json = cfg.operator_config_json()?;
-    let limits = cfg.limits()?;
+    let runner = Runner::new(&cfg.name, cfg.limits()?);
     let checks = Checks {
-        pipeline: cfg.name.clone(),
+        runner: runner.clone(),
         host: host.clone(),
         grants: cfg.operator.grants,
-        limits,
         namespace: cfg.operator.state_namespace.clone(),
         state: state.reader(),
         input_schema: source.schema(),
         batch_rows: cfg.batch_rows,
     };
-    // Fail fast on a configuration the operator rejects.
-    match checks.init(&operator, &config_json) {
-        Ok(()) => {}
-        Err(e @ OperatorFailure::InvalidConfig(_)) => {
-            return Err(anyhow::Error::new(e)).with_context(|| {
-                format!(
-                    "operator {} ({})",
-                    cfg.operator.path.display(),
-                    operator.digest()
-                )
-            })
-        }
-        Err(e) => {
-            return Err(anyhow::Error::new(e)).with_context(|| {
-                format!("operator {} failed in `init`", cfg.operator.path.display())
-            })
-        }
-    }
-    let digest = checkpoint.put_blob(&wasm)?;
-    let config_digest = checkpoint.put_blob(config_json.as_bytes())?;
-    let (registry, active, active_loaded) = choose_active(
-        &checkpoint,
-        &checks,
-        Version {
-            number: 0,
-            digest: digest.clone(),
-            config_digest: config_digest.clone(),
-            registered_ms: weir_core::clock::now_ms(),
-            origin: Origin::File {
-                path: cfg.operator.path.clone(),
-            },
-            label: None,
-            size: wasm.len() as u64,
-            golden: None,
-        },
-        operator,
-    )?;
+    let file_operator = FileOperator::load(cfg, host, &checks)?;
+    let from_file = file_operator.register(cfg, &checkpoint)?;
+    let configs = HashMap::from([(from_file.config_digest, file_operator.config_json)]);
+    let (registry, active, active_loaded) =
+        choose_active(&checkpoint, &checks, from_file, file_operator.loaded)?;
     let operators = Arc::new(OperatorCache::default());
     operators.insert(active_loaded);
     let control = Arc::new(Control::new(
@@ -158,13 +104,13 @@ pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<
         trigger: cfg.trigger,
         active: ActiveOperator {
             version: active.number,
-            digest: active.digest.clone(),
-            config_digest: active.config_digest.clone(),
-            limits,
+            digest: active.digest,
+            config_digest: active.config_digest,
         },
+        runner,
         grants: cfg.operator.grants,
         dead_letter_dir,
-        configs: HashMap::from([(config_digest, config_json)]),
+        configs,
         state,
         state_opened,
         state_namespace: cfg.operator.state_namespace.clone(),
@@ -179,6 +125,97 @@ pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<
         failure: cfg.operator.failure_policy(),
         wal: cfg.wal,
     })
+}
+
+/// The host's own work on the input before the operator sees it: the
+/// event-time column and watermark, and deduplication (which needs both).
+fn input_preparation(
+    cfg: &PipelineConfig,
+    source: &dyn DynSource,
+) -> Result<(Option<EventTime>, Option<Dedup>)> {
+    let schema = source.schema();
+    let event_time = cfg
+        .event_time
+        .as_ref()
+        .map(|c| EventTime::new(c, &schema))
+        .transpose()?;
+    let dedup = match (&cfg.dedup, &event_time) {
+        (Some(d), Some(et)) => Some(Dedup::new(&d.column, &schema, et.index())?),
+        _ => None,
+    };
+    Ok((event_time, dedup))
+}
+
+/// Opens (or creates) the checkpoint, refusing one written for another
+/// pipeline, source, sink or schema.
+fn open_checkpoint(
+    cfg: &PipelineConfig,
+    source: &dyn DynSource,
+    opts: OpenOptions,
+) -> Result<Checkpoint> {
+    let expected = Metadata {
+        format_version: FORMAT_VERSION,
+        query_id: uuid::Uuid::new_v4().to_string(),
+        created_ms: weir_core::clock::now_ms(),
+        pipeline: cfg.name.clone(),
+        source: source.identity(),
+        sink: cfg.sink.identity()?,
+        schema: Some(SchemaColumn::of(&source.schema())),
+    };
+    Checkpoint::open(&cfg.checkpoint, expected, opts.ephemeral_checkpoint_ok)
+}
+
+/// The operator the pipeline file names, loaded and `init`-checked at
+/// start (a config it rejects fails `weir run` now, not at the first epoch).
+struct FileOperator {
+    wasm: Vec<u8>,
+    config_json: String,
+    loaded: LoadedOperator,
+}
+
+impl FileOperator {
+    fn load(cfg: &PipelineConfig, host: &WasmHost, checks: &Checks) -> Result<Self> {
+        let path = &cfg.operator.path;
+        let wasm = std::fs::read(path)
+            .with_context(|| format!("reading operator component {}", path.display()))?;
+        let loaded = host
+            .load(&wasm, cfg.operator.grants)
+            .with_context(|| format!("loading operator {}", path.display()))?;
+        let config_json = cfg.operator_config_json()?;
+        match checks.init(&loaded, &config_json) {
+            Ok(()) => {}
+            Err(e @ OperatorFailure::InvalidConfig(_)) => {
+                return Err(anyhow::Error::new(e))
+                    .with_context(|| format!("operator {} ({})", path.display(), loaded.digest()))
+            }
+            Err(e) => {
+                return Err(anyhow::Error::new(e))
+                    .with_context(|| format!("operator {} failed in `init`", path.display()))
+            }
+        }
+        Ok(FileOperator {
+            wasm,
+            config_json,
+            loaded,
+        })
+    }
+
+    /// Stores the component and config in the checkpoint's blobs: the
+    /// registry entry the file's operator gets.
+    fn register(&self, cfg: &PipelineConfig, checkpoint: &Checkpoint) -> Result<Version> {
+        Ok(Version {
+            number: 0,
+            digest: checkpoint.put_blob(&self.wasm)?,
+            config_digest: checkpoint.put_blob(self.config_json.as_bytes())?,
+            registered_ms: weir_core::clock::now_ms(),
+            origin: Origin::File {
+                path: cfg.operator.path.clone(),
+            },
+            label: None,
+            size: self.wasm.len() as u64,
+            golden: None,
+        })
+    }
 }
 
 /// Registers the pipeline file's operator and decides which version runs:
@@ -237,8 +274,4 @@ fn choose_active(
         )
     })?;
     Ok((registry, active, Arc::new(loaded)))
-}
-
-fn read_operator(path: &Path) -> Result<Vec<u8>> {
-    std::fs::read(path).with_context(|| format!("reading operator component {}", path.display()))
 }

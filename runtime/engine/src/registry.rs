@@ -12,7 +12,7 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use weir_core::clock::now_ms;
-use weir_core::fsutil;
+use weir_core::{fsutil, Digest};
 
 /// Where a version came from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -32,8 +32,8 @@ pub enum Origin {
 /// Digests of the golden files a version was checked against.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GoldenCheck {
-    pub input_digest: String,
-    pub expected_digest: String,
+    pub input_digest: Digest,
+    pub expected_digest: Digest,
     pub rows_in: u64,
     pub rows_out: u64,
 }
@@ -43,10 +43,10 @@ pub struct GoldenCheck {
 pub struct Version {
     /// 1, 2, 3… in registration order: what people type.
     pub number: u32,
-    /// `sha256:` of the component; what `offsets/N` records.
-    pub digest: String,
-    /// `sha256:` of the JSON config passed to `init`.
-    pub config_digest: String,
+    /// The component's digest; what `offsets/N` records.
+    pub digest: Digest,
+    /// The digest of the JSON config passed to `init`.
+    pub config_digest: Digest,
     /// Registration time, Unix ms.
     pub registered_ms: i64,
     pub origin: Origin,
@@ -168,11 +168,11 @@ impl Registry {
     }
 
     /// The version with this component and config, if registered.
-    pub fn find(&self, digest: &str, config_digest: &str) -> Option<&Version> {
+    pub fn find(&self, digest: &Digest, config_digest: &Digest) -> Option<&Version> {
         self.doc
             .versions
             .iter()
-            .find(|v| v.digest == digest && v.config_digest == config_digest)
+            .find(|v| v.digest == *digest && v.config_digest == *config_digest)
     }
 
     /// The version new epochs run with.
@@ -354,11 +354,11 @@ impl Registry {
 mod tests {
     use super::*;
 
-    fn version(digest: &str) -> Version {
+    fn version(component: &str) -> Version {
         Version {
             number: 0,
-            digest: digest.into(),
-            config_digest: "sha256:c".into(),
+            digest: Digest::of(component.as_bytes()),
+            config_digest: Digest::of(b"{}"),
             registered_ms: 0,
             origin: Origin::Upload { file_name: None },
             label: None,
@@ -371,13 +371,13 @@ mod tests {
     fn versions_are_numbered_once_and_survive_reopening() {
         let dir = tempfile::tempdir().unwrap();
         let mut r = Registry::open(dir.path()).unwrap();
-        assert_eq!(r.register(version("sha256:a")).unwrap().number, 1);
-        assert_eq!(r.register(version("sha256:b")).unwrap().number, 2);
-        assert_eq!(r.register(version("sha256:a")).unwrap().number, 1);
+        assert_eq!(r.register(version("a")).unwrap().number, 1);
+        assert_eq!(r.register(version("b")).unwrap().number, 2);
+        assert_eq!(r.register(version("a")).unwrap().number, 1);
         r.activate(2, "activate", None).unwrap();
         let r = Registry::open(dir.path()).unwrap();
         assert_eq!(r.versions().len(), 2);
-        assert_eq!(r.active().unwrap().digest, "sha256:b");
+        assert_eq!(r.active().unwrap().digest, Digest::of(b"b"));
     }
 
     #[test]
@@ -385,7 +385,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut r = Registry::open(dir.path()).unwrap();
         for d in ["a", "b", "c"] {
-            let v = r.register(version(&format!("sha256:{d}"))).unwrap();
+            let v = r.register(version(d)).unwrap();
             r.activate(v.number, "activate", None).unwrap();
         }
         assert_eq!(r.roll_back(None).unwrap(), 2);
@@ -400,8 +400,8 @@ mod tests {
     fn shadow_is_promoted_and_cleared() {
         let dir = tempfile::tempdir().unwrap();
         let mut r = Registry::open(dir.path()).unwrap();
-        let a = r.register(version("sha256:a")).unwrap().number;
-        let b = r.register(version("sha256:b")).unwrap().number;
+        let a = r.register(version("a")).unwrap().number;
+        let b = r.register(version("b")).unwrap().number;
         r.activate(a, "activate", None).unwrap();
         assert!(r
             .set_shadow(Some(Shadow {

@@ -6,6 +6,7 @@ use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use wasmtime::component::Component;
 use wasmtime::Engine;
+use weir_core::Digest;
 
 /// A directory of `Component::serialize` artifacts keyed by the component's
 /// sha256 and by the engine's compatibility hash (wasmtime version and
@@ -24,8 +25,8 @@ impl ComponentCache {
         }
     }
 
-    fn path(&self, sha256_hex: &str) -> PathBuf {
-        self.dir.join(format!("{sha256_hex}.cwasm"))
+    fn path(&self, digest: &Digest) -> PathBuf {
+        self.dir.join(format!("{}.cwasm", digest.hex()))
     }
 
     /// Loads the compiled component, compiling and storing it on a miss. A
@@ -34,10 +35,10 @@ impl ComponentCache {
     pub fn load_or_compile(
         &self,
         engine: &Engine,
-        sha256_hex: &str,
+        digest: &Digest,
         compile: impl FnOnce() -> Result<Component>,
     ) -> Result<(Component, bool)> {
-        let path = self.path(sha256_hex);
+        let path = self.path(digest);
         // Read into memory rather than mmap the file: a file that is
         // truncated under a mapping would kill the process with SIGBUS.
         if let Ok(bytes) = std::fs::read(&path) {

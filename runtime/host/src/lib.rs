@@ -2,7 +2,7 @@
 //! a CPU deadline and a memory cap, with no ambient authority.
 //!
 //! Ownership follows wasmtime's embedding model: one [`WasmHost`] per process
-//! owns the `Engine` (shared compiled code, the epoch ticker); each loaded
+//! owns the `Engine` (shared compiled code, the deadline clock); each loaded
 //! operator keeps an `InstancePre` (linking done once); and every epoch gets a
 //! fresh `Store` and instance ([`OperatorInstance`]). A fresh instance per
 //! epoch is what makes replay deterministic: no memory survives from one
@@ -43,8 +43,8 @@
 //!     migrate_from: None,
 //! };
 //! // No keyed state and no watermark: EpochEnv::default().
-//! let (output, _env, _migrated) = operator.run(&call, &[batch], EpochEnv::default())?;
-//! for batch in &output {
+//! let ran = operator.run(&call, &[batch], EpochEnv::default())?;
+//! for batch in &ran.batches {
 //!     println!("{} alert rows", batch.num_rows());
 //! }
 //! # Ok(())
@@ -70,7 +70,6 @@ use arrow_array::RecordBatch;
 use bindings::{EpochContext, InputBatch, OperatorError, OperatorPre};
 use cache::ComponentCache;
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -81,6 +80,7 @@ use wasmtime::component::Component;
 use wasmtime::{Engine, Store, Trap};
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::WasiCtxBuilder;
+use weir_core::Digest;
 
 /// `.context()` for wasmtime's own error type, which is not a `std::error::Error`.
 pub(crate) trait WasmResultExt<T> {
@@ -93,7 +93,12 @@ impl<T> WasmResultExt<T> for std::result::Result<T, wasmtime::Error> {
     }
 }
 
-/// Granularity of the CPU deadline: the engine's epoch advances this often.
+/// Granularity of the CPU deadline: the deadline clock ticks this often.
+///
+/// The clock is what wasmtime calls the engine's "epoch" (epoch
+/// interruption: a store traps once the counter passes its deadline). In
+/// Weir an epoch is a micro-batch; this file says "tick" for wasmtime's and
+/// keeps wasmtime's method names.
 const TICK: Duration = Duration::from_millis(5);
 /// Guest stdout/stderr kept per call, for error reports.
 const CAPTURED_OUTPUT: usize = 16 * 1024;
@@ -119,9 +124,9 @@ impl Default for Limits {
     }
 }
 
-/// The process-wide wasmtime engine, its compile cache and epoch ticker.
+/// The process-wide wasmtime engine, its compile cache and deadline clock.
 /// Clones share all three (the admin API validates uploads on the same
-/// engine the pipeline runs them on); the ticker stops with the last clone.
+/// engine the pipeline runs them on); the clock stops with the last clone.
 #[derive(Clone)]
 pub struct WasmHost {
     engine: Engine,
@@ -129,16 +134,16 @@ pub struct WasmHost {
     /// epochs run (see [`WasmHost::load_in_background`]).
     background: Engine,
     cache: Option<Arc<ComponentCache>>,
-    _ticker: Arc<Ticker>,
+    _clock: Arc<DeadlineClock>,
 }
 
-/// The thread that advances the engine's epoch every [`TICK`].
-struct Ticker {
+/// The thread that ticks every [`TICK`] (`Engine::increment_epoch`).
+struct DeadlineClock {
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
 }
 
-impl Drop for Ticker {
+impl Drop for DeadlineClock {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
         if let Some(t) = self.thread.take() {
@@ -164,20 +169,20 @@ impl WasmHost {
         let thread = {
             let (engine, stop) = (engine.clone(), stop.clone());
             std::thread::Builder::new()
-                .name("weir-epoch-ticker".into())
+                .name("weir-deadline-clock".into())
                 .spawn(move || {
                     while !stop.load(Ordering::Relaxed) {
                         std::thread::sleep(TICK);
                         engine.increment_epoch();
                     }
                 })
-                .context("starting the deadline ticker")?
+                .context("starting the deadline clock")?
         };
         Ok(WasmHost {
             engine,
             background,
             cache,
-            _ticker: Arc::new(Ticker {
+            _clock: Arc::new(DeadlineClock {
                 stop,
                 thread: Some(thread),
             }),
@@ -226,11 +231,10 @@ impl WasmHost {
         grants: Grants,
         compile: impl FnOnce() -> Result<Component>,
     ) -> Result<LoadedOperator> {
-        let digest = digest_of(wasm);
+        let digest = Digest::of(wasm);
         let started = Instant::now();
-        let hex = digest.trim_start_matches("sha256:");
         let (component, cached) = match &self.cache {
-            Some(cache) => cache.load_or_compile(&self.engine, hex, compile)?,
+            Some(cache) => cache.load_or_compile(&self.engine, &digest, compile)?,
             None => (compile()?, false),
         };
         let imports = import_names(&self.engine, &component);
@@ -269,7 +273,7 @@ impl WasmHost {
             .map(|_| ())
             .map_err(|e| format!("{e:#}"));
         Ok(ComponentReport {
-            digest: digest_of(wasm),
+            digest: Digest::of(wasm),
             size: wasm.len(),
             imports,
             exports,
@@ -304,15 +308,10 @@ fn import_names(engine: &Engine, component: &Component) -> Vec<String> {
         .collect()
 }
 
-/// `sha256:<hex>` of a component's bytes: its identity in the WAL.
-pub fn digest_of(wasm: &[u8]) -> String {
-    format!("sha256:{}", hex::encode(Sha256::digest(wasm)))
-}
-
 /// What `weir operator check` prints.
 #[derive(Debug, Clone, Serialize)]
 pub struct ComponentReport {
-    pub digest: String,
+    pub digest: Digest,
     pub size: usize,
     pub imports: Vec<String>,
     pub exports: Vec<String>,
@@ -335,7 +334,7 @@ pub struct EpochEnv {
 
 /// A compiled, linked operator version, ready to be instantiated per epoch.
 pub struct LoadedOperator {
-    digest: String,
+    digest: Digest,
     pre: OperatorPre<HostState>,
     engine: Engine,
     grants: Grants,
@@ -345,8 +344,8 @@ pub struct LoadedOperator {
 
 impl LoadedOperator {
     /// The content digest recorded in `offsets/<epoch>`.
-    pub fn digest(&self) -> &str {
-        &self.digest
+    pub fn digest(&self) -> Digest {
+        self.digest
     }
 
     /// The component's imports (for reports).
@@ -385,7 +384,7 @@ impl LoadedOperator {
             tags: Tags {
                 pipeline: pipeline.to_string(),
                 epoch,
-                digest: self.digest.clone(),
+                digest: self.digest,
             },
             env,
             state_budget: limits.memory_bytes,
@@ -426,22 +425,25 @@ impl LoadedOperator {
 impl LoadedOperator {
     /// Runs this version over an epoch's batches in one fresh instance:
     /// `init`, then `migrate(from)` when `migrate_from` is given, then
-    /// `process` per batch. Returns the non-empty outputs, the environment
-    /// with the state changes, and whether `migrate` was called. Without
-    /// rows and without a migration no instance is created.
+    /// `process` per batch. Without rows and without a migration no
+    /// instance is created.
     pub fn run(
         &self,
         call: &EpochCall<'_>,
         batches: &[RecordBatch],
         env: EpochEnv,
-    ) -> Result<(Vec<RecordBatch>, EpochEnv, bool), OperatorFailure> {
+    ) -> Result<RunOutput, OperatorFailure> {
         if call.migrate_from.is_none() && batches.iter().all(|b| b.num_rows() == 0) {
-            return Ok((Vec::new(), env, false));
+            return Ok(RunOutput {
+                batches: Vec::new(),
+                env,
+                migrated: false,
+            });
         }
         let mut instance =
             self.instantiate(call.pipeline, call.epoch, call.limits, call.config, env)?;
         let migrated = match call.migrate_from {
-            Some(from) => instance.migrate(from)?,
+            Some(from) => instance.migrate(&from.to_string())?,
             None => false,
         };
         let mut outputs = Vec::new();
@@ -452,8 +454,22 @@ impl LoadedOperator {
                 outputs.push(out);
             }
         }
-        Ok((outputs, instance.into_env(), migrated))
+        Ok(RunOutput {
+            batches: outputs,
+            env: instance.into_env(),
+            migrated,
+        })
     }
+}
+
+/// What [`LoadedOperator::run`] gives back.
+pub struct RunOutput {
+    /// The non-empty output batches, validated, in order.
+    pub batches: Vec<RecordBatch>,
+    /// The environment it was given, holding the state changes to commit.
+    pub env: EpochEnv,
+    /// Whether the version's `migrate` hook ran.
+    pub migrated: bool,
 }
 
 /// What [`LoadedOperator::run`] needs to know about the epoch.
@@ -465,7 +481,7 @@ pub struct EpochCall<'a> {
     /// The JSON config passed to `init`.
     pub config: &'a str,
     /// Previous component digest, on the first epoch after a swap.
-    pub migrate_from: Option<&'a str>,
+    pub migrate_from: Option<Digest>,
 }
 
 /// One live instance: a `Store` plus the instance's exports.

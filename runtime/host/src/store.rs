@@ -8,11 +8,11 @@ use wasmtime::{ResourceLimiter, StoreLimits};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 /// Names an instance in logs: which pipeline, epoch and operator version.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Tags {
     pub pipeline: String,
     pub epoch: u64,
-    pub digest: String,
+    pub digest: weir_core::Digest,
 }
 
 /// Per-instance host state.

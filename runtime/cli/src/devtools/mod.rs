@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 use weir_engine::config::{ColumnConfig, PipelineConfig};
 use weir_engine::deploy::validate::{self, Checks};
+use weir_engine::runner::Runner;
 use weir_host::{Grants, Limits, WasmHost};
 use weir_state::{SnapshotPolicy, StateStore};
 
@@ -73,10 +74,9 @@ pub fn test_operator(host: &WasmHost, opts: &TestOptions) -> Result<TestReport> 
         let (state, _) = StateStore::open(&scratch, SnapshotPolicy::default(), None)
             .context("creating a scratch state store")?;
         let checks = Checks {
-            pipeline: "operator-test".into(),
+            runner: Runner::new("operator-test", limits),
             host: host.clone(),
             grants,
-            limits,
             namespace: "operator".into(),
             state: state.reader(),
             input_schema: weir_core::schema::arrow_schema(&schema),

@@ -3,6 +3,7 @@
 
 pub mod client;
 pub mod config;
+mod fetch;
 pub mod plan;
 pub mod sink;
 pub mod source;

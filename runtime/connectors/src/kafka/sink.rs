@@ -8,7 +8,7 @@
 //! epoch that is already there: exactly-once for `read_committed` consumers.
 
 use super::client::Brokers;
-use crate::kafka::fetch_ranges;
+use super::fetch::fetch_ranges;
 use crate::kafka::plan::PartitionRange;
 use anyhow::{anyhow, bail, Context, Result};
 use arrow_array::{Array, RecordBatch, StringArray};

@@ -6,6 +6,7 @@
 //! `commit_to_group` asks for it, and then only so lag tools can see progress.
 
 use super::client::Brokers;
+use super::fetch::fetch_ranges;
 use super::plan::{self, KafkaRange, PartitionRange, Tp};
 use anyhow::{anyhow, bail, Context, Result};
 use arrow_array::builder::{Int64Builder, StringBuilder};
@@ -15,9 +16,9 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::{Headers, Message};
 use rdkafka::{Offset, TopicPartitionList};
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use weir_core::backoff::Backoff;
 use weir_core::json::MalformedPolicy;
 use weir_core::json::{JsonDecoder, Record};
@@ -367,134 +368,6 @@ impl KafkaSource {
     }
 }
 
-/// Fetches exactly `ranges` with `consumer`, grouped by partition in range
-/// order. Waits (and says so in the log) while the broker is unreachable;
-/// offsets skipped by the log (transaction markers, compaction) end a range
-/// once the position passes its end. A range lost to retention is an error
-/// unless `fail_on_data_loss` is off, then just that partition is skipped.
-pub(crate) fn fetch_ranges(
-    consumer: &BaseConsumer,
-    ranges: &[PartitionRange],
-    brokers: &str,
-    timeout: Duration,
-    fail_on_data_loss: bool,
-) -> Result<Vec<Fetched>> {
-    let wanted: Vec<&PartitionRange> = ranges.iter().filter(|r| r.end > r.start).collect();
-    if wanted.is_empty() {
-        return Ok(Vec::new());
-    }
-    let mut tpl = TopicPartitionList::new();
-    for r in &wanted {
-        tpl.add_partition_offset(&r.topic, r.partition, Offset::Offset(r.start))?;
-    }
-    consumer.assign(&tpl).context("assigning partitions")?;
-    let mut buffers: HashMap<Tp, Vec<Fetched>> = HashMap::new();
-    let mut open: HashMap<Tp, i64> = wanted
-        .iter()
-        .map(|r| ((r.topic.clone(), r.partition), r.end))
-        .collect();
-    let mut last_progress = Instant::now();
-    let mut waited_logged = false;
-    let mut errors = 0u64;
-    let mut next: HashMap<Tp, i64> = wanted
-        .iter()
-        .map(|r| ((r.topic.clone(), r.partition), r.start))
-        .collect();
-    while !open.is_empty() {
-        match consumer.poll(Duration::from_millis(100)) {
-            Some(Ok(m)) => {
-                let tp = (m.topic().to_string(), m.partition());
-                let Some(&end) = open.get(&tp) else { continue };
-                let offset = m.offset();
-                if offset < end {
-                    buffers
-                        .entry(tp.clone())
-                        .or_default()
-                        .push(Fetched::from(&m));
-                    next.insert(tp.clone(), offset + 1);
-                    last_progress = Instant::now();
-                }
-                if offset >= end - 1 {
-                    open.remove(&tp);
-                }
-            }
-            Some(Err(rdkafka::error::KafkaError::MessageConsumption(
-                rdkafka::types::RDKafkaErrorCode::OffsetOutOfRange,
-            ))) => {
-                // The planned range aged out of retention before it was read.
-                if fail_on_data_loss {
-                    bail!(
-                        "data loss: offsets planned for this epoch ({}) are no longer on the                              broker (retention); set `source.fail_on_data_loss = false` to skip them",
-                        open.keys().map(|(t, p)| format!("{t}-{p}")).collect::<Vec<_>>().join(", ")
-                    );
-                }
-                // Drop only the partitions whose next offset is gone.
-                let gone: Vec<Tp> = open
-                    .keys()
-                    .filter(|tp| {
-                        let want = next.get(*tp).copied().unwrap_or(0);
-                        consumer
-                            .fetch_watermarks(&tp.0, tp.1, timeout)
-                            .is_ok_and(|(low, _)| low > want)
-                    })
-                    .cloned()
-                    .collect();
-                for tp in gone {
-                    let end = open.remove(&tp).unwrap_or(0);
-                    tracing::warn!(
-                        topic = %tp.0,
-                        partition = tp.1,
-                        "planned offsets from {} to {end} aged out of retention before they were read; skipping them",
-                        next.get(&tp).copied().unwrap_or(0)
-                    );
-                }
-            }
-            Some(Err(e)) => {
-                errors += 1;
-                if errors == 1 || errors % 100 == 0 {
-                    tracing::warn!("Kafka fetch error ({errors} so far, retrying): {e}");
-                }
-            }
-            None => {
-                // Offsets can be skipped (transaction markers, compaction):
-                // a partition whose position reached its end is done.
-                if let Ok(pos) = consumer.position() {
-                    for el in pos.elements() {
-                        let tp = (el.topic().to_string(), el.partition());
-                        if let (Some(&end), Offset::Offset(p)) = (open.get(&tp), el.offset()) {
-                            if p >= end {
-                                open.remove(&tp);
-                            }
-                        }
-                    }
-                }
-            }
-        }
-        let stalled = last_progress.elapsed();
-        if stalled > timeout && !waited_logged {
-            tracing::warn!(
-                brokers = %brokers,
-                waiting_for = ?open.keys().collect::<Vec<_>>(),
-                "no records from Kafka for {stalled:?}; waiting for the broker (nothing is skipped)"
-            );
-            waited_logged = true;
-        }
-        if stalled <= timeout {
-            waited_logged = false;
-        }
-    }
-    let _ = consumer.unassign();
-    let mut out = Vec::new();
-    for r in wanted {
-        out.extend(
-            buffers
-                .remove(&(r.topic.clone(), r.partition))
-                .unwrap_or_default(),
-        );
-    }
-    Ok(out)
-}
-
 fn utf8(b: &[u8]) -> &str {
     // Only called after `text_problem` checked the bytes.
     std::str::from_utf8(b).unwrap_or_default()
@@ -546,7 +419,7 @@ pub(crate) struct Fetched {
 }
 
 impl Fetched {
-    fn from<M: Message>(m: &M) -> Self {
+    pub(super) fn from<M: Message>(m: &M) -> Self {
         let mut headers_ok = true;
         let headers = m.headers().map(|h| {
             let mut map = serde_json::Map::new();

@@ -23,6 +23,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use validate::{Checks, Golden};
 use weir_core::checkpoint::Blobs;
 use weir_core::progress::EpochProgress;
+use weir_core::Digest;
 
 /// Why a deploy request was refused; the admin API maps each to a status.
 #[derive(Debug, thiserror::Error)]
@@ -77,7 +78,7 @@ pub struct LastEpoch {
     pub epoch: u64,
     /// Registry number of the version it ran with (none for an unregistered digest).
     pub version: Option<u32>,
-    pub digest: String,
+    pub digest: Digest,
     pub rows_in: u64,
     pub rows_out: u64,
     pub replay: bool,
@@ -184,7 +185,7 @@ impl Control {
 
     /// The pipeline this controls.
     pub fn pipeline(&self) -> &str {
-        &self.checks.pipeline
+        self.checks.runner.pipeline()
     }
 
     /// Validates an upload and registers it; then stages, activates or
@@ -193,11 +194,7 @@ impl Control {
         let config_json = match upload.config_json {
             Some(c) => c,
             None => {
-                let digest = self
-                    .lock()
-                    .registry
-                    .active()
-                    .map(|v| v.config_digest.clone());
+                let digest = self.lock().registry.active().map(|v| v.config_digest);
                 let digest =
                     digest.ok_or_else(|| DeployError::Conflict("no active version".into()))?;
                 self.config_text(&digest)?
@@ -228,7 +225,7 @@ impl Control {
         let mut inner = self.lock();
         let version = inner.registry.register(Version {
             number: 0,
-            digest: digest.clone(),
+            digest,
             config_digest,
             registered_ms: weir_core::clock::now_ms(),
             origin: upload.origin,
@@ -238,7 +235,7 @@ impl Control {
         })?;
         self.operators.insert(Arc::new(loaded));
         tracing::info!(
-            pipeline = %self.checks.pipeline,
+            pipeline = %self.checks.runner.pipeline(),
             version = version.number,
             digest = %version.digest,
             elapsed = ?started.elapsed(),
@@ -257,7 +254,7 @@ impl Control {
         self.listed(version.number)
     }
 
-    fn config_text(&self, digest: &str) -> Result<String, DeployError> {
+    fn config_text(&self, digest: &Digest) -> Result<String, DeployError> {
         let bytes = self.blobs.get(digest)?;
         String::from_utf8(bytes)
             .map_err(|_| DeployError::Internal(anyhow::anyhow!("config {digest} is not UTF-8")))
@@ -388,7 +385,7 @@ impl Control {
 
     fn log_change(&self, what: &str, number: u32) {
         tracing::info!(
-            pipeline = %self.checks.pipeline,
+            pipeline = %self.checks.runner.pipeline(),
             version = number,
             "{what} version {number}; takes effect at the next epoch boundary"
         );
@@ -437,7 +434,7 @@ impl Control {
         let inner = self.lock();
         let active = inner.registry.active().cloned();
         Status {
-            pipeline: self.checks.pipeline.clone(),
+            pipeline: self.checks.runner.pipeline().to_string(),
             active_since_epoch: match (&active, inner.active_since) {
                 (Some(a), Some((n, e))) if a.number == n => Some(e),
                 _ => None,
@@ -485,7 +482,7 @@ impl Control {
     }
 
     /// The registry number of a (component, config) pair.
-    pub fn version_of(&self, digest: &str, config_digest: &str) -> Option<u32> {
+    pub fn version_of(&self, digest: &Digest, config_digest: &Digest) -> Option<u32> {
         self.lock()
             .registry
             .find(digest, config_digest)
@@ -504,7 +501,7 @@ impl Control {
         inner.last_epoch = Some(LastEpoch {
             epoch: p.epoch,
             version,
-            digest: p.operator_digest.clone(),
+            digest: p.operator_digest,
             rows_in: p.rows_in,
             rows_out: p.rows_out,
             replay: p.replay,
@@ -535,7 +532,7 @@ impl Control {
     }
 
     /// The JSON config text of a version (from the checkpoint's blobs).
-    pub fn config_of(&self, config_digest: &str) -> anyhow::Result<String> {
+    pub fn config_of(&self, config_digest: &Digest) -> anyhow::Result<String> {
         self.config_text(config_digest)
             .map_err(|e| anyhow::anyhow!("{e}"))
     }

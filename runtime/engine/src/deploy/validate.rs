@@ -5,19 +5,20 @@
 //! All of this runs beside the pipeline, never on its epoch loop.
 
 use crate::operator_state::epoch_env;
+use crate::runner::{EpochAt, Runner};
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 use serde_json::{Map, Value};
 use weir_core::json::JsonDecoder;
-use weir_host::{EpochCall, EpochEnv, Grants, Limits, LoadedOperator, OperatorFailure, WasmHost};
+use weir_host::{EpochEnv, Grants, LoadedOperator, OperatorFailure, WasmHost};
 use weir_state::{EpochState, StateReader};
 
 /// What a candidate is checked against: the pipeline's sandbox and input.
 pub struct Checks {
-    pub pipeline: String,
+    /// Runs candidates as the pipeline's epochs run them (name, limits).
+    pub runner: Runner,
     pub host: WasmHost,
     pub grants: Grants,
-    pub limits: Limits,
     /// The operator's state namespace; `init` and the golden run read it
     /// (as of the last committed epoch) and their writes are dropped.
     pub namespace: String,
@@ -58,9 +59,7 @@ impl Checks {
         operator: &LoadedOperator,
         config_json: &str,
     ) -> Result<(), OperatorFailure> {
-        operator
-            .instantiate(&self.pipeline, 0, self.limits, config_json, self.env())
-            .map(drop)
+        self.runner.init(operator, config_json, self.env())
     }
 
     /// Compiles and links `wasm` and runs its `init` with `config_json`.
@@ -136,17 +135,9 @@ impl Checks {
         config_json: &str,
         batches: &[RecordBatch],
     ) -> Result<Vec<RecordBatch>, String> {
-        let call = EpochCall {
-            pipeline: &self.pipeline,
-            epoch: 0,
-            epoch_time_ms: 0,
-            limits: self.limits,
-            config: config_json,
-            migrate_from: None,
-        };
-        operator
-            .run(&call, batches, self.env())
-            .map(|(out, _, _)| out)
+        self.runner
+            .run(operator, config_json, EpochAt::OUTSIDE, batches, self.env())
+            .map(|ran| ran.batches)
             .map_err(|e| format!("golden run failed: {e}"))
     }
 }

@@ -157,11 +157,7 @@ impl Pipeline {
 
     /// Writes `offsets/<epoch>` for `range` with the active operator.
     fn write_offsets(&mut self, epoch: u64, range: serde_json::Value) -> Result<()> {
-        let migrate_from = self
-            .last_digest
-            .as_ref()
-            .filter(|d| **d != self.active.digest)
-            .cloned();
+        let migrate_from = self.last_digest.filter(|d| *d != self.active.digest);
         let entry = OffsetEntry {
             migrate_from,
             format: ENTRY_FORMAT,
@@ -169,8 +165,8 @@ impl Pipeline {
             epoch_time_ms: now_ms(),
             source: range,
             operator: OperatorRef {
-                digest: self.active.digest.clone(),
-                config_digest: self.active.config_digest.clone(),
+                digest: self.active.digest,
+                config_digest: self.active.config_digest,
             },
             watermark_ms: self.event_time.as_ref().and_then(EventTime::watermark),
             isolated: Vec::new(),
@@ -179,7 +175,7 @@ impl Pipeline {
             .offsets
             .write(epoch, &entry)
             .with_context(|| format!("writing offsets/{epoch}"))?;
-        self.last_digest = Some(entry.operator.digest.clone());
+        self.last_digest = Some(entry.operator.digest);
         Ok(())
     }
 
@@ -354,7 +350,7 @@ impl Pipeline {
             duplicates: prepared.dropped.duplicates,
             watermark_ms: entry.watermark_ms,
             micro_batches: done.micro_batches,
-            operator_digest: entry.operator.digest.clone(),
+            operator_digest: entry.operator.digest,
             operator_version: self
                 .control
                 .version_of(&entry.operator.digest, &entry.operator.config_digest),

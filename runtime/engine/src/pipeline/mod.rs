@@ -21,6 +21,7 @@ use crate::event_time::{EventTime, Observed};
 use crate::observe::Telemetry;
 use crate::operator_cache::OperatorCache;
 use crate::registry::Version;
+use crate::runner::{EpochAt, Runner};
 use anyhow::{Context, Result};
 use arrow_array::RecordBatch;
 use std::collections::HashMap;
@@ -33,8 +34,9 @@ use weir_core::checkpoint::Checkpoint;
 use weir_core::progress::{EpochProgress, Phases};
 use weir_core::sink::Sink;
 use weir_core::source::DynSource;
-use weir_core::wal::OffsetEntry;
-use weir_host::{EpochCall, EpochEnv, Limits, LoadedOperator, OperatorFailure, WasmHost};
+use weir_core::wal::{OffsetEntry, OperatorRef};
+use weir_core::Digest;
+use weir_host::{EpochEnv, LoadedOperator, OperatorFailure, RunOutput, WasmHost};
 use weir_state::{Opened, StateStore};
 
 /// Longest wait between attempts at an epoch that cannot proceed.
@@ -47,7 +49,7 @@ const EPOCH_RETRY_MAX: Duration = Duration::from_secs(30);
 pub struct EpochFailed {
     pub pipeline: String,
     pub epoch: u64,
-    pub digest: String,
+    pub digest: Digest,
     #[source]
     pub cause: OperatorFailure,
 }
@@ -57,9 +59,8 @@ pub struct EpochFailed {
 pub struct ActiveOperator {
     /// Registry number (see [`crate::registry`]).
     pub version: u32,
-    pub digest: String,
-    pub config_digest: String,
-    pub limits: Limits,
+    pub digest: Digest,
+    pub config_digest: Digest,
 }
 
 /// Totals of one `run`.
@@ -81,9 +82,11 @@ pub struct Pipeline {
     pub(crate) sink: Box<dyn Sink>,
     pub(crate) trigger: TriggerConfig,
     pub(crate) active: ActiveOperator,
+    /// How every version is run (name and limits): epochs, replays, shadow.
+    pub(crate) runner: Runner,
     pub(crate) grants: weir_host::Grants,
     pub(crate) dead_letter_dir: PathBuf,
-    pub(crate) configs: HashMap<String, String>,
+    pub(crate) configs: HashMap<Digest, String>,
     /// Keyed state, committed with each epoch.
     pub(crate) state: StateStore,
     /// Whether opening the state rebuilt it from a snapshot (replay needed).
@@ -101,7 +104,7 @@ pub struct Pipeline {
     /// Component digest of the newest planned epoch: a different active
     /// digest at planning time means the next epoch is the first of a new
     /// version and runs its `migrate` hook.
-    pub(crate) last_digest: Option<String>,
+    pub(crate) last_digest: Option<Digest>,
     /// The version running in shadow, and the key its rows are matched on.
     pub(crate) shadow: Option<(Version, Option<String>)>,
     /// Where progress records and metrics go (the admin API reads them).
@@ -163,9 +166,8 @@ impl Pipeline {
             );
             self.active = ActiveOperator {
                 version: a.number,
-                digest: a.digest.clone(),
-                config_digest: a.config_digest.clone(),
-                limits: self.active.limits,
+                digest: a.digest,
+                config_digest: a.config_digest,
             };
         }
         self.shadow = planned.shadow;
@@ -283,45 +285,35 @@ impl Pipeline {
         entry: &OffsetEntry,
         batches: &[RecordBatch],
         env: EpochEnv,
-    ) -> Result<(Vec<RecordBatch>, EpochEnv, bool)> {
-        let run = VersionRun::of(entry);
-        match self.run_version(host, &run, batches, env)? {
+    ) -> Result<RunOutput> {
+        match self.run_version(host, &VersionRun::of(entry), batches, env)? {
             Ok(done) => Ok(done),
             Err(cause) => Err(EpochFailed {
                 pipeline: self.name.clone(),
                 epoch: entry.epoch,
-                digest: entry.operator.digest.clone(),
+                digest: entry.operator.digest,
                 cause,
             }
             .into()),
         }
     }
 
-    /// Runs one version over the batches ([`LoadedOperator::run`]). The
-    /// outer error is the host's (loading the version); the inner one the
+    /// Runs one version over the batches with [`Runner::run`]. The outer
+    /// error is the host's (loading the version); the inner one the
     /// operator's.
-    #[allow(clippy::type_complexity)]
     fn run_version(
         &mut self,
         host: &WasmHost,
-        run: &VersionRun<'_>,
+        run: &VersionRun,
         batches: &[RecordBatch],
         env: EpochEnv,
-    ) -> Result<Result<(Vec<RecordBatch>, EpochEnv, bool), OperatorFailure>> {
-        let operator = self.operator_for(host, run.digest)?;
-        let config = self.config_for(run.config_digest)?;
-        let call = EpochCall {
-            pipeline: &self.name,
-            epoch: run.epoch,
-            epoch_time_ms: run.epoch_time_ms,
-            limits: self.active.limits,
-            config: &config,
-            migrate_from: run.migrate_from,
-        };
-        Ok(operator.run(&call, batches, env))
+    ) -> Result<Result<RunOutput, OperatorFailure>> {
+        let operator = self.operator_for(host, &run.operator.digest)?;
+        let config = self.config_for(&run.operator.config_digest)?;
+        Ok(self.runner.run(&operator, &config, run.at, batches, env))
     }
 
-    fn operator_for(&mut self, host: &WasmHost, digest: &str) -> Result<Arc<LoadedOperator>> {
+    fn operator_for(&mut self, host: &WasmHost, digest: &Digest) -> Result<Arc<LoadedOperator>> {
         if let Some(op) = self.operators.get(digest) {
             return Ok(op);
         }
@@ -334,35 +326,29 @@ impl Pipeline {
         Ok(op)
     }
 
-    fn config_for(&mut self, digest: &str) -> Result<String> {
+    fn config_for(&mut self, digest: &Digest) -> Result<String> {
         if let Some(c) = self.configs.get(digest) {
             return Ok(c.clone());
         }
         let text = String::from_utf8(self.checkpoint.get_blob(digest)?)
             .with_context(|| format!("operator config {digest} is not UTF-8"))?;
-        self.configs.insert(digest.to_string(), text.clone());
+        self.configs.insert(*digest, text.clone());
         Ok(text)
     }
 }
 
-/// Which version to run over an epoch's batches, and how.
-struct VersionRun<'a> {
-    epoch: u64,
-    epoch_time_ms: i64,
-    digest: &'a str,
-    config_digest: &'a str,
-    migrate_from: Option<&'a str>,
+/// Which version to run over an epoch's batches, and as which epoch.
+struct VersionRun {
+    operator: OperatorRef,
+    at: EpochAt,
 }
 
-impl<'a> VersionRun<'a> {
+impl VersionRun {
     /// The run an offsets entry records.
-    fn of(entry: &'a OffsetEntry) -> Self {
+    fn of(entry: &OffsetEntry) -> Self {
         VersionRun {
-            epoch: entry.epoch,
-            epoch_time_ms: entry.epoch_time_ms,
-            digest: &entry.operator.digest,
-            config_digest: &entry.operator.config_digest,
-            migrate_from: entry.migrate_from.as_deref(),
+            operator: entry.operator,
+            at: EpochAt::of(entry),
         }
     }
 }

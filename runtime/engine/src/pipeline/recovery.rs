@@ -77,9 +77,8 @@ impl Pipeline {
                 let entry = self.offset_entry(epoch)?;
                 let input = self.read_input(&entry)?;
                 let prepared = self.prepare(&entry, without_isolated(&entry, input.batches)?)?;
-                let (_, env, _) =
-                    self.run_operator(host, &entry, &prepared.batches, prepared.env)?;
-                self.commit_state(epoch, env)?;
+                let ran = self.run_operator(host, &entry, &prepared.batches, prepared.env)?;
+                self.commit_state(epoch, ran.env)?;
             }
             tracing::info!(
                 pipeline = %self.name,

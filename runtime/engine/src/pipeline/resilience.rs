@@ -71,7 +71,7 @@ impl Pipeline {
             } = prepared;
             let run = VersionRun::of(&entry);
             let failure = match self.run_version(host, &run, &batches, env)? {
-                Ok((outputs, env, migrated)) => {
+                Ok(output) => {
                     let isolated = self.isolated_letters(&entry, &input)?;
                     return Ok(Ran {
                         prepared: PreparedInput {
@@ -80,9 +80,9 @@ impl Pipeline {
                             dropped,
                         },
                         entry,
-                        outputs,
-                        env,
-                        migrated,
+                        outputs: output.batches,
+                        env: output.env,
+                        migrated: output.migrated,
                         isolated,
                     });
                 }
@@ -143,7 +143,7 @@ impl Pipeline {
         EpochFailed {
             pipeline: self.name.clone(),
             epoch: entry.epoch,
-            digest: entry.operator.digest.clone(),
+            digest: entry.operator.digest,
             cause,
         }
         .into()
@@ -183,8 +183,8 @@ impl Pipeline {
         };
         let probe = OffsetEntry {
             operator: OperatorRef {
-                digest: previous.digest.clone(),
-                config_digest: previous.config_digest.clone(),
+                digest: previous.digest,
+                config_digest: previous.config_digest,
             },
             migrate_from: None,
             isolated: Vec::new(),
@@ -238,8 +238,8 @@ impl Pipeline {
         };
         let replanned = OffsetEntry {
             operator: OperatorRef {
-                digest: target.digest.clone(),
-                config_digest: target.config_digest.clone(),
+                digest: target.digest,
+                config_digest: target.config_digest,
             },
             // The state was last written by the epoch before's version.
             migrate_from: before.filter(|d| *d != target.digest),
@@ -250,7 +250,7 @@ impl Pipeline {
             .offsets
             .amend(replanned.epoch, &replanned)
             .with_context(|| format!("re-planning offsets/{}", replanned.epoch))?;
-        self.last_digest = Some(replanned.operator.digest.clone());
+        self.last_digest = Some(replanned.operator.digest);
         Ok(replanned)
     }
 
@@ -327,7 +327,7 @@ impl Pipeline {
                 line,
                 reason: format!("the operator failed on this record: {}", r.error),
                 raw: isolate::row_as_json(input, r.row)?,
-                operator: Some(entry.operator.digest.clone()),
+                operator: Some(entry.operator.digest),
                 row: Some(r.row),
             });
         }

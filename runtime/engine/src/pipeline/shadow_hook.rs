@@ -8,8 +8,10 @@ use super::resilience::Ran;
 use super::{Pipeline, VersionRun};
 use crate::deploy::shadow;
 use crate::operator_state::epoch_env;
+use crate::runner::EpochAt;
 use std::time::Instant;
 use weir_core::progress::ShadowReport;
+use weir_core::wal::OperatorRef;
 use weir_host::WasmHost;
 use weir_state::EpochState;
 
@@ -30,15 +32,20 @@ impl Pipeline {
             entry.watermark_ms,
         );
         let run = VersionRun {
-            epoch: entry.epoch,
-            epoch_time_ms: entry.epoch_time_ms,
-            digest: &candidate.digest,
-            config_digest: &candidate.config_digest,
-            migrate_from: None,
+            operator: OperatorRef {
+                digest: candidate.digest,
+                config_digest: candidate.config_digest,
+            },
+            // The candidate's own `migrate` is not run: its writes are dropped.
+            at: EpochAt {
+                migrate_from: None,
+                ..EpochAt::of(entry)
+            },
         };
         let result = self.run_version(host, &run, batches, env);
         let mut report = match result {
-            Ok(Ok((theirs, _, _))) => {
+            Ok(Ok(theirs)) => {
+                let theirs = theirs.batches;
                 let key = shadow::key_column(key.as_deref(), outputs, &theirs);
                 match (shadow::rows_as_json(outputs), shadow::rows_as_json(&theirs)) {
                     (Ok(a), Ok(b)) => shadow::diff(&key, &a, &b),
