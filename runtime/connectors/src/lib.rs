@@ -8,6 +8,7 @@
 //! - [`postgres`]: a table as a sink, written in one transaction with the
 //!   epoch's progress row.
 //! - [`console`]: standard output, for demos and debugging.
+//! - [`generator`]: demo payments at a steady rate, no service needed.
 //!
 //! Sources implement [`weir_core::source::Source`] and sinks
 //! [`weir_core::sink::Sink`]; each connector's config type implements
@@ -18,6 +19,7 @@
 pub mod connector;
 pub mod console;
 pub mod files;
+pub mod generator;
 pub mod kafka;
 pub mod postgres;
 pub mod registry;

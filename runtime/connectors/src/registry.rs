@@ -3,7 +3,7 @@
 //! `[source]` and `[sink]` tables are turned into typed settings here.
 
 use crate::connector::{SinkConnector, SinkSettings, SourceConnector, SourceSettings};
-use crate::{console, files, kafka, postgres};
+use crate::{console, files, generator, kafka, postgres};
 use anyhow::{anyhow, Result};
 use serde::de::DeserializeOwned;
 
@@ -27,6 +27,7 @@ pub struct SinkKind {
 pub const SOURCES: &[SourceKind] = &[
     source::<files::FilesSourceConfig>(),
     source::<kafka::KafkaSourceConfig>(),
+    source::<generator::GeneratorSourceConfig>(),
 ];
 
 /// The sink connectors.
