@@ -18,6 +18,7 @@ mod kafka;
 mod observe;
 mod polyglot;
 mod postgres;
+mod realtime;
 mod replay;
 mod sandbox;
 mod scaffold;

@@ -18,10 +18,7 @@ const LAST_GOOD: u64 = 5;
 const LAST_BAD: u64 = 3;
 const EPOCHS: u64 = FILES + 1;
 
-const VELOCITY_CONFIG: &str = r#"{ alert_threshold = 0.7, rules = [
-  { rule = "amount_above", threshold = 2500.0, weight = 0.5 },
-  { rule = "country_mismatch", weight = 0.4 } ],
-  velocity = { window_ms = 60000, max_payments = 5, weight = 0.7 } }"#;
+use crate::common::VELOCITY_CONFIG;
 
 /// Input files, a pipeline over them (one file per epoch, `fraud-velocity`,
 /// malformed lines set aside, admin API on a free port) and what is known

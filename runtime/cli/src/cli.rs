@@ -655,13 +655,20 @@ fn show_checkpoint(dir: PathBuf, json: bool) -> Result<()> {
             continue;
         };
         let commit = ckpt.commits.get(epoch)?;
+        // A real-time epoch's range is its logged parts.
+        let source = if entry.real_time {
+            let parts = ckpt.parts.read(epoch)?;
+            serde_json::json!({ "parts": parts.into_iter().map(|p| p.range).collect::<Vec<_>>() })
+        } else {
+            entry.source
+        };
         rows.push(serde_json::json!({
             "epoch": epoch,
             "committed": committed.contains(&epoch),
             "epoch_time_ms": entry.epoch_time_ms,
             "operator": entry.operator.digest,
             "operator_config": entry.operator.config_digest,
-            "source": entry.source,
+            "source": source,
             "rows_in": commit.as_ref().map(|c| c.rows_in),
             "rows_out": commit.as_ref().map(|c| c.rows_out),
         }));

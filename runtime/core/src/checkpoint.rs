@@ -2,6 +2,7 @@
 //! and `blobs/` (content-addressed operator components and configs, so that
 //! a replay can always load the exact version an epoch was planned with).
 
+use crate::parts::PartLog;
 use crate::wal::{CommitEntry, Compacted, Log, OffsetEntry, ENTRY_FORMAT};
 use crate::{fsutil, Digest};
 use anyhow::{bail, Context, Result};
@@ -83,6 +84,8 @@ pub struct Checkpoint {
     pub metadata: Metadata,
     pub offsets: Log<OffsetEntry>,
     pub commits: Log<CommitEntry>,
+    /// The part logs of real-time epochs, beside their `offsets/N`.
+    pub parts: PartLog,
 }
 
 /// Whether `path` is on a filesystem that does not survive a reboot.
@@ -195,6 +198,7 @@ impl Checkpoint {
         let checkpoint = Checkpoint {
             offsets: Log::open(root.join("offsets"))?,
             commits: Log::open(root.join("commits"))?,
+            parts: PartLog::new(root.join("offsets")),
             root: root.to_path_buf(),
             metadata,
         };
@@ -286,6 +290,7 @@ impl Checkpoint {
         // for epochs already folded in.
         self.commits.remove_before(keep_from)?;
         self.offsets.remove_before(keep_from)?;
+        self.parts.remove_before(keep_from)?;
         Ok(())
     }
 
@@ -307,6 +312,7 @@ impl Checkpoint {
         Ok(Checkpoint {
             offsets: Log::open_read_only(root.join("offsets")),
             commits: Log::open_read_only(root.join("commits")),
+            parts: PartLog::new(root.join("offsets")),
             root: root.to_path_buf(),
             metadata,
         })

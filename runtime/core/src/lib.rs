@@ -4,6 +4,7 @@
 //! - [`wal`]: the offset log (`offsets/N`, durable before epoch N reads)
 //!   and the commit log (`commits/N`, written after the sink has epoch N),
 //!   after Spark Structured Streaming's `MicroBatchExecution`.
+//! - [`parts`]: the part log of a real-time epoch (`offsets/N.parts`).
 //! - [`checkpoint`]: the directory both logs live in, its metadata and the
 //!   integrity checks a start runs before trusting it.
 //! - [`source`] and [`sink`]: the traits a connector implements; the engine,
@@ -26,6 +27,7 @@ pub mod duration;
 pub mod fsutil;
 pub mod guest_output;
 pub mod json;
+pub mod parts;
 pub mod progress;
 pub mod schema;
 pub mod sink;

@@ -155,6 +155,12 @@ pub trait Source: Send {
         Ok(None)
     }
 
+    /// Whether the source will never have anything new (a bounded source,
+    /// all of it planned): a real-time run then ends after committing it.
+    fn is_exhausted(&self) -> bool {
+        false
+    }
+
     /// Called after `commits/<N>` is durable for `range`. Progress lives in
     /// the WAL; this is only for mirroring it elsewhere (e.g. a Kafka
     /// consumer group for lag tools), and must not affect correctness.
@@ -188,6 +194,8 @@ pub trait DynSource: Send {
     fn locate(&mut self, range: &Value, row: u64) -> anyhow::Result<Option<RowOrigin>>;
     /// See [`Source::committed`].
     fn committed(&mut self, range: &Value) -> anyhow::Result<()>;
+    /// See [`Source::is_exhausted`].
+    fn is_exhausted(&self) -> bool;
 }
 
 /// A range from `offsets/N`, typed for source `S`.
@@ -247,5 +255,9 @@ impl<S: Source> DynSource for S {
 
     fn committed(&mut self, range: &Value) -> anyhow::Result<()> {
         Source::committed(self, &typed::<S>(range)?)
+    }
+
+    fn is_exhausted(&self) -> bool {
+        Source::is_exhausted(self)
     }
 }

@@ -47,6 +47,10 @@ pub struct OffsetEntry {
     /// any of the epoch's output was written.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub isolated: Vec<IsolatedRow>,
+    /// A real-time epoch: its range is not `source` (null) but the parts in
+    /// `offsets/N.parts`, logged as they run ([`crate::parts`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub real_time: bool,
 }
 
 /// A row of an epoch's input that the operator failed on: left out of the

@@ -3,7 +3,7 @@
 //! and its config in the checkpoint's blobs, and checks at start — not at the
 //! first epoch — that the operator loads and accepts its configuration.
 
-use crate::config::PipelineConfig;
+use crate::config::{PipelineConfig, TriggerConfig};
 use crate::dedup::Dedup;
 use crate::deploy::validate::Checks;
 use crate::deploy::Control;
@@ -45,6 +45,13 @@ pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<
         pipeline: &cfg.name,
         query_id: &checkpoint.metadata.query_id,
     })?;
+    if matches!(cfg.trigger, TriggerConfig::RealTime { .. }) && !sink.supports_parts() {
+        anyhow::bail!(
+            "the `{}` sink does not support `trigger.mode = \"real-time\"` yet; use \
+             \"files\", \"console\" or \"postgres\", or a micro-batch trigger",
+            cfg.sink.kind()
+        );
+    }
     let last_committed = checkpoint.commits.latest()?.map(|(e, _)| e);
     let (state, state_opened) = StateStore::open(
         &checkpoint.root().join("state"),

@@ -39,6 +39,10 @@ impl KeyedState for OperatorState {
     fn into_any(self: Box<Self>) -> Box<dyn Any> {
         self
     }
+
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
 }
 
 /// What an operator instance sees of one epoch: `state` under the
@@ -51,6 +55,14 @@ pub fn epoch_env(state: EpochState, namespace: &str, watermark: Option<i64>) -> 
         })),
         watermark,
     }
+}
+
+/// The epoch's state inside `env` (none if it has no state from
+/// [`epoch_env`]), for the host's dedup between real-time batches.
+pub fn epoch_state_mut(env: &mut EpochEnv) -> Option<&mut EpochState> {
+    let state = env.state.as_mut()?;
+    let ours = state.as_any_mut().downcast_mut::<OperatorState>()?;
+    Some(&mut ours.state)
 }
 
 /// The state changes an operator made through `env` (none if it had no

@@ -8,7 +8,9 @@
 use arrow_array::RecordBatch;
 use weir_core::wal::OffsetEntry;
 use weir_core::Digest;
-use weir_host::{EpochCall, EpochEnv, Limits, LoadedOperator, OperatorFailure, RunOutput};
+use weir_host::{
+    EpochCall, EpochEnv, Limits, LoadedOperator, OperatorFailure, OperatorInstance, RunOutput,
+};
 
 /// Runs operator versions for one pipeline.
 #[derive(Debug, Clone)]
@@ -92,5 +94,57 @@ impl Runner {
             migrate_from: at.migrate_from,
         };
         operator.run(&call, batches, env)
+    }
+
+    /// Starts `operator` for a real-time epoch: one instance for all of the
+    /// epoch's batches, which arrive one at a time ([`Running::process`]).
+    /// Runs `migrate` first on the first epoch after a swap.
+    pub fn start(
+        &self,
+        operator: &LoadedOperator,
+        config: &str,
+        at: EpochAt,
+        env: EpochEnv,
+    ) -> Result<Running, OperatorFailure> {
+        let mut instance =
+            operator.instantiate(&self.pipeline, at.epoch, self.limits, config, env)?;
+        let migrated = match at.migrate_from {
+            Some(from) => instance.migrate(&from.to_string())?,
+            None => false,
+        };
+        Ok(Running {
+            pipeline: self.pipeline.clone(),
+            at,
+            instance,
+            migrated,
+        })
+    }
+}
+
+/// An operator instance kept for the length of a real-time epoch.
+pub struct Running {
+    pipeline: String,
+    at: EpochAt,
+    instance: OperatorInstance,
+    /// Whether `migrate` ran when it started.
+    pub migrated: bool,
+}
+
+impl Running {
+    /// Runs `process` over one batch.
+    pub fn process(&mut self, batch: RecordBatch) -> Result<RecordBatch, OperatorFailure> {
+        self.instance
+            .process(&self.pipeline, self.at.epoch, self.at.epoch_time_ms, batch)
+    }
+
+    /// The environment between batches (the host's dedup writes to its
+    /// state).
+    pub fn env_mut(&mut self) -> &mut EpochEnv {
+        self.instance.env_mut()
+    }
+
+    /// Ends the instance; its environment holds the epoch's state changes.
+    pub fn finish(self) -> EpochEnv {
+        self.instance.into_env()
     }
 }

@@ -548,6 +548,12 @@ impl OperatorInstance {
         }
     }
 
+    /// The environment between calls (a real-time epoch's embedder adds its
+    /// own state writes to it).
+    pub fn env_mut(&mut self) -> &mut EpochEnv {
+        &mut self.store.data_mut().env
+    }
+
     /// Ends the instance and hands back what it saw, with the state changes
     /// its calls made.
     pub fn into_env(mut self) -> EpochEnv {

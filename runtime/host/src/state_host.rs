@@ -31,6 +31,10 @@ pub trait KeyedState: Send {
     fn pending_bytes(&self) -> usize;
     /// The concrete value back, for the embedder to commit after the run.
     fn into_any(self: Box<Self>) -> Box<dyn Any>;
+    /// The concrete value, between calls: a real-time epoch's instance
+    /// lives across many batches, and the embedder's own per-batch work
+    /// (deduplication) writes to the same epoch's state.
+    fn as_any_mut(&mut self) -> &mut dyn Any;
 }
 
 impl HostState {

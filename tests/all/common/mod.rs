@@ -125,6 +125,13 @@ pub const DEMO_RULES_INLINE: &str = r#"{ alert_threshold = 0.7, rules = [
   { rule = "merchant_in", merchants = ["m-0666", "m-0777", "m-0999"], weight = 0.7 },
   { rule = "currency_not_in", currencies = ["USD", "EUR", "GBP"], weight = 0.2 } ] }"#;
 
+/// `fraud-velocity`'s config as an inline TOML table: two rules and "more
+/// than 5 payments per card in 60 s".
+pub const VELOCITY_CONFIG: &str = r#"{ alert_threshold = 0.7, rules = [
+  { rule = "amount_above", threshold = 2500.0, weight = 0.5 },
+  { rule = "country_mismatch", weight = 0.4 } ],
+  velocity = { window_ms = 60000, max_payments = 5, weight = 0.7 } }"#;
+
 /// Every output file of the sink, sorted by name, with its bytes.
 pub fn sink_files(out: &Path) -> Vec<(String, Vec<u8>)> {
     let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(out)

@@ -13,17 +13,31 @@ use weir_core::sink::{to_json_lines, Sink};
 #[derive(Debug, Default)]
 pub struct ConsoleSink;
 
-impl Sink for ConsoleSink {
-    fn write_epoch(&mut self, epoch: u64, batches: &[RecordBatch]) -> Result<()> {
+impl ConsoleSink {
+    fn print(tag: &str, batches: &[RecordBatch]) -> Result<()> {
         let bytes = to_json_lines(batches)?;
         let mut out = std::io::stdout().lock();
         for line in bytes.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
-            write!(out, "[epoch {epoch}] ")?;
+            write!(out, "[{tag}] ")?;
             out.write_all(line)?;
             writeln!(out)?;
         }
         out.flush()?;
         Ok(())
+    }
+}
+
+impl Sink for ConsoleSink {
+    fn write_epoch(&mut self, epoch: u64, batches: &[RecordBatch]) -> Result<()> {
+        Self::print(&format!("epoch {epoch}"), batches)
+    }
+
+    fn write_part(&mut self, epoch: u64, part: u32, batches: &[RecordBatch]) -> Result<()> {
+        Self::print(&format!("epoch {epoch} part {part}"), batches)
+    }
+
+    fn supports_parts(&self) -> bool {
+        true
     }
 }
 

@@ -42,6 +42,12 @@ pub struct GeneratorSourceConfig {
     /// Most payments one epoch takes (default: all generated so far).
     #[serde(default)]
     pub max_rows_per_trigger: Option<u64>,
+    /// When payment 0 is generated (Unix ms); default: when the query first
+    /// plans. A time in the past makes every payment due by now available
+    /// at once (a backfill), and fixes the event times, so that two runs
+    /// produce the same rows.
+    #[serde(default)]
+    pub start_ms: Option<i64>,
 }
 
 fn default_rate() -> u64 {
@@ -89,7 +95,7 @@ impl SourceConnector for GeneratorSourceConfig {
             settings: self.clone(),
             schema: schema::arrow_schema(&COLUMNS),
             batch_rows: ctx.batch_rows.max(1),
-            origin_ms: None,
+            origin_ms: self.start_ms,
             next: 0,
             backlog: None,
         })
@@ -256,6 +262,10 @@ impl Source for GeneratorSource {
         self.backlog
     }
 
+    fn is_exhausted(&self) -> bool {
+        self.settings.rows.is_some_and(|rows| self.next >= rows)
+    }
+
     fn locate(&mut self, range: &GeneratorRange, row: u64) -> Result<Option<RowOrigin>> {
         Ok((range.start + row < range.end).then(|| RowOrigin {
             origin: format!(
@@ -278,6 +288,7 @@ mod tests {
             seed: 7,
             rows,
             max_rows_per_trigger: None,
+            start_ms: None,
         };
         cfg.validate().unwrap();
         cfg.open(&SourceContext {
@@ -358,6 +369,7 @@ mod tests {
             seed: 1,
             rows: None,
             max_rows_per_trigger: None,
+            start_ms: None,
         };
         assert!(format!("{:#}", bad.validate().unwrap_err()).contains("source.rate"));
     }

@@ -205,6 +205,20 @@ pub enum TriggerConfig {
     Once,
     /// Epochs until everything available at start is processed, honouring per-trigger limits, then stop.
     AvailableNow,
+    /// Real-time mode: records go to the operator as they arrive and output
+    /// to the sink at once; an epoch (logs, state commit, swaps, progress)
+    /// every `checkpoint_interval` (default 1 s). Runs until stopped.
+    RealTime {
+        #[serde(
+            default = "default_checkpoint_interval",
+            with = "humantime_serde_compat"
+        )]
+        checkpoint_interval: Duration,
+    },
+}
+
+fn default_checkpoint_interval() -> Duration {
+    Duration::from_secs(1)
 }
 
 impl TriggerConfig {
@@ -467,10 +481,16 @@ impl PipelineConfig {
         if self.batch_rows == 0 || self.batch_rows > MAX_BATCH_ROWS {
             bail!("`batch_rows` must be between 1 and {MAX_BATCH_ROWS}");
         }
-        if let TriggerConfig::ProcessingTime { interval } = self.trigger {
-            if interval.is_zero() {
+        match self.trigger {
+            TriggerConfig::ProcessingTime { interval } if interval.is_zero() => {
                 bail!("`trigger.interval` must be longer than zero");
             }
+            TriggerConfig::RealTime {
+                checkpoint_interval,
+            } if checkpoint_interval.is_zero() => {
+                bail!("`trigger.checkpoint_interval` must be longer than zero");
+            }
+            _ => {}
         }
         self.source.validate()?;
         self.sink.validate()?;

@@ -43,7 +43,7 @@ use weir_state::EpochState;
 
 /// Runs `f` and adds the time it took to `phase`, a field of the progress
 /// record's [`Phases`]: the one way the epoch loop is timed.
-fn timed<T>(phase: &mut Duration, f: impl FnOnce() -> T) -> T {
+pub(super) fn timed<T>(phase: &mut Duration, f: impl FnOnce() -> T) -> T {
     let started = Instant::now();
     let out = f();
     *phase += started.elapsed();
@@ -80,7 +80,7 @@ impl Pipeline {
         let Some(range) = planned else {
             return Ok(None);
         };
-        timed(&mut phases.wal, || self.write_offsets(epoch, range))?;
+        timed(&mut phases.wal, || self.write_offsets(epoch, range, false))?;
         Ok(Some((phases, backlog)))
     }
 
@@ -156,7 +156,12 @@ impl Pipeline {
     }
 
     /// Writes `offsets/<epoch>` for `range` with the active operator.
-    fn write_offsets(&mut self, epoch: u64, range: serde_json::Value) -> Result<()> {
+    pub(super) fn write_offsets(
+        &mut self,
+        epoch: u64,
+        range: serde_json::Value,
+        real_time: bool,
+    ) -> Result<OffsetEntry> {
         let migrate_from = self.last_digest.filter(|d| *d != self.active.digest);
         let entry = OffsetEntry {
             migrate_from,
@@ -170,22 +175,38 @@ impl Pipeline {
             },
             watermark_ms: self.event_time.as_ref().and_then(EventTime::watermark),
             isolated: Vec::new(),
+            real_time,
         };
         self.checkpoint
             .offsets
             .write(epoch, &entry)
             .with_context(|| format!("writing offsets/{epoch}"))?;
         self.last_digest = Some(entry.operator.digest);
-        Ok(())
+        Ok(entry)
     }
 
+    /// Phase 3: exactly the recorded range (a real-time epoch's: its logged
+    /// parts, one after the other, as they ran).
     pub(super) fn read_input(&mut self, entry: &OffsetEntry) -> Result<EpochInput> {
-        self.source.read(&entry.source).with_context(|| {
-            format!(
-                "pipeline `{}` epoch {}: reading input",
-                self.name, entry.epoch
-            )
-        })
+        let read = |source: &mut Box<dyn weir_core::source::DynSource>,
+                    range: &serde_json::Value| {
+            source.read(range).with_context(|| {
+                format!(
+                    "pipeline `{}` epoch {}: reading input",
+                    self.name, entry.epoch
+                )
+            })
+        };
+        if !entry.real_time {
+            return read(&mut self.source, &entry.source);
+        }
+        let mut all = EpochInput::default();
+        for part in self.checkpoint.parts.read(entry.epoch)? {
+            let input = read(&mut self.source, &part.range)?;
+            all.batches.extend(input.batches);
+            all.dead_letters.extend(input.dead_letters);
+        }
+        Ok(all)
     }
 
     /// The epoch's view of the state, and its input after event-time
@@ -230,7 +251,7 @@ impl Pipeline {
         })
     }
 
-    fn write_dead_letters(&self, epoch: u64, letters: &[DeadLetter]) -> Result<()> {
+    pub(super) fn write_dead_letters(&self, epoch: u64, letters: &[DeadLetter]) -> Result<()> {
         if letters.is_empty() {
             return Ok(());
         }
@@ -261,7 +282,7 @@ impl Pipeline {
     }
 
     /// Phase 8: `commits/<epoch>`, the epoch's end.
-    fn write_commit(
+    pub(super) fn write_commit(
         &mut self,
         epoch: u64,
         rows_in: u64,
@@ -295,8 +316,17 @@ impl Pipeline {
     /// event-time maximum the next epoch's watermark comes from.
     fn tell_source(&mut self, entry: &OffsetEntry, max_event_time_ms: Option<i64>) -> Result<()> {
         self.source.committed(&entry.source)?;
-        self.state.after_commit(entry.epoch)?;
-        self.compact_logs(entry.epoch)?;
+        self.after_commit(entry.epoch, max_event_time_ms)
+    }
+
+    /// Phase 9 after the source was told: snapshots, compaction, watermark.
+    pub(super) fn after_commit(
+        &mut self,
+        epoch: u64,
+        max_event_time_ms: Option<i64>,
+    ) -> Result<()> {
+        self.state.after_commit(epoch)?;
+        self.compact_logs(epoch)?;
         if let Some(et) = &mut self.event_time {
             et.restore(max_event_time_ms);
         }

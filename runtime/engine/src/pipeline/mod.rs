@@ -10,6 +10,7 @@
 //! operator config, so its output is the same as the first attempt's.
 
 mod epoch;
+mod realtime;
 mod recovery;
 mod resilience;
 mod shadow_hook;
@@ -205,13 +206,15 @@ impl Pipeline {
                 // Planned by an earlier run (or an earlier attempt of this
                 // one) but not committed: run again exactly as recorded.
                 Some(epoch) => Some((epoch, Phases::default(), None, true)),
+                // A real-time epoch plans as it runs.
+                None if self.real_time().is_some() => Some((next, Phases::default(), None, false)),
                 None => self
                     .plan(next)?
                     .map(|(phases, backlog)| (next, phases, backlog, false)),
             };
             match attempt {
                 Some((epoch, phases, backlog, replay)) => {
-                    match self.execute(host, epoch, replay, phases, backlog) {
+                    match self.run_epoch(host, stop, epoch, replay, phases, backlog) {
                         Ok(progress) => {
                             if let Some(b) = retry.take() {
                                 tracing::info!(
@@ -223,6 +226,13 @@ impl Pipeline {
                             }
                             tally(&progress, &mut summary);
                             next = epoch + 1;
+                            if self.real_time().is_some() && self.source.is_exhausted() {
+                                tracing::info!(
+                                    pipeline = %self.name,
+                                    "the source has nothing more; every record is committed"
+                                );
+                                break;
+                            }
                         }
                         Err(e) => {
                             self.telemetry.epoch_failed();
@@ -258,7 +268,7 @@ impl Pipeline {
             }
             match self.trigger {
                 TriggerConfig::Once => break,
-                TriggerConfig::AvailableNow => {}
+                TriggerConfig::AvailableNow | TriggerConfig::RealTime { .. } => {}
                 TriggerConfig::ProcessingTime { interval } => {
                     sleep_until(trigger_start + interval, stop);
                 }
@@ -272,9 +282,43 @@ impl Pipeline {
     /// rather than ending `run`: for continuous pipelines that do not ask
     /// to stop on operator errors. A `once` or `available-now` run is a
     /// batch job and fails visibly instead.
+    /// The checkpoint interval, in real-time mode.
+    fn real_time(&self) -> Option<Duration> {
+        match self.trigger {
+            TriggerConfig::RealTime {
+                checkpoint_interval,
+            } => Some(checkpoint_interval),
+            _ => None,
+        }
+    }
+
+    /// Runs epoch `epoch` in the mode it was planned in: a replay of a
+    /// real-time epoch is real-time even if the pipeline file changed mode.
+    fn run_epoch(
+        &mut self,
+        host: &WasmHost,
+        stop: &AtomicBool,
+        epoch: u64,
+        replay: bool,
+        phases: Phases,
+        backlog: Option<weir_core::source::Backlog>,
+    ) -> Result<EpochProgress> {
+        let recorded_real_time = replay && self.offset_entry(epoch)?.real_time;
+        match self.real_time() {
+            _ if recorded_real_time => {
+                self.execute_real_time(host, epoch, true, Duration::ZERO, stop)
+            }
+            Some(interval) if !replay => self.execute_real_time(host, epoch, false, interval, stop),
+            _ => self.execute(host, epoch, replay, phases, backlog),
+        }
+    }
+
     fn retries_failed_epochs(&self) -> bool {
         self.failure.on_error == OnError::DeadLetter
-            && matches!(self.trigger, TriggerConfig::ProcessingTime { .. })
+            && matches!(
+                self.trigger,
+                TriggerConfig::ProcessingTime { .. } | TriggerConfig::RealTime { .. }
+            )
     }
 
     /// Runs the epoch's operator version over every micro-batch, with the

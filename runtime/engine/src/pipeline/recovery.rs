@@ -26,8 +26,7 @@ impl Pipeline {
         let folded = folded.map(|c| c.epoch);
         for &epoch in planned.iter().filter(|&&e| folded.is_none_or(|f| e > f)) {
             let entry = self.offset_entry(epoch)?;
-            self.source
-                .restore(&entry.source)
+            self.restore_source(&entry)
                 .with_context(|| format!("restoring source progress from offsets/{epoch}"))?;
         }
         let planned = if planned.is_empty() {
@@ -64,6 +63,18 @@ impl Pipeline {
             "re-running epoch planned by an earlier run but never committed"
         );
         Ok((last_planned, Some(last_planned)))
+    }
+
+    /// Tells the source an epoch's range was planned: the recorded range,
+    /// or a real-time epoch's logged parts.
+    fn restore_source(&mut self, entry: &weir_core::wal::OffsetEntry) -> Result<()> {
+        if !entry.real_time {
+            return self.source.restore(&entry.source);
+        }
+        for part in self.checkpoint.parts.read(entry.epoch)? {
+            self.source.restore(&part.range)?;
+        }
+        Ok(())
     }
 
     /// Brings the state to the last committed epoch: undoes the state of an

@@ -1,0 +1,203 @@
+//! `offsets/<N>.parts`: the mini-batches ("parts") of a real-time epoch, one
+//! JSON line each, in order.
+//!
+//! In real-time mode an epoch's range is not known when it starts: records
+//! are handed to the operator as they arrive and each part's output goes to
+//! the sink at once. What makes that exactly-once is this log: part `i`'s
+//! range is durable here before any of its output reaches the sink, so a
+//! replay after a crash re-runs exactly the parts whose output may have
+//! been delivered, with the same boundaries (the operator then emits the
+//! same rows, and the sink's per-part write is idempotent). A line torn by
+//! a crash never had output delivered and is ignored.
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// One part: its number in the epoch (0, 1, 2…) and its source range, in
+/// the source's own format (as `offsets/N` records a micro-batch range).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartEntry {
+    pub part: u32,
+    pub range: serde_json::Value,
+}
+
+/// The part logs of a checkpoint's epochs, beside their `offsets/N`.
+#[derive(Debug, Clone)]
+pub struct PartLog {
+    dir: PathBuf,
+}
+
+impl PartLog {
+    /// The part logs in `dir` (the checkpoint's `offsets/`).
+    pub fn new(dir: PathBuf) -> Self {
+        PartLog { dir }
+    }
+
+    fn path(&self, epoch: u64) -> PathBuf {
+        self.dir.join(format!("{epoch}.parts"))
+    }
+
+    /// Starts epoch `epoch`'s log. A new epoch has none yet: finding one
+    /// means the caller mistook a replay for a new epoch.
+    pub fn create(&self, epoch: u64) -> Result<PartWriter> {
+        let path = self.path(epoch);
+        let file = OpenOptions::new()
+            .append(true)
+            .create_new(true)
+            .open(&path)
+            .with_context(|| format!("creating {}", path.display()))?;
+        // The new name must survive a crash before any line in it counts.
+        crate::fsutil::sync_dir(&self.dir)
+            .with_context(|| format!("syncing {}", self.dir.display()))?;
+        Ok(PartWriter {
+            file,
+            path,
+            unsynced: false,
+        })
+    }
+
+    /// The parts of `epoch` in order (none if it has no log).
+    pub fn read(&self, epoch: u64) -> Result<Vec<PartEntry>> {
+        let path = self.path(epoch);
+        let bytes = match std::fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+        };
+        decode(&bytes).with_context(|| format!("in {} (corrupt checkpoint?)", path.display()))
+    }
+
+    /// Deletes the logs of epochs before `epoch` (compacted away).
+    pub fn remove_before(&self, epoch: u64) -> Result<()> {
+        let entries = match std::fs::read_dir(&self.dir) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            other => other.with_context(|| format!("listing {}", self.dir.display()))?,
+        };
+        for entry in entries {
+            let entry = entry?;
+            let name = entry.file_name();
+            let old = name
+                .to_str()
+                .and_then(|n| n.strip_suffix(".parts"))
+                .and_then(|n| n.parse::<u64>().ok())
+                .is_some_and(|n| n < epoch);
+            if old {
+                std::fs::remove_file(entry.path())
+                    .with_context(|| format!("removing {}", entry.path().display()))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Appends an epoch's parts. [`PartWriter::append`] only writes; the line
+/// counts once [`PartWriter::sync`] returned, which the caller does before
+/// the part's output goes to the sink (reading and running the operator in
+/// between hide the disk's latency).
+pub struct PartWriter {
+    file: File,
+    path: PathBuf,
+    unsynced: bool,
+}
+
+impl PartWriter {
+    /// Writes part `entry` as one line.
+    pub fn append(&mut self, entry: &PartEntry) -> Result<()> {
+        let mut line = serde_json::to_vec(entry)?;
+        line.push(b'\n');
+        self.file
+            .write_all(&line)
+            .with_context(|| format!("appending to {}", self.path.display()))?;
+        self.unsynced = true;
+        Ok(())
+    }
+
+    /// Makes every line appended so far durable (one `fdatasync` for all).
+    pub fn sync(&mut self) -> Result<()> {
+        if self.unsynced {
+            self.file
+                .sync_data()
+                .with_context(|| format!("syncing {}", self.path.display()))?;
+            self.unsynced = false;
+        }
+        Ok(())
+    }
+
+    /// The log's path, for messages.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// The entries of a part log's bytes: complete lines only (a torn last line
+/// was never synced, so none of its output was delivered), numbered 0, 1, 2…
+pub fn decode(bytes: &[u8]) -> Result<Vec<PartEntry>> {
+    let complete = match bytes.iter().rposition(|&b| b == b'\n') {
+        Some(end) => &bytes[..=end],
+        None => &[][..],
+    };
+    let mut parts = Vec::new();
+    for (i, line) in complete.split(|&b| b == b'\n').enumerate() {
+        if line.is_empty() {
+            continue;
+        }
+        let entry: PartEntry = serde_json::from_slice(line)
+            .with_context(|| format!("line {} is not a part entry", i + 1))?;
+        if entry.part as usize != parts.len() {
+            bail!(
+                "line {} holds part {}, expected part {}",
+                i + 1,
+                entry.part,
+                parts.len()
+            );
+        }
+        parts.push(entry);
+    }
+    Ok(parts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn part(n: u32) -> PartEntry {
+        PartEntry {
+            part: n,
+            range: json!({"start": n * 10, "end": n * 10 + 10}),
+        }
+    }
+
+    #[test]
+    fn parts_round_trip_and_a_torn_line_is_ignored() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = PartLog::new(dir.path().to_path_buf());
+        assert!(log.read(3).unwrap().is_empty());
+        let mut w = log.create(3).unwrap();
+        w.append(&part(0)).unwrap();
+        w.append(&part(1)).unwrap();
+        w.sync().unwrap();
+        assert_eq!(log.read(3).unwrap(), vec![part(0), part(1)]);
+        assert!(log.create(3).is_err(), "an epoch's log is created once");
+        // A crash in the middle of a line: the part never counted.
+        OpenOptions::new()
+            .append(true)
+            .open(dir.path().join("3.parts"))
+            .unwrap()
+            .write_all(br#"{"part":2,"ran"#)
+            .unwrap();
+        assert_eq!(log.read(3).unwrap().len(), 2);
+        log.remove_before(4).unwrap();
+        assert!(log.read(3).unwrap().is_empty());
+    }
+
+    #[test]
+    fn out_of_order_or_garbled_lines_are_refused() {
+        let skip = format!("{}\n", serde_json::to_string(&part(1)).unwrap());
+        assert!(decode(skip.as_bytes()).is_err());
+        assert!(decode(b"not json\n").is_err());
+    }
+}

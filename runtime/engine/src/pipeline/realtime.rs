@@ -1,0 +1,334 @@
+//! Real-time mode (`[trigger] mode = "real-time"`): a record goes to the
+//! operator as soon as it arrives and its output to the sink at once, not at
+//! the end of the epoch. Epochs remain the unit of the logs, of state
+//! commits, of swaps and of progress records: one every
+//! `checkpoint_interval`. Within epoch N, each poll of the source that finds
+//! records makes a **part** — whatever arrived since the previous one, in
+//! micro-batches of at most `batch_rows` — run through the epoch's one
+//! operator instance.
+//!
+//! The phases of a real-time epoch N, and the order crash safety rests on:
+//!
+//! 1. **open** — `offsets/N` (operator version, epoch time, watermark;
+//!    `real_time`, no range) durable, as in micro-batch mode;
+//! 2. per part i: **plan** (the source's next range) → **log** it in
+//!    `offsets/N.parts` (written now, synced in step 4) → **read** →
+//!    **prepare** (event time, the host's dedup against the epoch's state)
+//!    → **run** (`process` on the epoch's instance) → **sync the part log**
+//!    → **write part i to the sink** (idempotent per `(N, i)`);
+//! 3. **close** — dead letters, the sink's `end_epoch`, **commit the
+//!    state**, **`commits/N`**, tell the source.
+//!
+//! Part i's range is durable before any of its output reaches the sink
+//! (step 2), the sink has every part before the state commits, the state
+//! before `commits/N` (step 3). A crash re-runs N from `offsets/N` and its
+//! part log: the same parts with the same boundaries, version, time and
+//! watermark, so the operator emits the same rows, the sink's per-part
+//! write makes the repeat harmless, and the state store has undone the
+//! uncommitted epoch. A part logged but never synced had no output
+//! delivered; a torn line is ignored ([`weir_core::parts`]). The replayed
+//! epoch ends with its logged parts; new records go to epoch N+1.
+
+use super::{EpochFailed, Pipeline};
+use crate::dedup::Dropped;
+use crate::event_time::Observed;
+use crate::operator_state::{self, epoch_env};
+use crate::runner::{EpochAt, Running};
+use anyhow::{Context, Result};
+use arrow_array::RecordBatch;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+use weir_core::clock::now_ms;
+use weir_core::parts::{PartEntry, PartWriter};
+use weir_core::progress::{rate, EpochProgress, Phases};
+use weir_core::source::{DeadLetter, PlanLimit};
+use weir_core::wal::OffsetEntry;
+use weir_host::WasmHost;
+use weir_state::EpochState;
+
+/// How long a real-time epoch waits between polls of a source that had
+/// nothing new: short, since it is the latency floor for a quiet source.
+const IDLE_POLL: Duration = Duration::from_micros(500);
+
+/// What a real-time epoch did so far.
+#[derive(Default)]
+struct Totals {
+    parts: u32,
+    rows_in: u64,
+    rows_out: u64,
+    micro_batches: usize,
+    observed: Observed,
+    dropped: Dropped,
+    dead_letters: Vec<DeadLetter>,
+    /// The ranges of the parts, for the source's `committed`.
+    ranges: Vec<serde_json::Value>,
+}
+
+impl Pipeline {
+    /// Runs real-time epoch `epoch`: live, taking parts as records arrive
+    /// until `interval` has passed (or `stop`), or — `replay` — exactly the
+    /// parts its log holds.
+    pub(super) fn execute_real_time(
+        &mut self,
+        host: &WasmHost,
+        epoch: u64,
+        replay: bool,
+        interval: Duration,
+        stop: &AtomicBool,
+    ) -> Result<EpochProgress> {
+        let started = Instant::now();
+        let started_ms = now_ms();
+        let since_previous = self
+            .previous_start
+            .replace(started)
+            .map(|p| started.duration_since(p));
+        let mut phases = Phases::default();
+        let entry = if replay {
+            self.offset_entry(epoch)?
+        } else {
+            self.write_offsets(epoch, serde_json::Value::Null, true)?
+        };
+        let mut running = self.start_instance(host, &entry)?;
+        let mut totals = Totals::default();
+        if replay {
+            for part in self.checkpoint.parts.read(epoch)? {
+                self.run_part(&mut running, &entry, part, None, &mut totals, &mut phases)?;
+            }
+        } else {
+            let mut log = self.checkpoint.parts.create(epoch)?;
+            let deadline = started + interval;
+            while Instant::now() < deadline && !stop.load(Ordering::Relaxed) {
+                let planned = super::epoch::timed(&mut phases.plan, || {
+                    self.source.plan(PlanLimit::PerTrigger)
+                })?;
+                let Some(range) = planned else {
+                    if self.source.is_exhausted() {
+                        break;
+                    }
+                    std::thread::sleep(
+                        IDLE_POLL.min(deadline.saturating_duration_since(Instant::now())),
+                    );
+                    continue;
+                };
+                let part = PartEntry {
+                    part: totals.parts,
+                    range,
+                };
+                log.append(&part)?;
+                self.run_part(
+                    &mut running,
+                    &entry,
+                    part,
+                    Some(&mut log),
+                    &mut totals,
+                    &mut phases,
+                )?;
+            }
+        }
+        let migrated = running.migrated;
+        let env = running.finish();
+        self.close_real_time(&entry, env, &mut totals, &mut phases)?;
+        let backlog = self.source.backlog();
+        self.telemetry.source_polled(backlog);
+        let total = started.elapsed();
+        let progress = self.real_time_record(RealTimeDone {
+            entry: &entry,
+            replay,
+            started_ms,
+            since_previous,
+            totals,
+            migrated,
+            backlog,
+            phases,
+            total,
+        });
+        self.control.epoch_done(&progress);
+        self.telemetry.epoch_done(&progress);
+        Ok(progress)
+    }
+
+    /// The epoch's instance, over the epoch's view of the state.
+    fn start_instance(&mut self, host: &WasmHost, entry: &OffsetEntry) -> Result<Running> {
+        let operator = self.operator_for(host, &entry.operator.digest)?;
+        let config = self.config_for(&entry.operator.config_digest)?;
+        let state = EpochState::new(self.state.reader(), entry.epoch_time_ms);
+        let env = epoch_env(state, &self.state_namespace, entry.watermark_ms);
+        self.runner
+            .start(&operator, &config, EpochAt::of(entry), env)
+            .map_err(|cause| self.failed(entry, cause))
+    }
+
+    /// One part: read, prepare, run; then, once its log line is durable,
+    /// its output to the sink.
+    fn run_part(
+        &mut self,
+        running: &mut Running,
+        entry: &OffsetEntry,
+        part: PartEntry,
+        log: Option<&mut PartWriter>,
+        totals: &mut Totals,
+        phases: &mut Phases,
+    ) -> Result<()> {
+        let input = super::epoch::timed(&mut phases.read, || self.source.read(&part.range))
+            .with_context(|| {
+                format!(
+                    "pipeline `{}` epoch {} part {}: reading input",
+                    self.name, entry.epoch, part.part
+                )
+            })?;
+        let outputs = super::epoch::timed(&mut phases.operator, || {
+            self.process_part(running, entry, input.batches, totals)
+        })?;
+        super::epoch::timed(&mut phases.sink, || -> Result<()> {
+            if let Some(log) = log {
+                log.sync()?;
+            }
+            self.sink
+                .write_part(entry.epoch, part.part, &outputs)
+                .with_context(|| {
+                    format!(
+                        "pipeline `{}` epoch {} part {}: writing to the sink",
+                        self.name, entry.epoch, part.part
+                    )
+                })
+        })?;
+        totals.parts += 1;
+        totals.rows_out += outputs.iter().map(|b| b.num_rows() as u64).sum::<u64>();
+        totals.dead_letters.extend(input.dead_letters);
+        totals.ranges.push(part.range);
+        Ok(())
+    }
+
+    /// Event time, the host's dedup (against the epoch's state, which holds
+    /// the earlier parts' writes) and the operator, batch by batch.
+    fn process_part(
+        &mut self,
+        running: &mut Running,
+        entry: &OffsetEntry,
+        batches: Vec<RecordBatch>,
+        totals: &mut Totals,
+    ) -> Result<Vec<RecordBatch>> {
+        totals.rows_in += batches.iter().map(|b| b.num_rows() as u64).sum::<u64>();
+        if let Some(et) = &self.event_time {
+            let seen = et.observe(&batches, entry.watermark_ms)?;
+            totals.observed.late += seen.late;
+            totals.observed.max = totals.observed.max.max(seen.max);
+        }
+        let batches = match (
+            &self.dedup,
+            operator_state::epoch_state_mut(running.env_mut()),
+        ) {
+            (Some(d), Some(state)) => {
+                let (kept, dropped) = d.apply(batches, entry.watermark_ms, state)?;
+                totals.dropped.duplicates += dropped.duplicates;
+                totals.dropped.late += dropped.late;
+                kept
+            }
+            _ => batches,
+        };
+        let mut outputs = Vec::new();
+        for batch in batches {
+            totals.micro_batches += 1;
+            let out = running
+                .process(batch)
+                .map_err(|cause| self.failed(entry, cause))?;
+            if out.num_rows() > 0 {
+                outputs.push(out);
+            }
+        }
+        Ok(outputs)
+    }
+
+    /// Step 3: dead letters, the sink's epoch end, state, `commits/N`.
+    fn close_real_time(
+        &mut self,
+        entry: &OffsetEntry,
+        env: weir_host::EpochEnv,
+        totals: &mut Totals,
+        phases: &mut Phases,
+    ) -> Result<()> {
+        let epoch = entry.epoch;
+        super::epoch::timed(&mut phases.sink, || -> Result<()> {
+            self.write_dead_letters(epoch, &totals.dead_letters)?;
+            self.sink.end_epoch(epoch)
+        })?;
+        let max_event_time_ms = self
+            .event_time
+            .as_ref()
+            .and_then(|et| et.max_through(&totals.observed));
+        super::epoch::timed(&mut phases.commit, || -> Result<()> {
+            self.commit_state(epoch, env)?;
+            self.write_commit(epoch, totals.rows_in, totals.rows_out, max_event_time_ms)?;
+            for range in &totals.ranges {
+                self.source.committed(range)?;
+            }
+            self.after_commit(epoch, max_event_time_ms)
+        })
+    }
+
+    fn failed(&self, entry: &OffsetEntry, cause: weir_host::OperatorFailure) -> anyhow::Error {
+        EpochFailed {
+            pipeline: self.name.clone(),
+            epoch: entry.epoch,
+            digest: entry.operator.digest,
+            cause,
+        }
+        .into()
+    }
+
+    /// The progress record of a finished real-time epoch.
+    fn real_time_record(&self, done: RealTimeDone<'_>) -> EpochProgress {
+        let RealTimeDone {
+            entry,
+            totals,
+            total,
+            ..
+        } = done;
+        let (state_keys, state_bytes) = self.state.size();
+        EpochProgress {
+            pipeline: self.name.clone(),
+            epoch: entry.epoch,
+            started_ms: done.started_ms,
+            finished_ms: now_ms(),
+            epoch_time_ms: entry.epoch_time_ms,
+            replay: done.replay,
+            rows_in: totals.rows_in,
+            input_rows_per_sec: rate(totals.rows_in, done.since_previous.unwrap_or(total)),
+            processed_rows_per_sec: rate(totals.rows_in, total),
+            rows_out: totals.rows_out,
+            dead_letters: totals.dead_letters.len() as u64,
+            isolated_rows: 0,
+            late_rows: totals.observed.late,
+            duplicates: totals.dropped.duplicates,
+            watermark_ms: entry.watermark_ms,
+            micro_batches: totals.micro_batches,
+            operator_digest: entry.operator.digest,
+            operator_version: self
+                .control
+                .version_of(&entry.operator.digest, &entry.operator.config_digest),
+            migrated: done.migrated,
+            shadow: None,
+            range: format!("{} parts (real-time)", totals.parts),
+            source: serde_json::json!({ "parts": totals.parts }),
+            backlog: done.backlog,
+            state_keys,
+            state_bytes,
+            trigger_interval_ms: None,
+            phases: done.phases,
+            total,
+        }
+    }
+}
+
+/// What [`Pipeline::real_time_record`] reports.
+struct RealTimeDone<'a> {
+    entry: &'a OffsetEntry,
+    replay: bool,
+    started_ms: i64,
+    since_previous: Option<Duration>,
+    totals: Totals,
+    migrated: bool,
+    backlog: Option<weir_core::source::Backlog>,
+    phases: Phases,
+    total: Duration,
+}
