@@ -48,7 +48,7 @@ pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<
     if matches!(cfg.trigger, TriggerConfig::RealTime { .. }) && !sink.supports_parts() {
         anyhow::bail!(
             "the `{}` sink does not support `trigger.mode = \"real-time\"` yet; use \
-             \"files\", \"console\" or \"postgres\", or a micro-batch trigger",
+             \"files\", \"postgres\" or \"console\", or a micro-batch trigger",
             cfg.sink.kind()
         );
     }

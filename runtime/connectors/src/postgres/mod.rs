@@ -8,6 +8,10 @@
 //! The claim holds the primary-key row lock, so even two runs of the same
 //! checkpoint at once cannot both write an epoch.
 //!
+//! In real-time mode each part of an epoch is such a transaction, claimed in
+//! `<progress_table>_parts` by `(query_id, sink_name, epoch, part)`: a
+//! replayed part that committed before the crash is skipped the same way.
+//!
 //! Large epochs go through binary `COPY`, small ones through a prepared
 //! `INSERT` per row (see [`WriteMethod`]). A server that is down, restarting
 //! or out of connections is waited out with backoff and jitter — the engine
@@ -175,6 +179,15 @@ enum Written {
     AlreadyThere(i64),
 }
 
+/// What one transaction claims before it writes rows: a whole epoch
+/// (micro-batch mode, in the progress table) or one part of a real-time
+/// epoch (in the progress table's `_parts` companion).
+#[derive(Debug, Clone, Copy)]
+enum Claim {
+    Epoch(i64),
+    Part { epoch: i64, part: i32 },
+}
+
 /// The PostgreSQL sink.
 pub struct PostgresSink {
     s: PostgresSinkSettings,
@@ -183,6 +196,8 @@ pub struct PostgresSink {
     client: Option<Client>,
     /// The output schema last checked against the table, and its plan.
     plan: Option<(SchemaRef, Arc<[ColumnPlan]>)>,
+    /// Whether the parts progress table is known to exist.
+    parts_table_ready: bool,
 }
 
 impl PostgresSink {
@@ -198,6 +213,7 @@ impl PostgresSink {
             location,
             client: None,
             plan: None,
+            parts_table_ready: false,
         };
         let deadline = Instant::now() + sink.s.timeout;
         let mut outage: Option<Backoff> = None;
@@ -254,6 +270,90 @@ impl PostgresSink {
         Ok(())
     }
 
+    /// The progress table of real-time parts: `<progress_table>_parts`,
+    /// keyed by `(query_id, sink_name, epoch, part)`.
+    fn parts_table(&self) -> TableName {
+        TableName {
+            schema: self.s.progress_table.schema.clone(),
+            table: format!("{}_parts", self.s.progress_table.table),
+        }
+    }
+
+    /// Creates the parts progress table on the first real-time write (a
+    /// role without CREATE rights needs it created beforehand).
+    fn ensure_parts_table(&mut self, client: &mut Client) -> Result<(), postgres::Error> {
+        if self.parts_table_ready || table::oid(client, &self.parts_table())?.is_some() {
+            self.parts_table_ready = true;
+            return Ok(());
+        }
+        let ddl = format!(
+            "CREATE TABLE IF NOT EXISTS {} (\
+               query_id text NOT NULL, \
+               sink_name text NOT NULL, \
+               epoch bigint NOT NULL, \
+               part integer NOT NULL, \
+               rows bigint NOT NULL, \
+               written_at timestamptz NOT NULL DEFAULT now(), \
+               PRIMARY KEY (query_id, sink_name, epoch, part))",
+            self.parts_table().sql()
+        );
+        create_if_missing(client, &ddl)?;
+        self.parts_table_ready = true;
+        Ok(())
+    }
+
+    /// Claims `claim` in `tx`: `None` if it was claimed (written) before,
+    /// else `Some(rows written then)`.
+    fn claim(
+        &self,
+        tx: &mut Transaction<'_>,
+        claim: Claim,
+        rows: i64,
+    ) -> Result<Option<i64>, postgres::Error> {
+        let (q, n) = (&self.s.query_id, &self.s.sink_name);
+        let (inserted, select) = match claim {
+            Claim::Epoch(epoch) => {
+                let table = self.s.progress_table.sql();
+                let inserted = tx.execute(
+                    &format!(
+                        "INSERT INTO {table} (query_id, sink_name, epoch, rows) VALUES ($1, $2, $3, $4) \
+                         ON CONFLICT (query_id, sink_name, epoch) DO NOTHING"
+                    ),
+                    &[q, n, &epoch, &rows],
+                )?;
+                let select = format!(
+                    "SELECT rows FROM {table} WHERE query_id = $1 AND sink_name = $2 AND epoch = $3"
+                );
+                (inserted, (select, epoch, None))
+            }
+            Claim::Part { epoch, part } => {
+                let table = self.parts_table().sql();
+                let inserted = tx.execute(
+                    &format!(
+                        "INSERT INTO {table} (query_id, sink_name, epoch, part, rows) \
+                         VALUES ($1, $2, $3, $4, $5) \
+                         ON CONFLICT (query_id, sink_name, epoch, part) DO NOTHING"
+                    ),
+                    &[q, n, &epoch, &part, &rows],
+                )?;
+                let select = format!(
+                    "SELECT rows FROM {table} \
+                     WHERE query_id = $1 AND sink_name = $2 AND epoch = $3 AND part = $4"
+                );
+                (inserted, (select, epoch, Some(part)))
+            }
+        };
+        if inserted == 1 {
+            return Ok(None);
+        }
+        let (sql, epoch, part) = select;
+        let row = match part {
+            None => tx.query_one(&sql, &[q, n, &epoch])?,
+            Some(part) => tx.query_one(&sql, &[q, n, &epoch, &part])?,
+        };
+        Ok(Some(row.get(0)))
+    }
+
     /// `host:port/database` this sink writes to.
     pub fn location(&self) -> &str {
         &self.location
@@ -262,7 +362,7 @@ impl PostgresSink {
     /// One attempt on a live connection (reconnecting if there is none).
     fn attempt(
         &mut self,
-        epoch: i64,
+        claim: Claim,
         batches: &[&RecordBatch],
         rows: i64,
     ) -> Result<Written, Attempt> {
@@ -270,7 +370,13 @@ impl PostgresSink {
             Some(c) if !c.is_closed() => c,
             _ => self.config.connect(NoTls)?,
         };
-        let result = self.write_with(&mut client, epoch, batches, rows);
+        if matches!(claim, Claim::Part { .. }) {
+            if let Err(e) = self.ensure_parts_table(&mut client) {
+                self.client = Some(client);
+                return Err(e.into());
+            }
+        }
+        let result = self.write_with(&mut client, claim, batches, rows);
         self.client = Some(client);
         result
     }
@@ -278,7 +384,7 @@ impl PostgresSink {
     fn write_with(
         &mut self,
         client: &mut Client,
-        epoch: i64,
+        claim: Claim,
         batches: &[&RecordBatch],
         rows: i64,
     ) -> Result<Written, Attempt> {
@@ -287,24 +393,7 @@ impl PostgresSink {
             planned.push((*batch, self.plan_for(client, &batch.schema())?));
         }
         let mut tx = client.transaction()?;
-        let claimed = tx.execute(
-            &format!(
-                "INSERT INTO {} (query_id, sink_name, epoch, rows) VALUES ($1, $2, $3, $4) \
-                 ON CONFLICT (query_id, sink_name, epoch) DO NOTHING",
-                self.s.progress_table.sql()
-            ),
-            &[&self.s.query_id, &self.s.sink_name, &epoch, &rows],
-        )?;
-        if claimed == 0 {
-            let before: i64 = tx
-                .query_one(
-                    &format!(
-                        "SELECT rows FROM {} WHERE query_id = $1 AND sink_name = $2 AND epoch = $3",
-                        self.s.progress_table.sql()
-                    ),
-                    &[&self.s.query_id, &self.s.sink_name, &epoch],
-                )?
-                .get(0);
+        if let Some(before) = self.claim(&mut tx, claim, rows)? {
             return Ok(Written::AlreadyThere(before));
         }
         let method = match self.s.write_method {
@@ -455,16 +544,36 @@ fn insert_rows<'a>(
 
 impl weir_core::sink::Sink for PostgresSink {
     fn write_epoch(&mut self, epoch: u64, batches: &[RecordBatch]) -> Result<()> {
+        let key = i64::try_from(epoch).context("epoch number beyond bigint")?;
+        self.write_claimed(epoch, Claim::Epoch(key), batches)
+    }
+
+    fn write_part(&mut self, epoch: u64, part: u32, batches: &[RecordBatch]) -> Result<()> {
+        let claim = Claim::Part {
+            epoch: i64::try_from(epoch).context("epoch number beyond bigint")?,
+            part: i32::try_from(part).context("part number beyond integer")?,
+        };
+        self.write_claimed(epoch, claim, batches)
+    }
+
+    fn supports_parts(&self) -> bool {
+        true
+    }
+}
+
+impl PostgresSink {
+    /// Writes `batches` in one transaction that first claims `claim`;
+    /// waits out outages, fails on what the server refuses.
+    fn write_claimed(&mut self, epoch: u64, claim: Claim, batches: &[RecordBatch]) -> Result<()> {
         let batches: Vec<&RecordBatch> = batches.iter().filter(|b| b.num_rows() > 0).collect();
         let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
         if rows == 0 {
             return Ok(());
         }
-        let epoch_key = i64::try_from(epoch).context("epoch number beyond bigint")?;
         let started = Instant::now();
         let mut outage: Option<Backoff> = None;
         loop {
-            let e = match self.attempt(epoch_key, &batches, rows as i64) {
+            let e = match self.attempt(claim, &batches, rows as i64) {
                 Ok(written) => {
                     if let Some(b) = outage {
                         tracing::info!(epoch, server = %self.location, "PostgreSQL is back after {:.1}s; epoch written", b.elapsed().as_secs_f64());
