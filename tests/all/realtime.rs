@@ -117,7 +117,8 @@ fn payments_generated_live_are_scored_as_they_arrive() {
     let trigger = "mode = \"real-time\"\ncheckpoint_interval = \"200ms\"";
     // 6,000 payments at 4,000/s: 1.5 s of live generation, slow enough
     // for a debug build on a busy machine to keep up.
-    let toml = pipeline_of(dir.path(), trigger, 4_000, None, 100_000, 6_000);
+    let toml = pipeline_of(dir.path(), trigger, 4_000, None, 100_000, 6_000)
+        + "[event_time]\ncolumn = \"ts\"\nallowed_lateness = \"10s\"\n";
     let epochs = run_epochs(dir.path(), &toml).unwrap();
     assert_eq!(epochs.iter().map(|e| e.rows_in).sum::<u64>(), 6_000);
     assert!(
@@ -134,6 +135,15 @@ fn payments_generated_live_are_scored_as_they_arrive() {
     let alerts = alerts(&dir.path().join("out"), false).len() as u64;
     assert_eq!(epochs.iter().map(|e| e.rows_out).sum::<u64>(), alerts);
     assert!(alerts > 0);
+
+    // Every alert's event→emit latency is in its epoch's record.
+    for e in epochs.iter().filter(|e| e.rows_out > 0) {
+        let l = e.latency.expect("latency of an epoch with output");
+        assert_eq!(l.rows, e.rows_out, "epoch {}", e.epoch);
+        assert!(l.p50_ms <= l.p99_ms && l.p99_ms <= l.max_ms, "{l:?}");
+        assert!(l.max_ms < 60_000.0, "{l:?}");
+    }
+    assert!(epochs.iter().all(|e| e.late_rows == 0));
 }
 
 #[test]

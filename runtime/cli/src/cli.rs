@@ -835,6 +835,12 @@ fn progress_text(p: &ProgressReport) -> String {
             "  state    {} keys, {} bytes\n",
             last.state_keys, last.state_bytes
         );
+        if let Some(l) = &last.latency {
+            out += &format!(
+                "  latency  event to sink: p50 {:.1} ms, p99 {:.1} ms, max {:.1} ms ({} rows, epoch {})\n",
+                l.p50_ms, l.p99_ms, l.max_ms, l.rows, last.epoch
+            );
+        }
     }
     if let Some(b) = p.source.map(|s| s.backlog) {
         out += &format!(

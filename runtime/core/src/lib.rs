@@ -11,7 +11,8 @@
 //!   not the connector, owns progress.
 //! - [`json`]: the JSON-lines decoder sources share (exact numbers, one
 //!   record per line, malformed lines set aside with file and line).
-//! - [`progress`]: the record of what one epoch did.
+//! - [`progress`]: the record of what one epoch did; [`latency`]: its
+//!   event→emit latency histogram.
 //! - [`digest`]: the one way a component, config or blob is named.
 //! - [`fsutil`] (durable writes), [`clock`] (the one wall clock),
 //!   [`backoff`] (pacing waits for services that are down).
@@ -27,6 +28,7 @@ pub mod duration;
 pub mod fsutil;
 pub mod guest_output;
 pub mod json;
+pub mod latency;
 pub mod parts;
 pub mod progress;
 pub mod schema;

@@ -7,6 +7,7 @@
 //!
 //! In JSON, durations are milliseconds (`f64`).
 
+use crate::latency::{Histogram, LatencySummary};
 use crate::source::Backlog;
 use crate::Digest;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -114,6 +115,12 @@ pub struct EpochProgress {
     pub phases: Phases,
     #[serde(with = "millis")]
     pub total: Duration,
+    /// Event→emit latency of the epoch's output rows (with `[event_time]`).
+    #[serde(default)]
+    pub latency: Option<LatencySummary>,
+    /// The same as a histogram, for `/metrics` (not kept on disk).
+    #[serde(skip)]
+    pub latency_histogram: Option<Histogram>,
 }
 
 impl EpochProgress {
@@ -196,6 +203,8 @@ impl EpochProgress {
             trigger_interval_ms: None,
             phases: Phases::default(),
             total: Duration::ZERO,
+            latency: None,
+            latency_histogram: None,
         }
     }
 }
@@ -239,6 +248,9 @@ impl fmt::Display for EpochProgress {
         }
         if let Some(w) = self.watermark_ms {
             write!(f, "  watermark {w} late {}", self.late_rows)?;
+        }
+        if let Some(l) = &self.latency {
+            write!(f, "  latency p99 {:.1} ms", l.p99_ms)?;
         }
         if self.duplicates > 0 {
             write!(f, " duplicates dropped {}", self.duplicates)?;

@@ -70,6 +70,12 @@ impl EventTime {
         })
     }
 
+    /// The event-time column's name (output rows that carry it are measured
+    /// for event→emit latency).
+    pub fn column(&self) -> &str {
+        &self.column
+    }
+
     /// Position of the event-time column in the source's batches.
     pub fn index(&self) -> usize {
         self.index

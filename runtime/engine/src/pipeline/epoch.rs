@@ -35,6 +35,7 @@ use arrow_array::RecordBatch;
 use std::time::{Duration, Instant};
 use weir_core::clock::now_ms;
 use weir_core::fsutil;
+use weir_core::latency::Histogram;
 use weir_core::progress::{rate, EpochProgress, Phases, ShadowReport};
 use weir_core::source::{Backlog, DeadLetter, EpochInput, PlanLimit};
 use weir_core::wal::{CommitEntry, OffsetEntry, OperatorRef, ENTRY_FORMAT};
@@ -63,6 +64,7 @@ struct Done {
     dead_letters: u64,
     backlog: Option<Backlog>,
     phases: Phases,
+    latency: Histogram,
 }
 
 impl Pipeline {
@@ -122,6 +124,8 @@ impl Pipeline {
         timed(&mut phases.sink, || {
             self.write_sink(epoch, &input.dead_letters, &outputs)
         })?;
+        let mut latency = Histogram::default();
+        self.measure_latency(&outputs, &mut latency);
         let rows_out = outputs.iter().map(|b| b.num_rows() as u64).sum();
         let max_event_time_ms = self
             .event_time
@@ -148,6 +152,7 @@ impl Pipeline {
             dead_letters: input.dead_letters.len() as u64,
             backlog,
             phases,
+            latency,
         };
         let progress = self.progress_record(done, &entry, &prepared, migrated, shadow);
         self.control.epoch_done(&progress);
@@ -394,6 +399,8 @@ impl Pipeline {
             trigger_interval_ms: self.trigger.interval_ms(),
             phases: done.phases,
             total,
+            latency: done.latency.summary(),
+            latency_histogram: Some(done.latency),
         }
     }
 

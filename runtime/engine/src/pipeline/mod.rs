@@ -32,6 +32,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use weir_core::backoff::Backoff;
 use weir_core::checkpoint::Checkpoint;
+use weir_core::latency::Histogram;
 use weir_core::progress::{EpochProgress, Phases};
 use weir_core::sink::Sink;
 use weir_core::source::DynSource;
@@ -282,6 +283,27 @@ impl Pipeline {
     /// rather than ending `run`: for continuous pipelines that do not ask
     /// to stop on operator errors. A `once` or `available-now` run is a
     /// batch job and fails visibly instead.
+    /// Adds the event→emit latency of `outputs`, just acknowledged by the
+    /// sink, to `into`: now minus each row's event time, for output rows
+    /// that carry the `[event_time]` column (as int64 Unix ms).
+    fn measure_latency(&self, outputs: &[RecordBatch], into: &mut Histogram) {
+        let Some(et) = &self.event_time else {
+            return;
+        };
+        let now_us = weir_core::clock::now_us();
+        for batch in outputs {
+            let Some(times) = batch
+                .column_by_name(et.column())
+                .and_then(|c| c.as_any().downcast_ref::<arrow_array::Int64Array>())
+            else {
+                continue;
+            };
+            for ts in times.iter().flatten() {
+                into.record(now_us.saturating_sub(ts.saturating_mul(1_000)).max(0) as u64);
+            }
+        }
+    }
+
     /// The checkpoint interval, in real-time mode.
     fn real_time(&self) -> Option<Duration> {
         match self.trigger {

@@ -39,6 +39,7 @@ use arrow_array::RecordBatch;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use weir_core::clock::now_ms;
+use weir_core::latency::Histogram;
 use weir_core::parts::{PartEntry, PartWriter};
 use weir_core::progress::{rate, EpochProgress, Phases};
 use weir_core::source::{DeadLetter, PlanLimit};
@@ -62,6 +63,8 @@ struct Totals {
     dead_letters: Vec<DeadLetter>,
     /// The ranges of the parts, for the source's `committed`.
     ranges: Vec<serde_json::Value>,
+    /// Event→emit latency of the output rows.
+    latency: Histogram,
 }
 
 impl Pipeline {
@@ -192,6 +195,7 @@ impl Pipeline {
                     )
                 })
         })?;
+        self.measure_latency(&outputs, &mut totals.latency);
         totals.parts += 1;
         totals.rows_out += outputs.iter().map(|b| b.num_rows() as u64).sum::<u64>();
         totals.dead_letters.extend(input.dead_letters);
@@ -316,6 +320,8 @@ impl Pipeline {
             trigger_interval_ms: None,
             phases: done.phases,
             total,
+            latency: totals.latency.summary(),
+            latency_histogram: Some(totals.latency),
         }
     }
 }
