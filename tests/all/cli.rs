@@ -20,6 +20,44 @@ fn text(o: &Output) -> String {
 }
 
 #[test]
+fn real_time_demo_scores_generated_payments_and_reports_latency() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    let args = [
+        "demo",
+        "--mode",
+        "real-time",
+        "--rate",
+        "1000",
+        "--seconds",
+        "2",
+        "--dir",
+        d,
+    ];
+    let out = weir(&args);
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    assert!(t.contains("2000 payments in"), "{t}");
+    assert!(t.contains("planted fraud caught"), "{t}");
+    assert!(t.contains("event to alert latency: p50 "), "{t}");
+    assert!(t.contains("parts (real-time)"), "{t}");
+    // The checkpoint lists each epoch's parts.
+    let ck = dir.path().join("checkpoint");
+    let out = weir(&["checkpoint", "show", "--json", ck.to_str().unwrap()]);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let parts: usize = doc["epochs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["source"]["parts"].as_array().map_or(0, Vec::len))
+        .sum();
+    assert!(parts > 2, "{doc}");
+    // Bad input is named.
+    let out = weir(&["demo", "--mode", "real-time", "--rate", "0", "--dir", d]);
+    assert!(text(&out).contains("--rate must be"), "{}", text(&out));
+}
+
+#[test]
 fn demo_then_checkpoint_show() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().to_str().unwrap();

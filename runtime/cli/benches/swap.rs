@@ -65,6 +65,7 @@ fn main() {
             files_per_epoch: 1,
             seed: 0x5EED,
             operator: DemoOperator::Velocity,
+            mode: demo::DemoMode::MicroBatch,
         },
     )
     .unwrap();

@@ -395,9 +395,29 @@ struct DemoArgs {
     /// keyed state) or `rules` (stateless rules only).
     #[arg(long, value_enum, default_value_t = DemoOperator::Velocity)]
     operator: DemoOperator,
+    /// `micro-batch`: files of payments, a few per epoch. `real-time`:
+    /// payments generated live at --rate for --seconds, each scored as it
+    /// arrives; the summary adds event-to-alert latency.
+    #[arg(long, value_enum, default_value_t = DemoModeArg::MicroBatch)]
+    mode: DemoModeArg,
+    /// Real-time mode: payments generated per second (the demo's 5,000
+    /// cards make more than 5 payments a minute each from ~400/s on, so the
+    /// velocity rule flags most payments at high rates).
+    #[arg(long, default_value_t = 500)]
+    rate: u64,
+    /// Real-time mode: seconds of payments to generate.
+    #[arg(long, default_value_t = 10)]
+    seconds: u64,
     /// Print only the summary.
     #[arg(long, short)]
     quiet: bool,
+}
+
+/// `weir demo --mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum DemoModeArg {
+    MicroBatch,
+    RealTime,
 }
 
 /// `weir demo`: generates payments and scores them.
@@ -409,9 +429,20 @@ fn demo_command(args: DemoArgs) -> Result<()> {
         files_per_epoch,
         seed,
         operator,
+        mode,
+        rate,
+        seconds,
         quiet,
     } = args;
     anyhow::ensure!(payments > 0, "--payments must be at least 1");
+    anyhow::ensure!(
+        (1..=1_000_000).contains(&rate),
+        "--rate must be between 1 and 1000000 payments per second"
+    );
+    anyhow::ensure!(
+        (1..=86_400).contains(&seconds),
+        "--seconds must be between 1 and 86400"
+    );
     anyhow::ensure!(files > 0, "--files must be at least 1");
     anyhow::ensure!(files_per_epoch > 0, "--files-per-epoch must be at least 1");
     let opts = DemoOptions {
@@ -421,8 +452,20 @@ fn demo_command(args: DemoArgs) -> Result<()> {
         files_per_epoch,
         seed,
         operator,
+        mode: match mode {
+            DemoModeArg::MicroBatch => demo::DemoMode::MicroBatch,
+            DemoModeArg::RealTime => demo::DemoMode::RealTime { rate, seconds },
+        },
     };
-    println!("weir demo: {payments} payments in {files} files, {files_per_epoch} files per epoch");
+    match opts.mode {
+        demo::DemoMode::MicroBatch => println!(
+            "weir demo: {payments} payments in {files} files, {files_per_epoch} files per epoch"
+        ),
+        demo::DemoMode::RealTime { rate, seconds } => println!(
+            "weir demo (real-time): {} payments generated at {rate}/s for {seconds}s, each scored as it arrives",
+            rate * seconds
+        ),
+    }
     let report = demo::run(&opts, &mut |p| {
         if !quiet {
             println!("{p}");

@@ -3,6 +3,11 @@
 //! fresh directory, writes a pipeline file next to it, runs that pipeline
 //! with the bundled `fraud-velocity` operator (the `fraud-rules` rules plus a
 //! per-card velocity rule over keyed state), and summarises the alerts.
+//!
+//! `--mode real-time` runs the same operator in real-time mode over the
+//! `generator` source instead of files: payments are generated at `--rate`
+//! per second for `--seconds`, scored as they arrive, and the summary adds
+//! their event→alert latency.
 
 pub mod generator;
 
@@ -32,6 +37,19 @@ pub struct DemoOptions {
     pub seed: u64,
     /// Which bundled operator scores the payments.
     pub operator: DemoOperator,
+    /// Micro-batch over files, or real-time over the generator.
+    pub mode: DemoMode,
+}
+
+/// How the demo runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum DemoMode {
+    /// Files of payments, a few files per epoch (`payments`, `files`).
+    #[default]
+    MicroBatch,
+    /// The generator source at `rate` payments per second for `seconds`,
+    /// in real-time mode (`payments` = rate × seconds).
+    RealTime { rate: u64, seconds: u64 },
 }
 
 /// The bundled operators the demo can run.
@@ -81,6 +99,7 @@ impl Default for DemoOptions {
             files_per_epoch: 2,
             seed: 0x5EED,
             operator: DemoOperator::default(),
+            mode: DemoMode::default(),
         }
     }
 }
@@ -124,6 +143,8 @@ pub struct DemoReport {
     pub epochs: u64,
     pub rows_in: u64,
     pub elapsed: Duration,
+    /// Event→alert latency over the whole run (real-time mode).
+    pub latency: Option<weir_core::latency::LatencySummary>,
 }
 
 /// The pipeline file the demo writes (paths relative to the demo directory).
@@ -158,6 +179,45 @@ path = "alerts"
     )
 }
 
+/// The real-time demo's pipeline file: generated payments, scored as they
+/// arrive, alerts written part by part.
+pub fn real_time_toml(seed: u64, rate: u64, seconds: u64, operator: DemoOperator) -> String {
+    format!(
+        r#"# Written by `weir demo --mode real-time`; run it again with `weir run pipeline.toml`
+# (a new run continues the stream where it stopped).
+name = "fraud-demo-real-time"
+checkpoint = "checkpoint"
+
+[trigger]
+mode = "real-time"
+checkpoint_interval = "1s"
+
+[source]
+kind = "generator"
+rate = {rate}
+seed = {seed}
+rows = {rows}
+
+[event_time]
+column = "ts"
+allowed_lateness = "10s"
+
+[operator]
+path = "{file}"
+deadline = "10s"
+memory = "256MiB"
+{rules}
+
+[sink]
+kind = "files"
+path = "alerts"
+"#,
+        rows = rate * seconds,
+        file = operator.file(),
+        rules = operator.config_toml(),
+    )
+}
+
 fn fresh_dir() -> Result<PathBuf> {
     let base = std::env::temp_dir();
     for n in 0..1000u32 {
@@ -171,6 +231,14 @@ fn fresh_dir() -> Result<PathBuf> {
 
 /// Writes input, operator and pipeline file into `dir`; returns the pipeline file.
 pub fn prepare(dir: &Path, opts: &DemoOptions) -> Result<PathBuf> {
+    std::fs::write(dir.join(opts.operator.file()), opts.operator.wasm())
+        .context("writing the bundled operator")?;
+    let pipeline_file = dir.join("pipeline.toml");
+    if let DemoMode::RealTime { rate, seconds } = opts.mode {
+        let toml = real_time_toml(opts.seed, rate, seconds, opts.operator);
+        std::fs::write(&pipeline_file, toml).context("writing pipeline.toml")?;
+        return Ok(pipeline_file);
+    }
     let input = dir.join("input");
     std::fs::create_dir_all(&input).with_context(|| format!("creating {}", input.display()))?;
     let files = opts.files.max(1);
@@ -182,9 +250,6 @@ pub fn prepare(dir: &Path, opts: &DemoOptions) -> Result<PathBuf> {
         weir_core::fsutil::write_atomic(&input.join(format!("payments-{f:04}.jsonl")), &bytes)?;
         start += count;
     }
-    std::fs::write(dir.join(opts.operator.file()), opts.operator.wasm())
-        .context("writing the bundled operator")?;
-    let pipeline_file = dir.join("pipeline.toml");
     std::fs::write(
         &pipeline_file,
         pipeline_toml(opts.files_per_epoch, opts.operator),
@@ -233,10 +298,20 @@ pub fn run(opts: &DemoOptions, on_epoch: &mut dyn FnMut(&EpochProgress)) -> Resu
             ephemeral_checkpoint_ok: true,
         },
     )?;
-    let summary = pipeline.run(&host, &AtomicBool::new(false), on_epoch)?;
+    let mut latency = weir_core::latency::Histogram::default();
+    let summary = pipeline.run(&host, &AtomicBool::new(false), &mut |p| {
+        if let Some(h) = &p.latency_histogram {
+            latency.merge(h);
+        }
+        on_epoch(p)
+    })?;
     let alerts_dir = dir.join("alerts");
     let alerts = read_alerts(&alerts_dir)?;
-    let planted_ids: Vec<String> = (0..opts.payments)
+    let payments = match opts.mode {
+        DemoMode::MicroBatch => opts.payments,
+        DemoMode::RealTime { rate, seconds } => rate * seconds,
+    };
+    let planted_ids: Vec<String> = (0..payments)
         .filter_map(|i| {
             let (p, planted) = generator::payment(opts.seed, i);
             planted.map(|_| p.txn_id)
@@ -258,6 +333,7 @@ pub fn run(opts: &DemoOptions, on_epoch: &mut dyn FnMut(&EpochProgress)) -> Resu
         epochs: summary.epochs,
         rows_in: summary.rows_in,
         elapsed: summary.elapsed,
+        latency: latency.summary(),
     })
 }
 
@@ -273,7 +349,7 @@ pub fn summary_text(r: &DemoReport) -> String {
     cards.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
     let secs = r.elapsed.as_secs_f64().max(1e-9);
     let mut s = format!(
-        "\n{} payments in {} epochs, {:.2}s ({:.0} payments/s)\n{} alerts; planted fraud caught: {} of {}\n\nalerts by reason:\n",
+        "\n{} payments in {} epochs, {:.2}s ({:.0} payments/s)\n{} alerts; planted fraud caught: {} of {}\n",
         r.rows_in,
         r.epochs,
         secs,
@@ -282,6 +358,13 @@ pub fn summary_text(r: &DemoReport) -> String {
         r.planted_caught,
         r.planted
     );
+    if let Some(l) = &r.latency {
+        s.push_str(&format!(
+            "event to alert latency: p50 {:.1} ms, p99 {:.1} ms, p99.9 {:.1} ms, max {:.1} ms\n",
+            l.p50_ms, l.p99_ms, l.p999_ms, l.max_ms
+        ));
+    }
+    s.push_str("\nalerts by reason:\n");
     for (reason, n) in &by_reason {
         s.push_str(&format!("  {n:>6}  {reason}\n"));
     }
