@@ -210,3 +210,117 @@ fn sigkill_in_real_time_mode_leaves_the_postgres_table_of_an_uninterrupted_run()
         "other payments alerted on"
     );
 }
+
+#[test]
+fn a_hot_swap_in_real_time_mode_takes_effect_at_the_next_epoch() {
+    use weir_engine::deploy::{Then, Upload};
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let echo = |tag: &str| format!(r#"{{ mode = "echo", tag = "{tag}" }}"#);
+    let toml = pipeline_of(
+        d,
+        "mode = \"real-time\"\ncheckpoint_interval = \"200ms\"",
+        2_000,
+        None,
+        100_000,
+        6_000,
+    )
+    .replace(
+        &format!("path = \"{}\"", guest("fraud_velocity").display()),
+        &format!("path = \"{}\"", guest("sandbox_tests").display()),
+    )
+    .replace(
+        &format!("config = {VELOCITY_CONFIG}"),
+        &format!("config = {}", echo("v1")),
+    );
+    let v2 = crate::common::variant(&std::fs::read(guest("sandbox_tests")).unwrap(), "v2");
+    let host = weir_host::WasmHost::new(None).unwrap();
+    let mut p = crate::common::open_pipeline(d, &toml, &host).unwrap();
+    let control = p.control();
+    let mut activated_after = None;
+    let mut epochs = Vec::new();
+    p.run(
+        &host,
+        &std::sync::atomic::AtomicBool::new(false),
+        &mut |e| {
+            epochs.push(e.clone());
+            if e.epoch == 3 {
+                let upload = Upload {
+                    wasm: v2.clone(),
+                    config_json: Some(r#"{"mode":"echo","tag":"v2"}"#.into()),
+                    golden: None,
+                    label: None,
+                    origin: weir_engine::registry::Origin::Upload { file_name: None },
+                };
+                control.upload(upload, Then::Activate).unwrap();
+                activated_after = Some(e.epoch);
+            }
+        },
+    )
+    .unwrap();
+    assert_eq!(activated_after, Some(3), "the run lasted past epoch 3");
+    // Every row of an epoch was processed by one version, v1 up to the
+    // epoch of the upload and v2 from the very next one.
+    let mut tags_by_epoch: std::collections::BTreeMap<u64, BTreeSet<String>> = Default::default();
+    for (name, bytes) in crate::common::sink_files(&d.join("out")) {
+        let epoch: u64 = name["epoch-".len().."epoch-".len() + 10].parse().unwrap();
+        for line in String::from_utf8(bytes).unwrap().lines() {
+            let row: Value = serde_json::from_str(line).unwrap();
+            tags_by_epoch
+                .entry(epoch)
+                .or_default()
+                .insert(row["tag"].as_str().unwrap().to_string());
+        }
+    }
+    for (epoch, tags) in &tags_by_epoch {
+        let want = if *epoch <= 3 { "v1" } else { "v2" };
+        assert_eq!(tags.iter().collect::<Vec<_>>(), [want], "epoch {epoch}");
+    }
+    assert!(
+        tags_by_epoch.keys().any(|&e| e > 3),
+        "no epoch after the swap had output"
+    );
+    let rows: u64 = epochs.iter().map(|e| e.rows_in).sum();
+    assert_eq!(rows, 6_000);
+    assert_eq!(
+        epochs.iter().map(|e| e.rows_out).sum::<u64>(),
+        rows,
+        "echo: one row out per row in"
+    );
+}
+
+#[test]
+fn the_kafka_sink_gets_every_part_at_once_tagged_with_its_epoch_and_part() {
+    let broker = crate::common::broker::Broker::start();
+    broker.create_topic("alerts", 2);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let start = weir_cli::demo::generator::START_MS;
+    let trigger = "mode = \"real-time\"\ncheckpoint_interval = \"100ms\"";
+    let files_sink = format!("kind = \"files\"\npath = \"{}/out\"", d.display());
+    let toml = pipeline_of(d, trigger, 1_000, Some(start), 500, 5_000).replace(
+        &files_sink,
+        &format!(
+            "kind = \"kafka\"\nbootstrap_servers = \"{}\"\ntopic = \"alerts\"\ntimeout = \"5s\"",
+            broker.bootstrap()
+        ),
+    );
+    let epochs = run_epochs(d, &toml).unwrap();
+    let rows_out: u64 = epochs.iter().map(|e| e.rows_out).sum();
+    assert!(rows_out > 0);
+    let records = broker.consume_all("alerts");
+    assert_eq!(records.len() as u64, rows_out, "each alert once");
+    let header = |h: &Vec<(String, String)>, k: &str| {
+        h.iter().find(|(key, _)| key == k).map(|(_, v)| v.clone())
+    };
+    let parts: BTreeSet<(String, String)> = records
+        .iter()
+        .map(|(_, _, h, _)| {
+            (
+                header(h, "weir-epoch").unwrap(),
+                header(h, "weir-part").unwrap(),
+            )
+        })
+        .collect();
+    assert!(parts.len() >= 10, "{} parts", parts.len());
+}

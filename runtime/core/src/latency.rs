@@ -12,8 +12,8 @@ use serde::{Deserialize, Serialize};
 
 /// Sub-buckets per power of two (4 bits of precision).
 const SUB: usize = 16;
-/// Buckets: values up to 2^63 µs.
-const BUCKETS: usize = 64 * SUB;
+/// Buckets: enough for any `u64` (`u64::MAX` lands in the last, 975).
+const BUCKETS: usize = 61 * SUB;
 
 /// Latencies in microseconds.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,21 +42,14 @@ fn index(us: u64) -> usize {
     shift * SUB + (us >> shift) as usize
 }
 
-/// The smallest value in bucket `i`.
-fn lower(i: usize) -> u64 {
-    if i < 2 * SUB {
-        return i as u64;
-    }
-    let shift = i / SUB - 1;
-    ((i - shift * SUB) as u64) << shift
-}
-
 /// The largest value in bucket `i`.
 fn upper(i: usize) -> u64 {
     if i < 2 * SUB {
         return i as u64;
     }
-    lower(i + 1) - 1
+    let shift = i / SUB - 1;
+    let next = ((i - shift * SUB) as u128 + 1) << shift;
+    (next - 1).min(u128::from(u64::MAX)) as u64
 }
 
 impl Histogram {
@@ -146,15 +139,37 @@ pub struct LatencySummary {
 mod tests {
     use super::*;
 
+    /// The smallest value in bucket `i`.
+    fn lower(i: usize) -> u64 {
+        if i < 2 * SUB {
+            return i as u64;
+        }
+        let shift = i / SUB - 1;
+        (((i - shift * SUB) as u128) << shift).min(u128::from(u64::MAX)) as u64
+    }
+
     #[test]
     fn buckets_are_contiguous_and_tight() {
         for i in 0..BUCKETS - 1 {
             assert_eq!(upper(i) + 1, lower(i + 1), "bucket {i}");
         }
-        for v in [0, 1, 31, 32, 33, 1_000, 1_999, 123_456, 10_000_000_000] {
+        assert_eq!(index(u64::MAX), BUCKETS - 1);
+        assert_eq!(upper(BUCKETS - 1), u64::MAX);
+        for v in [
+            0,
+            1,
+            31,
+            32,
+            33,
+            1_000,
+            1_999,
+            123_456,
+            10_000_000_000,
+            u64::MAX,
+        ] {
             let i = index(v);
             assert!(lower(i) <= v && v <= upper(i), "{v} in bucket {i}");
-            assert!((upper(i) - lower(i)) as f64 <= v as f64 / 16.0 + 1.0);
+            assert!((upper(i) - lower(i)) as f64 <= v as f64 / 16.0 + 1.0, "{v}");
         }
     }
 

@@ -47,8 +47,7 @@ pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<
     })?;
     if matches!(cfg.trigger, TriggerConfig::RealTime { .. }) && !sink.supports_parts() {
         anyhow::bail!(
-            "the `{}` sink does not support `trigger.mode = \"real-time\"` yet; use \
-             \"files\", \"postgres\" or \"console\", or a micro-batch trigger",
+            "the `{}` sink cannot write real-time parts; use a micro-batch trigger with it",
             cfg.sink.kind()
         );
     }

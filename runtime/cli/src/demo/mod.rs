@@ -163,7 +163,16 @@ path = "input"
 max_files_per_trigger = {files_per_epoch}
 {schema}
 
-[operator]
+{operator_and_sink}"#,
+        schema = generator::SCHEMA_TOML,
+        operator_and_sink = operator_and_sink(operator),
+    )
+}
+
+/// The `[operator]` and `[sink]` tables both demo pipelines share.
+fn operator_and_sink(operator: DemoOperator) -> String {
+    format!(
+        r#"[operator]
 path = "{file}"
 deadline = "10s"
 memory = "256MiB"
@@ -173,7 +182,6 @@ memory = "256MiB"
 kind = "files"
 path = "alerts"
 "#,
-        schema = generator::SCHEMA_TOML,
         file = operator.file(),
         rules = operator.config_toml(),
     )
@@ -202,19 +210,9 @@ rows = {rows}
 column = "ts"
 allowed_lateness = "10s"
 
-[operator]
-path = "{file}"
-deadline = "10s"
-memory = "256MiB"
-{rules}
-
-[sink]
-kind = "files"
-path = "alerts"
-"#,
+{operator_and_sink}"#,
         rows = rate * seconds,
-        file = operator.file(),
-        rules = operator.config_toml(),
+        operator_and_sink = operator_and_sink(operator),
     )
 }
 

@@ -6,6 +6,11 @@
 //! transaction, and before its first write after a start the sink reads the
 //! topic's committed tail for this query's highest epoch and skips a replayed
 //! epoch that is already there: exactly-once for `read_committed` consumers.
+//!
+//! In real-time mode each part is sent at once with a `weir-part` header too:
+//! at-least-once, acknowledged before the part counts as written; with
+//! `transactional = true` the parts of an epoch share its transaction,
+//! committed when the epoch ends.
 
 use super::client::Brokers;
 use super::fetch::fetch_ranges;
@@ -86,6 +91,8 @@ pub struct KafkaSink {
     transactional: bool,
     /// Highest epoch already in the topic for this query (transactional only).
     committed_tail: Option<Option<u64>>,
+    /// The real-time epoch whose transaction is open (transactional only).
+    open_transaction: Option<u64>,
 }
 
 fn brokers(s: &KafkaSinkSettings) -> Brokers<'_> {
@@ -121,6 +128,7 @@ impl KafkaSink {
             producer,
             deliveries,
             committed_tail: None,
+            open_transaction: None,
         })
     }
 
@@ -180,48 +188,52 @@ impl KafkaSink {
     }
 }
 
-impl Sink for KafkaSink {
-    fn write_epoch(&mut self, epoch: u64, batches: &[RecordBatch]) -> Result<()> {
-        if batches.iter().all(|b| b.num_rows() == 0) {
-            return Ok(());
+impl KafkaSink {
+    /// Whether `epoch` is already in the topic (transactional sinks, after
+    /// a restart): its replay is skipped.
+    fn already_committed(&mut self, epoch: u64) -> Result<bool> {
+        if self.committed_tail.is_none() {
+            self.committed_tail = Some(self.read_committed_tail()?);
         }
-        if self.transactional {
-            if self.committed_tail.is_none() {
-                self.committed_tail = Some(self.read_committed_tail()?);
-            }
-            if self.committed_tail.flatten().is_some_and(|t| t >= epoch) {
-                tracing::info!(epoch, topic = %self.s.topic, "epoch already committed to the sink topic; skipping the replay");
-                return Ok(());
-            }
-            self.producer
-                .begin_transaction()
-                .context("beginning the epoch's transaction")?;
+        Ok(self.committed_tail.flatten().is_some_and(|t| t >= epoch))
+    }
+
+    /// The message keys of `batches`' rows, from `key_column`.
+    fn keys(&self, batches: &[RecordBatch]) -> Result<Vec<Option<String>>> {
+        let mut keys = Vec::new();
+        let Some(col) = &self.s.key_column else {
+            return Ok(keys);
+        };
+        for b in batches {
+            let a = b
+                .column_by_name(col)
+                .with_context(|| format!("`sink.key_column`: the output has no column `{col}`"))?;
+            let strings = arrow_cast::cast(a, &arrow_schema::DataType::Utf8)?;
+            let strings = strings
+                .as_any()
+                .downcast_ref::<StringArray>()
+                .context("key column as text")?;
+            keys.extend(
+                (0..strings.len())
+                    .map(|i| strings.is_valid(i).then(|| strings.value(i).to_string())),
+            );
         }
+        Ok(keys)
+    }
+
+    /// Sends every row as a message tagged with the query, the epoch and
+    /// (real-time) the part, so that a consumer can drop a replay's repeats.
+    fn send_rows(&self, epoch: u64, part: Option<u32>, batches: &[RecordBatch]) -> Result<()> {
         let lines = to_json_lines(batches)?;
-        let mut keys: Vec<Option<String>> = Vec::new();
-        if let Some(col) = &self.s.key_column {
-            for b in batches {
-                let a = b.column_by_name(col).with_context(|| {
-                    format!("`sink.key_column`: the output has no column `{col}`")
-                })?;
-                let strings = arrow_cast::cast(a, &arrow_schema::DataType::Utf8)?;
-                let strings = strings
-                    .as_any()
-                    .downcast_ref::<StringArray>()
-                    .context("key column as text")?;
-                keys.extend(
-                    (0..strings.len())
-                        .map(|i| strings.is_valid(i).then(|| strings.value(i).to_string())),
-                );
-            }
-        }
+        let keys = self.keys(batches)?;
         let epoch_text = epoch.to_string();
+        let part_text = part.map(|p| p.to_string());
         for (i, line) in lines
             .split(|&b| b == b'\n')
             .filter(|l| !l.is_empty())
             .enumerate()
         {
-            let headers = OwnedHeaders::new()
+            let mut headers = OwnedHeaders::new()
                 .insert(Header {
                     key: "weir-query",
                     value: Some(self.s.query_id.as_str()),
@@ -230,35 +242,109 @@ impl Sink for KafkaSink {
                     key: "weir-epoch",
                     value: Some(epoch_text.as_str()),
                 });
-            let key = keys.get(i).cloned().flatten();
+            if let Some(p) = &part_text {
+                headers = headers.insert(Header {
+                    key: "weir-part",
+                    value: Some(p.as_str()),
+                });
+            }
             let mut record = BaseRecord::<str, [u8]>::to(&self.s.topic)
                 .payload(line)
                 .headers(headers);
-            if let Some(k) = key.as_deref() {
+            if let Some(k) = keys.get(i).and_then(Option::as_deref) {
                 record = record.key(k);
             }
             send_blocking(&self.producer, record)
                 .with_context(|| format!("sending to `{}`", self.s.topic))?;
         }
-        if self.transactional {
-            self.producer
-                .commit_transaction(self.s.timeout)
-                .with_context(|| format!("committing epoch {epoch} to `{}`", self.s.topic))?;
-            self.committed_tail = Some(Some(epoch));
-        } else {
-            self.producer
-                .flush(self.s.timeout)
-                .with_context(|| format!("flushing epoch {epoch} to `{}`", self.s.topic))?;
-        }
+        Ok(())
+    }
+
+    /// Waits until every message sent so far is acknowledged (`acks=all`),
+    /// failing if any was not delivered.
+    fn flush(&self, what: &str) -> Result<()> {
+        self.producer
+            .flush(self.s.timeout)
+            .with_context(|| format!("flushing {what} to `{}`", self.s.topic))?;
+        self.check_delivered(what)
+    }
+
+    fn check_delivered(&self, what: &str) -> Result<()> {
         let failures = self.take_failures();
-        if !failures.is_empty() {
+        if let Some(first) = failures.first() {
             bail!(
-                "{} messages of epoch {epoch} were not delivered to `{}`: {}",
+                "{} messages of {what} were not delivered to `{}`: {first}",
                 failures.len(),
-                self.s.topic,
-                failures[0]
+                self.s.topic
             );
         }
         Ok(())
+    }
+}
+
+impl Sink for KafkaSink {
+    fn write_epoch(&mut self, epoch: u64, batches: &[RecordBatch]) -> Result<()> {
+        if batches.iter().all(|b| b.num_rows() == 0) {
+            return Ok(());
+        }
+        if !self.transactional {
+            self.send_rows(epoch, None, batches)?;
+            return self.flush(&format!("epoch {epoch}"));
+        }
+        if self.already_committed(epoch)? {
+            tracing::info!(epoch, topic = %self.s.topic, "epoch already committed to the sink topic; skipping the replay");
+            return Ok(());
+        }
+        self.producer
+            .begin_transaction()
+            .context("beginning the epoch's transaction")?;
+        self.send_rows(epoch, None, batches)?;
+        self.commit(epoch)
+    }
+
+    /// At-least-once: the part's rows are acknowledged before this returns
+    /// (a replayed part is sent again, with the same headers). Transactional:
+    /// the part joins its epoch's transaction, committed by `end_epoch`, so
+    /// `read_committed` consumers see a real-time epoch at its end.
+    fn write_part(&mut self, epoch: u64, part: u32, batches: &[RecordBatch]) -> Result<()> {
+        if batches.iter().all(|b| b.num_rows() == 0) {
+            return Ok(());
+        }
+        if !self.transactional {
+            self.send_rows(epoch, Some(part), batches)?;
+            return self.flush(&format!("epoch {epoch} part {part}"));
+        }
+        if self.already_committed(epoch)? {
+            return Ok(());
+        }
+        if self.open_transaction != Some(epoch) {
+            self.producer
+                .begin_transaction()
+                .context("beginning the epoch's transaction")?;
+            self.open_transaction = Some(epoch);
+        }
+        self.send_rows(epoch, Some(part), batches)
+    }
+
+    fn supports_parts(&self) -> bool {
+        true
+    }
+
+    fn end_epoch(&mut self, epoch: u64) -> Result<()> {
+        if self.open_transaction == Some(epoch) {
+            self.open_transaction = None;
+            self.commit(epoch)?;
+        }
+        Ok(())
+    }
+}
+
+impl KafkaSink {
+    fn commit(&mut self, epoch: u64) -> Result<()> {
+        self.producer
+            .commit_transaction(self.s.timeout)
+            .with_context(|| format!("committing epoch {epoch} to `{}`", self.s.topic))?;
+        self.committed_tail = Some(Some(epoch));
+        self.check_delivered(&format!("epoch {epoch}"))
     }
 }

@@ -255,17 +255,7 @@ impl PostgresSink {
             self.client = Some(client);
             return Ok(());
         }
-        let ddl = format!(
-            "CREATE TABLE IF NOT EXISTS {} (\
-               query_id text NOT NULL, \
-               sink_name text NOT NULL, \
-               epoch bigint NOT NULL, \
-               rows bigint NOT NULL, \
-               written_at timestamptz NOT NULL DEFAULT now(), \
-               PRIMARY KEY (query_id, sink_name, epoch))",
-            self.s.progress_table.sql()
-        );
-        create_if_missing(&mut client, &ddl)?;
+        create_if_missing(&mut client, &progress_ddl(&self.s.progress_table, false))?;
         self.client = Some(client);
         Ok(())
     }
@@ -286,18 +276,7 @@ impl PostgresSink {
             self.parts_table_ready = true;
             return Ok(());
         }
-        let ddl = format!(
-            "CREATE TABLE IF NOT EXISTS {} (\
-               query_id text NOT NULL, \
-               sink_name text NOT NULL, \
-               epoch bigint NOT NULL, \
-               part integer NOT NULL, \
-               rows bigint NOT NULL, \
-               written_at timestamptz NOT NULL DEFAULT now(), \
-               PRIMARY KEY (query_id, sink_name, epoch, part))",
-            self.parts_table().sql()
-        );
-        create_if_missing(client, &ddl)?;
+        create_if_missing(client, &progress_ddl(&self.parts_table(), true))?;
         self.parts_table_ready = true;
         Ok(())
     }
@@ -465,6 +444,27 @@ fn column_list(schema: &SchemaRef) -> String {
 
 /// Runs a `CREATE … IF NOT EXISTS`; losing a creation race to another
 /// writer (which PostgreSQL reports as a duplicate) counts as success.
+/// `CREATE TABLE` of a progress table: written epochs, or with `parts`
+/// the parts of real-time epochs.
+fn progress_ddl(table: &TableName, parts: bool) -> String {
+    let (part, key) = if parts {
+        ("part integer NOT NULL, ", ", part")
+    } else {
+        ("", "")
+    };
+    format!(
+        "CREATE TABLE IF NOT EXISTS {} (\
+           query_id text NOT NULL, \
+           sink_name text NOT NULL, \
+           epoch bigint NOT NULL, \
+           {part}\
+           rows bigint NOT NULL, \
+           written_at timestamptz NOT NULL DEFAULT now(), \
+           PRIMARY KEY (query_id, sink_name, epoch{key}))",
+        table.sql()
+    )
+}
+
 fn create_if_missing(client: &mut Client, ddl: &str) -> Result<(), postgres::Error> {
     match client.batch_execute(ddl) {
         Err(e) if matches!(e.code().map(|c| c.code()), Some("23505" | "42P07")) => Ok(()),

@@ -65,6 +65,16 @@ pub struct ActiveOperator {
     pub config_digest: Digest,
 }
 
+/// One attempt at an epoch, as the run loop hands it on.
+struct Attempt {
+    epoch: u64,
+    /// Planned by an earlier run or attempt: run again exactly as recorded.
+    replay: bool,
+    /// Planning's share of the phases (micro-batch epochs planned just now).
+    phases: Phases,
+    backlog: Option<weir_core::source::Backlog>,
+}
+
 /// Totals of one `run`.
 #[derive(Debug, Clone, Default)]
 pub struct RunSummary {
@@ -74,6 +84,17 @@ pub struct RunSummary {
     pub rows_out: u64,
     pub dead_letters: u64,
     pub elapsed: Duration,
+}
+
+impl RunSummary {
+    /// Counts a committed epoch.
+    fn add(&mut self, p: &EpochProgress) {
+        self.epochs += 1;
+        self.replayed += u64::from(p.replay);
+        self.rows_in += p.rows_in;
+        self.rows_out += p.rows_out;
+        self.dead_letters += p.dead_letters;
+    }
 }
 
 /// A pipeline bound to its checkpoint, source, operator and sink.
@@ -186,14 +207,6 @@ impl Pipeline {
     ) -> Result<RunSummary> {
         let started = Instant::now();
         let mut summary = RunSummary::default();
-        let mut tally = |p: &EpochProgress, summary: &mut RunSummary| {
-            summary.epochs += 1;
-            summary.replayed += u64::from(p.replay);
-            summary.rows_in += p.rows_in;
-            summary.rows_out += p.rows_out;
-            summary.dead_letters += p.dead_letters;
-            on_epoch(p);
-        };
         let (mut next, mut pending) = self.recover(host)?;
         let mut retry: Option<Backoff> = None;
         loop {
@@ -203,80 +216,107 @@ impl Pipeline {
             }
             self.follow_control();
             let trigger_start = Instant::now();
-            let attempt = match pending.take() {
-                // Planned by an earlier run (or an earlier attempt of this
-                // one) but not committed: run again exactly as recorded.
-                Some(epoch) => Some((epoch, Phases::default(), None, true)),
-                // A real-time epoch plans as it runs.
-                None if self.real_time().is_some() => Some((next, Phases::default(), None, false)),
-                None => self
-                    .plan(next)?
-                    .map(|(phases, backlog)| (next, phases, backlog, false)),
-            };
-            match attempt {
-                Some((epoch, phases, backlog, replay)) => {
-                    match self.run_epoch(host, stop, epoch, replay, phases, backlog) {
-                        Ok(progress) => {
-                            if let Some(b) = retry.take() {
-                                tracing::info!(
-                                    pipeline = %self.name,
-                                    epoch,
-                                    "epoch committed after {} failed attempts",
-                                    b.attempts()
-                                );
-                            }
-                            tally(&progress, &mut summary);
-                            next = epoch + 1;
-                            if self.real_time().is_some() && self.source.is_exhausted() {
-                                tracing::info!(
-                                    pipeline = %self.name,
-                                    "the source has nothing more; every record is committed"
-                                );
-                                break;
-                            }
-                        }
-                        Err(e) => {
-                            self.telemetry.epoch_failed();
-                            if !self.retries_failed_epochs() {
-                                return Err(e);
-                            }
-                            let backoff = retry.get_or_insert_with(|| {
-                                Backoff::new(Duration::from_secs(1), EPOCH_RETRY_MAX)
-                            });
-                            let delay = backoff.next_delay();
-                            tracing::error!(
-                                pipeline = %self.name,
-                                epoch,
-                                attempt = backoff.attempts(),
-                                "epoch cannot proceed: {e:#}; retrying in {delay:.1?}, nothing is \
-                                 skipped. Fix the cause, or deploy or roll back the operator \
-                                 (`weir rollback`): the retry runs the active version."
-                            );
-                            pending = Some(epoch);
-                            sleep_until(Instant::now() + delay, stop);
-                            continue;
-                        }
-                    }
-                }
-                None if matches!(
+            let Some(attempt) = self.next_attempt(next, pending.take())? else {
+                if matches!(
                     self.trigger,
                     TriggerConfig::Once | TriggerConfig::AvailableNow
-                ) =>
-                {
-                    break
+                ) {
+                    break;
                 }
-                None => {}
-            }
-            match self.trigger {
-                TriggerConfig::Once => break,
-                TriggerConfig::AvailableNow | TriggerConfig::RealTime { .. } => {}
-                TriggerConfig::ProcessingTime { interval } => {
-                    sleep_until(trigger_start + interval, stop);
+                self.wait_for_trigger(trigger_start, stop);
+                continue;
+            };
+            let epoch = attempt.epoch;
+            match self.run_epoch(host, stop, attempt) {
+                Ok(progress) => {
+                    if let Some(b) = retry.take() {
+                        tracing::info!(
+                            pipeline = %self.name,
+                            epoch,
+                            "epoch committed after {} failed attempts",
+                            b.attempts()
+                        );
+                    }
+                    summary.add(&progress);
+                    on_epoch(&progress);
+                    next = epoch + 1;
+                }
+                Err(e) => {
+                    self.telemetry.epoch_failed();
+                    if !self.retries_failed_epochs() {
+                        return Err(e);
+                    }
+                    self.wait_to_retry(epoch, &e, &mut retry, stop);
+                    pending = Some(epoch);
+                    continue;
                 }
             }
+            if self.real_time().is_some() && self.source.is_exhausted() {
+                tracing::info!(
+                    pipeline = %self.name,
+                    "the source has nothing more; every record is committed"
+                );
+                break;
+            }
+            if self.trigger == TriggerConfig::Once {
+                break;
+            }
+            self.wait_for_trigger(trigger_start, stop);
         }
         summary.elapsed = started.elapsed();
         Ok(summary)
+    }
+
+    /// The epoch to run next: the one planned but not committed (`pending`),
+    /// a real-time epoch (which plans as it runs), or a newly planned one
+    /// (`None` if the source has no new data).
+    fn next_attempt(&mut self, next: u64, pending: Option<u64>) -> Result<Option<Attempt>> {
+        let fresh = |epoch, phases, backlog| Attempt {
+            epoch,
+            replay: false,
+            phases,
+            backlog,
+        };
+        Ok(match pending {
+            Some(epoch) => Some(Attempt {
+                replay: true,
+                ..fresh(epoch, Phases::default(), None)
+            }),
+            None if self.real_time().is_some() => Some(fresh(next, Phases::default(), None)),
+            None => self
+                .plan(next)?
+                .map(|(phases, backlog)| fresh(next, phases, backlog)),
+        })
+    }
+
+    /// Sleeps until the processing-time trigger is due again (real-time and
+    /// available-now runs go on at once).
+    fn wait_for_trigger(&self, trigger_start: Instant, stop: &AtomicBool) {
+        if let TriggerConfig::ProcessingTime { interval } = self.trigger {
+            sleep_until(trigger_start + interval, stop);
+        }
+    }
+
+    /// Logs a failed attempt at `epoch` and waits the next backoff delay.
+    fn wait_to_retry(
+        &self,
+        epoch: u64,
+        e: &anyhow::Error,
+        retry: &mut Option<Backoff>,
+        stop: &AtomicBool,
+    ) {
+        let backoff =
+            retry.get_or_insert_with(|| Backoff::new(Duration::from_secs(1), EPOCH_RETRY_MAX));
+        let delay = backoff.next_delay();
+        tracing::error!(
+            pipeline = %self.name,
+            epoch,
+            attempt = backoff.attempts(),
+            "epoch cannot proceed: {e:#}; retrying in {delay:.1?}, nothing is \
+             skipped. Fix the cause, or deploy or roll back the operator \
+             (`weir rollback`): the retry runs the active version."
+        );
+        sleep_until(Instant::now() + delay, stop);
     }
 
     /// Whether a failed epoch is retried (with backoff, the admin API up)
@@ -314,24 +354,23 @@ impl Pipeline {
         }
     }
 
-    /// Runs epoch `epoch` in the mode it was planned in: a replay of a
-    /// real-time epoch is real-time even if the pipeline file changed mode.
+    /// Runs an epoch in the mode it was planned in: a replay of a real-time
+    /// epoch is real-time even if the pipeline file changed mode.
     fn run_epoch(
         &mut self,
         host: &WasmHost,
         stop: &AtomicBool,
-        epoch: u64,
-        replay: bool,
-        phases: Phases,
-        backlog: Option<weir_core::source::Backlog>,
+        a: Attempt,
     ) -> Result<EpochProgress> {
-        let recorded_real_time = replay && self.offset_entry(epoch)?.real_time;
+        let recorded_real_time = a.replay && self.offset_entry(a.epoch)?.real_time;
         match self.real_time() {
             _ if recorded_real_time => {
-                self.execute_real_time(host, epoch, true, Duration::ZERO, stop)
+                self.execute_real_time(host, a.epoch, true, Duration::ZERO, stop)
             }
-            Some(interval) if !replay => self.execute_real_time(host, epoch, false, interval, stop),
-            _ => self.execute(host, epoch, replay, phases, backlog),
+            Some(interval) if !a.replay => {
+                self.execute_real_time(host, a.epoch, false, interval, stop)
+            }
+            _ => self.execute(host, a.epoch, a.replay, a.phases, a.backlog),
         }
     }
 

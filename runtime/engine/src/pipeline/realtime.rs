@@ -29,7 +29,7 @@
 //! delivered; a torn line is ignored ([`weir_core::parts`]). The replayed
 //! epoch ends with its logged parts; new records go to epoch N+1.
 
-use super::{EpochFailed, Pipeline};
+use super::Pipeline;
 use crate::dedup::Dropped;
 use crate::event_time::Observed;
 use crate::operator_state::{self, epoch_env};
@@ -98,35 +98,13 @@ impl Pipeline {
                 self.run_part(&mut running, &entry, part, None, &mut totals, &mut phases)?;
             }
         } else {
-            let mut log = self.checkpoint.parts.create(epoch)?;
             let deadline = started + interval;
-            while Instant::now() < deadline && !stop.load(Ordering::Relaxed) {
-                let planned = super::epoch::timed(&mut phases.plan, || {
-                    self.source.plan(PlanLimit::PerTrigger)
-                })?;
-                let Some(range) = planned else {
-                    if self.source.is_exhausted() {
-                        break;
-                    }
-                    std::thread::sleep(
-                        IDLE_POLL.min(deadline.saturating_duration_since(Instant::now())),
-                    );
-                    continue;
-                };
-                let part = PartEntry {
-                    part: totals.parts,
-                    range,
-                };
-                log.append(&part)?;
-                self.run_part(
-                    &mut running,
-                    &entry,
-                    part,
-                    Some(&mut log),
-                    &mut totals,
-                    &mut phases,
-                )?;
-            }
+            let mut run = LiveRun {
+                running: &mut running,
+                totals: &mut totals,
+                phases: &mut phases,
+            };
+            self.live_parts(&entry, deadline, stop, &mut run)?;
         }
         let migrated = running.migrated;
         let env = running.finish();
@@ -150,6 +128,46 @@ impl Pipeline {
         Ok(progress)
     }
 
+    /// Step 2, live: polls the source and runs each part it finds until
+    /// `deadline`, a stop request, or the end of a bounded source.
+    fn live_parts(
+        &mut self,
+        entry: &OffsetEntry,
+        deadline: Instant,
+        stop: &AtomicBool,
+        run: &mut LiveRun<'_>,
+    ) -> Result<()> {
+        let mut log = self.checkpoint.parts.create(entry.epoch)?;
+        while Instant::now() < deadline && !stop.load(Ordering::Relaxed) {
+            let planned = super::epoch::timed(&mut run.phases.plan, || {
+                self.source.plan(PlanLimit::PerTrigger)
+            })?;
+            let Some(range) = planned else {
+                if self.source.is_exhausted() {
+                    break;
+                }
+                std::thread::sleep(
+                    IDLE_POLL.min(deadline.saturating_duration_since(Instant::now())),
+                );
+                continue;
+            };
+            let part = PartEntry {
+                part: run.totals.parts,
+                range,
+            };
+            log.append(&part)?;
+            self.run_part(
+                run.running,
+                entry,
+                part,
+                Some(&mut log),
+                run.totals,
+                run.phases,
+            )?;
+        }
+        Ok(())
+    }
+
     /// The epoch's instance, over the epoch's view of the state.
     fn start_instance(&mut self, host: &WasmHost, entry: &OffsetEntry) -> Result<Running> {
         let operator = self.operator_for(host, &entry.operator.digest)?;
@@ -158,7 +176,7 @@ impl Pipeline {
         let env = epoch_env(state, &self.state_namespace, entry.watermark_ms);
         self.runner
             .start(&operator, &config, EpochAt::of(entry), env)
-            .map_err(|cause| self.failed(entry, cause))
+            .map_err(|cause| self.epoch_failed(entry, cause))
     }
 
     /// One part: read, prepare, run; then, once its log line is durable,
@@ -235,7 +253,7 @@ impl Pipeline {
             totals.micro_batches += 1;
             let out = running
                 .process(batch)
-                .map_err(|cause| self.failed(entry, cause))?;
+                .map_err(|cause| self.epoch_failed(entry, cause))?;
             if out.num_rows() > 0 {
                 outputs.push(out);
             }
@@ -268,16 +286,6 @@ impl Pipeline {
             }
             self.after_commit(epoch, max_event_time_ms)
         })
-    }
-
-    fn failed(&self, entry: &OffsetEntry, cause: weir_host::OperatorFailure) -> anyhow::Error {
-        EpochFailed {
-            pipeline: self.name.clone(),
-            epoch: entry.epoch,
-            digest: entry.operator.digest,
-            cause,
-        }
-        .into()
     }
 
     /// The progress record of a finished real-time epoch.
@@ -324,6 +332,13 @@ impl Pipeline {
             latency_histogram: Some(totals.latency),
         }
     }
+}
+
+/// A live epoch's instance and running figures.
+struct LiveRun<'a> {
+    running: &'a mut Running,
+    totals: &'a mut Totals,
+    phases: &'a mut Phases,
 }
 
 /// What [`Pipeline::real_time_record`] reports.

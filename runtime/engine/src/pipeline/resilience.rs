@@ -139,7 +139,12 @@ impl Pipeline {
         }
     }
 
-    fn epoch_failed(&self, entry: &OffsetEntry, cause: OperatorFailure) -> anyhow::Error {
+    /// The error of epoch `entry` when its operator failed with `cause`.
+    pub(super) fn epoch_failed(
+        &self,
+        entry: &OffsetEntry,
+        cause: OperatorFailure,
+    ) -> anyhow::Error {
         EpochFailed {
             pipeline: self.name.clone(),
             epoch: entry.epoch,
