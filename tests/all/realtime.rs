@@ -324,3 +324,35 @@ fn the_kafka_sink_gets_every_part_at_once_tagged_with_its_epoch_and_part() {
         .collect();
     assert!(parts.len() >= 10, "{} parts", parts.len());
 }
+
+#[test]
+fn sigkill_in_real_time_mode_leaves_the_state_of_an_uninterrupted_run() {
+    // `count`: each row comes out with its card's count so far, kept in
+    // keyed state; neither depends on event times, so two live runs agree.
+    let setup = |dir: &Path, _: &str| -> PathBuf {
+        let trigger = "mode = \"real-time\"\ncheckpoint_interval = \"100ms\"";
+        let toml = pipeline(dir, trigger, 3_000, None, 100_000)
+            .replace(
+                &format!("path = \"{}\"", guest("fraud_velocity").display()),
+                &format!("path = \"{}\"", guest("sandbox_tests").display()),
+            )
+            .replace(
+                &format!("config = {VELOCITY_CONFIG}"),
+                r#"config = { mode = "count" }"#,
+            );
+        assert!(toml.contains("mode = \"count\""));
+        let path = dir.join("pipeline.toml");
+        std::fs::write(&path, toml).unwrap();
+        path
+    };
+    let (clean, crashy) = uninterrupted_and_killed(setup, crate::common::crash_kills());
+    let rows = alerts(&clean.path().join("out"), true);
+    assert_eq!(rows.len() as u64, ROWS, "one row out per payment");
+    assert_eq!(alerts(&crashy.path().join("out"), true), rows);
+    let state = crate::state::state_dump(clean.path());
+    assert!(!state.is_empty());
+    assert!(
+        crate::state::state_dump(crashy.path()) == state,
+        "the keyed state differs from the uninterrupted run's"
+    );
+}

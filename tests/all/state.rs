@@ -63,7 +63,7 @@ fn output_counts(dir: &Path) -> BTreeMap<String, i64> {
 }
 
 /// Every key and value of the state (without the store's bookkeeping).
-fn state_dump(dir: &Path) -> Vec<(Vec<u8>, Vec<u8>)> {
+pub(crate) fn state_dump(dir: &Path) -> Vec<(Vec<u8>, Vec<u8>)> {
     let ck = dir.join("checkpoint");
     let last = weir_core::checkpoint::Checkpoint::inspect(&ck)
         .unwrap()
