@@ -51,20 +51,24 @@ pub(super) fn timed<T>(phase: &mut Duration, f: impl FnOnce() -> T) -> T {
     out
 }
 
-/// What an epoch did, for its progress record.
-struct Done {
-    epoch: u64,
-    replay: bool,
-    started: Instant,
-    started_ms: i64,
-    since_previous: Option<Duration>,
-    rows_in: u64,
-    rows_out: u64,
-    micro_batches: usize,
-    dead_letters: u64,
-    backlog: Option<Backlog>,
-    phases: Phases,
-    latency: Histogram,
+/// What an epoch did, for its progress record (micro-batch or real-time).
+pub(super) struct Done {
+    pub epoch: u64,
+    pub replay: bool,
+    pub started: Instant,
+    pub started_ms: i64,
+    pub since_previous: Option<Duration>,
+    pub rows_in: u64,
+    pub rows_out: u64,
+    pub micro_batches: usize,
+    pub dead_letters: u64,
+    pub observed: Observed,
+    pub dropped: Dropped,
+    pub backlog: Option<Backlog>,
+    pub phases: Phases,
+    pub latency: Histogram,
+    /// A real-time epoch's part count (its range is its parts).
+    pub parts: Option<u32>,
 }
 
 impl Pipeline {
@@ -150,14 +154,14 @@ impl Pipeline {
             rows_out,
             micro_batches,
             dead_letters: input.dead_letters.len() as u64,
+            observed: prepared.observed,
+            dropped: prepared.dropped,
             backlog,
             phases,
             latency,
+            parts: None,
         };
-        let progress = self.progress_record(done, &entry, &prepared, migrated, shadow);
-        self.control.epoch_done(&progress);
-        self.telemetry.epoch_done(&progress);
-        Ok(progress)
+        Ok(self.report(done, &entry, migrated, shadow))
     }
 
     /// Writes `offsets/<epoch>` for `range` with the active operator.
@@ -357,18 +361,25 @@ impl Pipeline {
         Ok(())
     }
 
-    /// The progress record of a finished epoch.
-    fn progress_record(
+    /// The progress record of a finished epoch, handed to the control plane
+    /// and telemetry.
+    pub(super) fn report(
         &self,
         done: Done,
         entry: &OffsetEntry,
-        prepared: &super::resilience::PreparedInput,
         migrated: bool,
         shadow: Option<ShadowReport>,
     ) -> EpochProgress {
         let total = done.started.elapsed();
         let (state_keys, state_bytes) = self.state.size();
-        EpochProgress {
+        let (range, source) = match done.parts {
+            Some(n) => (
+                format!("{n} parts (real-time)"),
+                serde_json::json!({ "parts": n }),
+            ),
+            None => (self.source.describe(&entry.source), entry.source.clone()),
+        };
+        let progress = EpochProgress {
             pipeline: self.name.clone(),
             epoch: done.epoch,
             started_ms: done.started_ms,
@@ -381,8 +392,8 @@ impl Pipeline {
             rows_out: done.rows_out,
             dead_letters: done.dead_letters,
             isolated_rows: entry.isolated.len() as u64,
-            late_rows: prepared.observed.late,
-            duplicates: prepared.dropped.duplicates,
+            late_rows: done.observed.late,
+            duplicates: done.dropped.duplicates,
             watermark_ms: entry.watermark_ms,
             micro_batches: done.micro_batches,
             operator_digest: entry.operator.digest,
@@ -391,8 +402,8 @@ impl Pipeline {
                 .version_of(&entry.operator.digest, &entry.operator.config_digest),
             migrated,
             shadow,
-            range: self.source.describe(&entry.source),
-            source: entry.source.clone(),
+            range,
+            source,
             backlog: done.backlog,
             state_keys,
             state_bytes,
@@ -401,7 +412,10 @@ impl Pipeline {
             total,
             latency: done.latency.summary(),
             latency_histogram: Some(done.latency),
-        }
+        };
+        self.control.epoch_done(&progress);
+        self.telemetry.epoch_done(&progress);
+        progress
     }
 
     pub(super) fn offset_entry(&self, epoch: u64) -> Result<OffsetEntry> {

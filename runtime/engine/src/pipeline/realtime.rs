@@ -29,6 +29,7 @@
 //! delivered; a torn line is ignored ([`weir_core::parts`]). The replayed
 //! epoch ends with its logged parts; new records go to epoch N+1.
 
+use super::epoch::Done;
 use super::Pipeline;
 use crate::dedup::Dropped;
 use crate::event_time::Observed;
@@ -41,7 +42,7 @@ use std::time::{Duration, Instant};
 use weir_core::clock::now_ms;
 use weir_core::latency::Histogram;
 use weir_core::parts::{PartEntry, PartWriter};
-use weir_core::progress::{rate, EpochProgress, Phases};
+use weir_core::progress::{EpochProgress, Phases};
 use weir_core::source::{DeadLetter, PlanLimit};
 use weir_core::wal::OffsetEntry;
 use weir_host::WasmHost;
@@ -111,21 +112,24 @@ impl Pipeline {
         self.close_real_time(&entry, env, &mut totals, &mut phases)?;
         let backlog = self.source.backlog();
         self.telemetry.source_polled(backlog);
-        let total = started.elapsed();
-        let progress = self.real_time_record(RealTimeDone {
-            entry: &entry,
+        let done = Done {
+            epoch,
             replay,
+            started,
             started_ms,
             since_previous,
-            totals,
-            migrated,
+            rows_in: totals.rows_in,
+            rows_out: totals.rows_out,
+            micro_batches: totals.micro_batches,
+            dead_letters: totals.dead_letters.len() as u64,
+            observed: totals.observed,
+            dropped: totals.dropped,
             backlog,
             phases,
-            total,
-        });
-        self.control.epoch_done(&progress);
-        self.telemetry.epoch_done(&progress);
-        Ok(progress)
+            latency: totals.latency,
+            parts: Some(totals.parts),
+        };
+        Ok(self.report(done, &entry, migrated, None))
     }
 
     /// Step 2, live: polls the source and runs each part it finds until
@@ -287,51 +291,6 @@ impl Pipeline {
             self.after_commit(epoch, max_event_time_ms)
         })
     }
-
-    /// The progress record of a finished real-time epoch.
-    fn real_time_record(&self, done: RealTimeDone<'_>) -> EpochProgress {
-        let RealTimeDone {
-            entry,
-            totals,
-            total,
-            ..
-        } = done;
-        let (state_keys, state_bytes) = self.state.size();
-        EpochProgress {
-            pipeline: self.name.clone(),
-            epoch: entry.epoch,
-            started_ms: done.started_ms,
-            finished_ms: now_ms(),
-            epoch_time_ms: entry.epoch_time_ms,
-            replay: done.replay,
-            rows_in: totals.rows_in,
-            input_rows_per_sec: rate(totals.rows_in, done.since_previous.unwrap_or(total)),
-            processed_rows_per_sec: rate(totals.rows_in, total),
-            rows_out: totals.rows_out,
-            dead_letters: totals.dead_letters.len() as u64,
-            isolated_rows: 0,
-            late_rows: totals.observed.late,
-            duplicates: totals.dropped.duplicates,
-            watermark_ms: entry.watermark_ms,
-            micro_batches: totals.micro_batches,
-            operator_digest: entry.operator.digest,
-            operator_version: self
-                .control
-                .version_of(&entry.operator.digest, &entry.operator.config_digest),
-            migrated: done.migrated,
-            shadow: None,
-            range: format!("{} parts (real-time)", totals.parts),
-            source: serde_json::json!({ "parts": totals.parts }),
-            backlog: done.backlog,
-            state_keys,
-            state_bytes,
-            trigger_interval_ms: None,
-            phases: done.phases,
-            total,
-            latency: totals.latency.summary(),
-            latency_histogram: Some(totals.latency),
-        }
-    }
 }
 
 /// A live epoch's instance and running figures.
@@ -339,17 +298,4 @@ struct LiveRun<'a> {
     running: &'a mut Running,
     totals: &'a mut Totals,
     phases: &'a mut Phases,
-}
-
-/// What [`Pipeline::real_time_record`] reports.
-struct RealTimeDone<'a> {
-    entry: &'a OffsetEntry,
-    replay: bool,
-    started_ms: i64,
-    since_previous: Option<Duration>,
-    totals: Totals,
-    migrated: bool,
-    backlog: Option<weir_core::source::Backlog>,
-    phases: Phases,
-    total: Duration,
 }
