@@ -234,6 +234,7 @@ fn a_hot_swap_in_real_time_mode_takes_effect_at_the_next_epoch() {
         &format!("config = {}", echo("v1")),
     );
     let v2 = crate::common::variant(&std::fs::read(guest("sandbox_tests")).unwrap(), "v2");
+    let v3 = crate::common::variant(&std::fs::read(guest("sandbox_tests")).unwrap(), "v3");
     let host = weir_host::WasmHost::new(None).unwrap();
     let mut p = crate::common::open_pipeline(d, &toml, &host).unwrap();
     let control = p.control();
@@ -244,6 +245,18 @@ fn a_hot_swap_in_real_time_mode_takes_effect_at_the_next_epoch() {
         &std::sync::atomic::AtomicBool::new(false),
         &mut |e| {
             epochs.push(e.clone());
+            if e.epoch == 1 {
+                // A candidate in shadow from epoch 2: it differs on every row.
+                let shadow = Upload {
+                    wasm: v3.clone(),
+                    config_json: Some(r#"{"mode":"echo","tag":"v3"}"#.into()),
+                    golden: None,
+                    label: None,
+                    origin: weir_engine::registry::Origin::Upload { file_name: None },
+                };
+                let key = Some("txn_id".to_string());
+                control.upload(shadow, Then::Shadow { key }).unwrap();
+            }
             if e.epoch == 3 {
                 let upload = Upload {
                     wasm: v2.clone(),
@@ -287,6 +300,75 @@ fn a_hot_swap_in_real_time_mode_takes_effect_at_the_next_epoch() {
         rows,
         "echo: one row out per row in"
     );
+    // The shadow candidate ran over every epoch from 2 on, over all of its
+    // parts, and wrote nothing (no `v3` row reached the sink).
+    for e in epochs.iter().filter(|e| e.epoch >= 2) {
+        let report = e.shadow.as_ref().unwrap_or_else(|| panic!("epoch {}", e.epoch));
+        assert!(report.error.is_none(), "{:?}", report.error);
+        assert_eq!(report.active_rows, e.rows_out, "epoch {}", e.epoch);
+        assert_eq!(report.candidate_rows, e.rows_out, "epoch {}", e.epoch);
+        assert_eq!(report.changed, e.rows_out, "epoch {}: every tag differs", e.epoch);
+    }
+    assert!(epochs.iter().filter(|e| e.epoch < 2).all(|e| e.shadow.is_none()));
+}
+
+#[test]
+fn a_poison_record_in_real_time_mode_is_isolated_and_nothing_else_is_lost() {
+    use weir_cli::demo::generator::{payment, START_MS};
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let poison = payment(5, 4_321).0.txn_id;
+    let config = format!(r#"{{ mode = "echo", poison = "{poison}", poison_by = "trap" }}"#);
+    let toml = pipeline(
+        d,
+        "mode = \"real-time\"\ncheckpoint_interval = \"100ms\"",
+        1_000,
+        Some(START_MS),
+        700,
+    )
+    .replace(
+        &format!("path = \"{}\"", guest("fraud_velocity").display()),
+        &format!("path = \"{}\"", guest("sandbox_tests").display()),
+    )
+    .replace(&format!("config = {VELOCITY_CONFIG}"), &format!("config = {config}"));
+    let epochs = run_epochs(d, &toml).unwrap();
+
+    // Every other payment was echoed, exactly once.
+    let mut echoed = Vec::new();
+    for (_, bytes) in crate::common::sink_files(&d.join("out")) {
+        for line in String::from_utf8(bytes).unwrap().lines() {
+            let row: Value = serde_json::from_str(line).unwrap();
+            echoed.push(row["txn_id"].as_str().unwrap().to_string());
+        }
+    }
+    let want: BTreeSet<String> = (0..ROWS)
+        .map(|i| payment(5, i).0.txn_id)
+        .filter(|t| *t != poison)
+        .collect();
+    assert_eq!(echoed.len() as u64, ROWS - 1, "no row lost or repeated");
+    assert_eq!(echoed.into_iter().collect::<BTreeSet<_>>(), want);
+
+    // The part holding it was deferred: its epoch ended before it, and it
+    // ran as the next epoch, a micro-batch one that isolated the record.
+    let ck = d.join("checkpoint");
+    let isolated: Vec<&weir_core::progress::EpochProgress> =
+        epochs.iter().filter(|e| e.isolated_rows > 0).collect();
+    assert_eq!(isolated.len(), 1, "one epoch isolated the record");
+    let n = isolated[0].epoch;
+    let entry: Value =
+        serde_json::from_slice(&std::fs::read(ck.join(format!("offsets/{n}"))).unwrap()).unwrap();
+    assert_eq!(entry["real_time"], Value::Null, "a micro-batch epoch: {entry}");
+    assert_eq!(entry["isolated"].as_array().unwrap().len(), 1, "{entry}");
+    let log = std::fs::read_to_string(ck.join(format!("offsets/{}.parts", n - 1))).unwrap();
+    let last = log.lines().last().unwrap();
+    assert!(last.starts_with("{\"deferred\":"), "{log}");
+    let letters =
+        std::fs::read_to_string(ck.join(format!("dead-letter/epoch-{n:010}.jsonl"))).unwrap();
+    let letter: Value = serde_json::from_str(letters.trim()).unwrap();
+    let raw: Value = serde_json::from_str(letter["raw"].as_str().unwrap()).unwrap();
+    assert_eq!(raw["txn_id"], poison.as_str());
+    assert!(epochs.iter().any(|e| e.epoch > n && e.rows_in > 0), "real-time went on");
+    assert_eq!(epochs.iter().map(|e| e.rows_in).sum::<u64>(), ROWS);
 }
 
 #[test]

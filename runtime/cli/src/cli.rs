@@ -701,7 +701,12 @@ fn show_checkpoint(dir: PathBuf, json: bool) -> Result<()> {
         // A real-time epoch's range is its logged parts.
         let source = if entry.real_time {
             let parts = ckpt.parts.read(epoch)?;
-            serde_json::json!({ "parts": parts.into_iter().map(|p| p.range).collect::<Vec<_>>() })
+            let deferred = ckpt.parts.deferred(epoch)?.map(|p| p.range);
+            let parts: Vec<_> = parts.into_iter().map(|p| p.range).collect();
+            match deferred {
+                Some(d) => serde_json::json!({ "parts": parts, "deferred": d }),
+                None => serde_json::json!({ "parts": parts }),
+            }
         } else {
             entry.source
         };

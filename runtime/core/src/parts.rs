@@ -9,6 +9,13 @@
 //! been delivered, with the same boundaries (the operator then emits the
 //! same rows, and the sink's per-part write is idempotent). A line torn by
 //! a crash never had output delivered and is ignored.
+//!
+//! A part the operator failed on live (none of its output delivered) is
+//! **deferred**: a last line `{"deferred": i}` ends the epoch before part
+//! `i`, whose range then runs as the next epoch, a micro-batch one, under
+//! the failure rules of micro-batch mode (re-plan, auto-rollback, isolate
+//! the records). [`PartLog::read`] gives the parts before it,
+//! [`PartLog::deferred`] the deferred part.
 
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
@@ -59,12 +66,23 @@ impl PartLog {
         })
     }
 
-    /// The parts of `epoch` in order (none if it has no log).
+    /// The parts of `epoch` in order, up to a deferred one (none if it has
+    /// no log).
     pub fn read(&self, epoch: u64) -> Result<Vec<PartEntry>> {
+        Ok(self.log(epoch)?.parts)
+    }
+
+    /// The part of `epoch` the operator failed on live, which runs as the
+    /// next epoch instead, if any.
+    pub fn deferred(&self, epoch: u64) -> Result<Option<PartEntry>> {
+        Ok(self.log(epoch)?.deferred)
+    }
+
+    fn log(&self, epoch: u64) -> Result<Decoded> {
         let path = self.path(epoch);
         let bytes = match std::fs::read(&path) {
             Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Decoded::default()),
             Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
         };
         decode(&bytes).with_context(|| format!("in {} (corrupt checkpoint?)", path.display()))
@@ -115,6 +133,19 @@ impl PartWriter {
         Ok(())
     }
 
+    /// Ends the epoch before part `part`, the last one appended, which the
+    /// operator failed on before any of its output was delivered; durable
+    /// on return.
+    pub fn defer(&mut self, part: u32) -> Result<()> {
+        let mut line = serde_json::to_vec(&Line::Deferred { deferred: part })?;
+        line.push(b'\n');
+        self.file
+            .write_all(&line)
+            .with_context(|| format!("appending to {}", self.path.display()))?;
+        self.unsynced = true;
+        self.sync()
+    }
+
     /// Makes every line appended so far durable (one `fdatasync` for all).
     pub fn sync(&mut self) -> Result<()> {
         if self.unsynced {
@@ -132,31 +163,57 @@ impl PartWriter {
     }
 }
 
+/// A line of a part log.
+#[derive(Serialize, Deserialize)]
+#[serde(untagged)]
+enum Line {
+    Part(PartEntry),
+    Deferred { deferred: u32 },
+}
+
+/// A part log, read: the epoch's parts and the one deferred after them.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Decoded {
+    pub parts: Vec<PartEntry>,
+    pub deferred: Option<PartEntry>,
+}
+
 /// The entries of a part log's bytes: complete lines only (a torn last line
-/// was never synced, so none of its output was delivered), numbered 0, 1, 2…
-pub fn decode(bytes: &[u8]) -> Result<Vec<PartEntry>> {
+/// was never synced, so none of its output was delivered), numbered 0, 1,
+/// 2…, and the deferred part if a `deferred` line ends the log.
+pub fn decode(bytes: &[u8]) -> Result<Decoded> {
     let complete = match bytes.iter().rposition(|&b| b == b'\n') {
         Some(end) => &bytes[..=end],
         None => &[][..],
     };
-    let mut parts = Vec::new();
+    let mut out = Decoded::default();
     for (i, line) in complete.split(|&b| b == b'\n').enumerate() {
         if line.is_empty() {
             continue;
         }
-        let entry: PartEntry = serde_json::from_slice(line)
+        if out.deferred.is_some() {
+            bail!("line {} follows the line that ended the epoch", i + 1);
+        }
+        let line: Line = serde_json::from_slice(line)
             .with_context(|| format!("line {} is not a part entry", i + 1))?;
-        if entry.part as usize != parts.len() {
-            bail!(
+        match line {
+            Line::Part(entry) if entry.part as usize == out.parts.len() => out.parts.push(entry),
+            Line::Part(entry) => bail!(
                 "line {} holds part {}, expected part {}",
                 i + 1,
                 entry.part,
-                parts.len()
-            );
+                out.parts.len()
+            ),
+            Line::Deferred { deferred } => match out.parts.pop() {
+                Some(last) if last.part == deferred => out.deferred = Some(last),
+                _ => bail!(
+                    "line {} defers part {deferred}, which is not the last part logged",
+                    i + 1
+                ),
+            },
         }
-        parts.push(entry);
     }
-    Ok(parts)
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -199,5 +256,23 @@ mod tests {
         let skip = format!("{}\n", serde_json::to_string(&part(1)).unwrap());
         assert!(decode(skip.as_bytes()).is_err());
         assert!(decode(b"not json\n").is_err());
+        assert!(decode(b"{\"deferred\":0}\n").is_err(), "nothing to defer");
+    }
+
+    #[test]
+    fn a_deferred_part_ends_the_epoch_before_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = PartLog::new(dir.path().to_path_buf());
+        let mut w = log.create(5).unwrap();
+        for n in 0..3 {
+            w.append(&part(n)).unwrap();
+        }
+        w.defer(2).unwrap();
+        assert_eq!(log.read(5).unwrap(), vec![part(0), part(1)]);
+        assert_eq!(log.deferred(5).unwrap(), Some(part(2)));
+        assert_eq!(log.deferred(6).unwrap(), None);
+        w.append(&part(3)).unwrap();
+        w.sync().unwrap();
+        assert!(log.read(5).is_err(), "nothing may follow the end");
     }
 }

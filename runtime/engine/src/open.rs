@@ -128,6 +128,7 @@ pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<
         shadow: None,
         telemetry,
         previous_start: None,
+        carried: None,
         failure: cfg.operator.failure_policy(),
         wal: cfg.wal,
     })

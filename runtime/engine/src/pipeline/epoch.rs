@@ -115,7 +115,9 @@ impl Pipeline {
         let ran = timed(&mut phases.operator, || {
             self.run_resilient(host, entry, batches)
         })?;
-        let shadow = timed(&mut phases.shadow, || self.shadow_hook(host, &ran));
+        let shadow = timed(&mut phases.shadow, || {
+            self.shadow_hook(host, &ran.entry, &ran.prepared.batches, &ran.outputs)
+        });
         let Ran {
             entry,
             prepared,

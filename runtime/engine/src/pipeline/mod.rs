@@ -70,6 +70,9 @@ struct Attempt {
     epoch: u64,
     /// Planned by an earlier run or attempt: run again exactly as recorded.
     replay: bool,
+    /// `offsets/<epoch>` is written (all but a live real-time epoch, which
+    /// plans as it runs).
+    planned: bool,
     /// Planning's share of the phases (micro-batch epochs planned just now).
     phases: Phases,
     backlog: Option<weir_core::source::Backlog>,
@@ -138,6 +141,9 @@ pub struct Pipeline {
     pub(crate) failure: FailurePolicy,
     /// How the offset and commit logs are compacted.
     pub(crate) wal: WalConfig,
+    /// The range of a real-time part the operator failed on live: it runs
+    /// next, as a micro-batch epoch of its own ([`weir_core::parts`]).
+    pub(crate) carried: Option<serde_json::Value>,
 }
 
 /// An epoch's input as the operator gets it, with the state view.
@@ -268,12 +274,14 @@ impl Pipeline {
     }
 
     /// The epoch to run next: the one planned but not committed (`pending`),
-    /// a real-time epoch (which plans as it runs), or a newly planned one
-    /// (`None` if the source has no new data).
+    /// a real-time part deferred by the epoch before (as a micro-batch
+    /// epoch), a real-time epoch (which plans as it runs), or a newly
+    /// planned one (`None` if the source has no new data).
     fn next_attempt(&mut self, next: u64, pending: Option<u64>) -> Result<Option<Attempt>> {
         let fresh = |epoch, phases, backlog| Attempt {
             epoch,
             replay: false,
+            planned: true,
             phases,
             backlog,
         };
@@ -282,7 +290,16 @@ impl Pipeline {
                 replay: true,
                 ..fresh(epoch, Phases::default(), None)
             }),
-            None if self.real_time().is_some() => Some(fresh(next, Phases::default(), None)),
+            None if self.carried.is_some() => {
+                let range = self.carried.take().unwrap_or_default();
+                let mut phases = Phases::default();
+                epoch::timed(&mut phases.wal, || self.write_offsets(next, range, false))?;
+                Some(fresh(next, phases, None))
+            }
+            None if self.real_time().is_some() => Some(Attempt {
+                planned: false,
+                ..fresh(next, Phases::default(), None)
+            }),
             None => self
                 .plan(next)?
                 .map(|(phases, backlog)| fresh(next, phases, backlog)),
@@ -355,23 +372,22 @@ impl Pipeline {
     }
 
     /// Runs an epoch in the mode it was planned in: a replay of a real-time
-    /// epoch is real-time even if the pipeline file changed mode.
+    /// epoch is real-time even if the pipeline file changed mode, and a
+    /// deferred real-time part runs as a micro-batch epoch.
     fn run_epoch(
         &mut self,
         host: &WasmHost,
         stop: &AtomicBool,
         a: Attempt,
     ) -> Result<EpochProgress> {
-        let recorded_real_time = a.replay && self.offset_entry(a.epoch)?.real_time;
-        match self.real_time() {
-            _ if recorded_real_time => {
-                self.execute_real_time(host, a.epoch, true, Duration::ZERO, stop)
-            }
-            Some(interval) if !a.replay => {
-                self.execute_real_time(host, a.epoch, false, interval, stop)
-            }
-            _ => self.execute(host, a.epoch, a.replay, a.phases, a.backlog),
+        if !a.planned {
+            let interval = self.real_time().unwrap_or_default();
+            return self.execute_real_time(host, a.epoch, false, interval, stop);
         }
+        if a.replay && self.offset_entry(a.epoch)?.real_time {
+            return self.execute_real_time(host, a.epoch, true, Duration::ZERO, stop);
+        }
+        self.execute(host, a.epoch, a.replay, a.phases, a.backlog)
     }
 
     fn retries_failed_epochs(&self) -> bool {

@@ -28,9 +28,23 @@
 //! uncommitted epoch. A part logged but never synced had no output
 //! delivered; a torn line is ignored ([`weir_core::parts`]). The replayed
 //! epoch ends with its logged parts; new records go to epoch N+1.
+//!
+//! **When the operator fails on part i live** (a bad record, a bad new
+//! version), nothing of part i was delivered, but parts before it were, so
+//! the epoch cannot be re-planned as a micro-batch epoch is
+//! ([`super::resilience`]). Instead part i is **deferred**: the part log
+//! ends the epoch before it (durably), the epoch is replayed with parts
+//! 0..i on a fresh instance (its state view holds no half-run part) and
+//! committed, and part i's range runs as epoch N+1, a micro-batch epoch,
+//! under every failure rule of micro-batch mode: re-plan with a rolled-back
+//! version, auto-rollback of a version on probation, isolation of the
+//! records it fails on. Real-time epochs resume at N+2.
+//!
+//! A **shadow** candidate runs at the close of each epoch over all of its
+//! parts' input, against the committed state, as in micro-batch mode.
 
 use super::epoch::Done;
-use super::Pipeline;
+use super::{EpochFailed, Pipeline};
 use crate::dedup::Dropped;
 use crate::event_time::Observed;
 use crate::operator_state::{self, epoch_env};
@@ -66,6 +80,17 @@ struct Totals {
     ranges: Vec<serde_json::Value>,
     /// Event→emit latency of the output rows.
     latency: Histogram,
+    /// With a shadow candidate: every part's input (as the operator got
+    /// it) and output, for the comparison at the epoch's close.
+    shadowed: Option<(Vec<RecordBatch>, Vec<RecordBatch>)>,
+}
+
+/// How the live parts of an epoch ended.
+enum LiveEnd {
+    /// The interval passed, a stop was asked, or the source ended.
+    Closed,
+    /// The operator failed on the last part, which is deferred.
+    Deferred,
 }
 
 impl Pipeline {
@@ -88,12 +113,15 @@ impl Pipeline {
             .map(|p| started.duration_since(p));
         let mut phases = Phases::default();
         let entry = if replay {
-            self.offset_entry(epoch)?
+            self.replay_entry(epoch)?
         } else {
             self.write_offsets(epoch, serde_json::Value::Null, true)?
         };
         let mut running = self.start_instance(host, &entry)?;
-        let mut totals = Totals::default();
+        let mut totals = Totals {
+            shadowed: self.shadow.as_ref().map(|_| Default::default()),
+            ..Totals::default()
+        };
         if replay {
             for part in self.checkpoint.parts.read(epoch)? {
                 self.run_part(&mut running, &entry, part, None, &mut totals, &mut phases)?;
@@ -105,11 +133,25 @@ impl Pipeline {
                 totals: &mut totals,
                 phases: &mut phases,
             };
-            self.live_parts(&entry, deadline, stop, &mut run)?;
+            if let LiveEnd::Deferred = self.live_parts(&entry, deadline, stop, &mut run)? {
+                drop(running);
+                return self.execute_real_time(host, epoch, true, Duration::ZERO, stop);
+            }
         }
         let migrated = running.migrated;
         let env = running.finish();
+        let shadow = totals.shadowed.take().and_then(|(input, output)| {
+            super::epoch::timed(&mut phases.shadow, || {
+                self.shadow_hook(host, &entry, &input, &output)
+            })
+        });
         self.close_real_time(&entry, env, &mut totals, &mut phases)?;
+        if let Some(report) = &shadow {
+            self.control.shadow_done(report.clone());
+        }
+        if replay {
+            self.carried = self.checkpoint.parts.deferred(epoch)?.map(|p| p.range);
+        }
         let backlog = self.source.backlog();
         self.telemetry.source_polled(backlog);
         let done = Done {
@@ -129,18 +171,45 @@ impl Pipeline {
             latency: totals.latency,
             parts: Some(totals.parts),
         };
-        Ok(self.report(done, &entry, migrated, None))
+        Ok(self.report(done, &entry, migrated, shadow))
+    }
+
+    /// `offsets/<epoch>` for a replay. An epoch that delivered nothing (no
+    /// part logged: its instance failed to start, say) is re-planned with
+    /// the active version first if another was activated meanwhile (a
+    /// `weir rollback` while it was stuck), as a micro-batch epoch is.
+    fn replay_entry(&mut self, epoch: u64) -> Result<OffsetEntry> {
+        let entry = self.offset_entry(epoch)?;
+        let Some(active) = self.control.planned().map(|p| p.active) else {
+            return Ok(entry);
+        };
+        let same = active.digest == entry.operator.digest
+            && active.config_digest == entry.operator.config_digest;
+        let parts = self.checkpoint.parts.read(epoch)?;
+        if same || !parts.is_empty() || self.checkpoint.parts.deferred(epoch)?.is_some() {
+            return Ok(entry);
+        }
+        tracing::warn!(
+            pipeline = %self.name,
+            epoch,
+            version = active.number,
+            "real-time epoch delivered nothing before it failed; re-planning it with the \
+             active version {}",
+            active.number
+        );
+        self.replan(entry, &active)
     }
 
     /// Step 2, live: polls the source and runs each part it finds until
-    /// `deadline`, a stop request, or the end of a bounded source.
+    /// `deadline`, a stop request, or the end of a bounded source; or
+    /// until the operator fails on a part, which is then deferred.
     fn live_parts(
         &mut self,
         entry: &OffsetEntry,
         deadline: Instant,
         stop: &AtomicBool,
         run: &mut LiveRun<'_>,
-    ) -> Result<()> {
+    ) -> Result<LiveEnd> {
         let mut log = self.checkpoint.parts.create(entry.epoch)?;
         while Instant::now() < deadline && !stop.load(Ordering::Relaxed) {
             let planned = super::epoch::timed(&mut run.phases.plan, || {
@@ -160,16 +229,33 @@ impl Pipeline {
                 range,
             };
             log.append(&part)?;
-            self.run_part(
+            let number = part.part;
+            let ran = self.run_part(
                 run.running,
                 entry,
                 part,
                 Some(&mut log),
                 run.totals,
                 run.phases,
-            )?;
+            );
+            match ran {
+                Ok(()) => {}
+                Err(e) if e.downcast_ref::<EpochFailed>().is_some() => {
+                    log.defer(number)?;
+                    tracing::warn!(
+                        pipeline = %self.name,
+                        epoch = entry.epoch,
+                        part = number,
+                        "the operator failed on a part before any of its output was delivered; \
+                         the epoch ends before it and the part runs as the next epoch, under \
+                         the failure rules of micro-batch mode: {e:#}"
+                    );
+                    return Ok(LiveEnd::Deferred);
+                }
+                Err(e) => return Err(e),
+            }
         }
-        Ok(())
+        Ok(LiveEnd::Closed)
     }
 
     /// The epoch's instance, over the epoch's view of the state.
@@ -255,12 +341,18 @@ impl Pipeline {
         let mut outputs = Vec::new();
         for batch in batches {
             totals.micro_batches += 1;
+            if let Some((input, _)) = &mut totals.shadowed {
+                input.push(batch.clone());
+            }
             let out = running
                 .process(batch)
                 .map_err(|cause| self.epoch_failed(entry, cause))?;
             if out.num_rows() > 0 {
                 outputs.push(out);
             }
+        }
+        if let Some((_, output)) = &mut totals.shadowed {
+            output.extend(outputs.iter().cloned());
         }
         Ok(outputs)
     }

@@ -45,6 +45,12 @@ impl Pipeline {
         };
         self.last_digest = Some(self.offset_entry(last_planned)?.operator.digest);
         if last_committed.is_some_and(|c| c >= last_planned) {
+            // A part deferred by the last epoch runs next (see `realtime`).
+            self.carried = self
+                .checkpoint
+                .parts
+                .deferred(last_planned)?
+                .map(|p| p.range);
             return Ok((last_planned + 1, None));
         }
         let expected = last_committed.map_or(0, |c| c + 1);
@@ -66,12 +72,14 @@ impl Pipeline {
     }
 
     /// Tells the source an epoch's range was planned: the recorded range,
-    /// or a real-time epoch's logged parts.
+    /// or a real-time epoch's logged parts (and the part it deferred).
     fn restore_source(&mut self, entry: &weir_core::wal::OffsetEntry) -> Result<()> {
         if !entry.real_time {
             return self.source.restore(&entry.source);
         }
-        for part in self.checkpoint.parts.read(entry.epoch)? {
+        let parts = &self.checkpoint.parts;
+        let deferred = parts.deferred(entry.epoch)?;
+        for part in parts.read(entry.epoch)?.into_iter().chain(deferred) {
             self.source.restore(&part.range)?;
         }
         Ok(())

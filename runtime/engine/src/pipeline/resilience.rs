@@ -236,7 +236,7 @@ impl Pipeline {
 
     /// `entry` re-planned with `target`: nothing of the epoch was
     /// delivered, so `offsets/N` is amended and the epoch runs again.
-    fn replan(&mut self, entry: OffsetEntry, target: &Version) -> Result<OffsetEntry> {
+    pub(super) fn replan(&mut self, entry: OffsetEntry, target: &Version) -> Result<OffsetEntry> {
         let before = match entry.epoch.checked_sub(1) {
             Some(e) => self.checkpoint.offsets.get(e)?.map(|o| o.operator.digest),
             None => None,

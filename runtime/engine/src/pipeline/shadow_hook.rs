@@ -4,24 +4,30 @@
 //! active version's ([`crate::deploy::shadow`]). It never affects the
 //! epoch: a candidate that fails is reported, not retried.
 
-use super::resilience::Ran;
 use super::{Pipeline, VersionRun};
+use arrow_array::RecordBatch;
 use crate::deploy::shadow;
 use crate::operator_state::epoch_env;
 use crate::runner::EpochAt;
 use std::time::Instant;
 use weir_core::progress::ShadowReport;
-use weir_core::wal::OperatorRef;
+use weir_core::wal::{OffsetEntry, OperatorRef};
 use weir_host::WasmHost;
 use weir_state::EpochState;
 
 impl Pipeline {
     /// Runs the shadow candidate over the epoch's input (against the
     /// committed state; its writes are dropped) and compares its output
-    /// with the active version's.
-    pub(super) fn shadow_hook(&mut self, host: &WasmHost, ran: &Ran) -> Option<ShadowReport> {
+    /// with the active version's: `batches` is what the active version
+    /// got (after event time and dedup), `outputs` what it emitted.
+    pub(super) fn shadow_hook(
+        &mut self,
+        host: &WasmHost,
+        entry: &OffsetEntry,
+        batches: &[RecordBatch],
+        outputs: &[RecordBatch],
+    ) -> Option<ShadowReport> {
         let (candidate, key) = self.shadow.clone()?;
-        let (entry, batches, outputs) = (&ran.entry, &ran.prepared.batches, &ran.outputs);
         let active_version = self
             .control
             .version_of(&entry.operator.digest, &entry.operator.config_digest);
