@@ -303,13 +303,23 @@ fn a_hot_swap_in_real_time_mode_takes_effect_at_the_next_epoch() {
     // The shadow candidate ran over every epoch from 2 on, over all of its
     // parts, and wrote nothing (no `v3` row reached the sink).
     for e in epochs.iter().filter(|e| e.epoch >= 2) {
-        let report = e.shadow.as_ref().unwrap_or_else(|| panic!("epoch {}", e.epoch));
+        let report = e
+            .shadow
+            .as_ref()
+            .unwrap_or_else(|| panic!("epoch {}", e.epoch));
         assert!(report.error.is_none(), "{:?}", report.error);
         assert_eq!(report.active_rows, e.rows_out, "epoch {}", e.epoch);
         assert_eq!(report.candidate_rows, e.rows_out, "epoch {}", e.epoch);
-        assert_eq!(report.changed, e.rows_out, "epoch {}: every tag differs", e.epoch);
+        assert_eq!(
+            report.changed, e.rows_out,
+            "epoch {}: every tag differs",
+            e.epoch
+        );
     }
-    assert!(epochs.iter().filter(|e| e.epoch < 2).all(|e| e.shadow.is_none()));
+    assert!(epochs
+        .iter()
+        .filter(|e| e.epoch < 2)
+        .all(|e| e.shadow.is_none()));
 }
 
 #[test]
@@ -330,7 +340,10 @@ fn a_poison_record_in_real_time_mode_is_isolated_and_nothing_else_is_lost() {
         &format!("path = \"{}\"", guest("fraud_velocity").display()),
         &format!("path = \"{}\"", guest("sandbox_tests").display()),
     )
-    .replace(&format!("config = {VELOCITY_CONFIG}"), &format!("config = {config}"));
+    .replace(
+        &format!("config = {VELOCITY_CONFIG}"),
+        &format!("config = {config}"),
+    );
     let epochs = run_epochs(d, &toml).unwrap();
 
     // Every other payment was echoed, exactly once.
@@ -357,7 +370,11 @@ fn a_poison_record_in_real_time_mode_is_isolated_and_nothing_else_is_lost() {
     let n = isolated[0].epoch;
     let entry: Value =
         serde_json::from_slice(&std::fs::read(ck.join(format!("offsets/{n}"))).unwrap()).unwrap();
-    assert_eq!(entry["real_time"], Value::Null, "a micro-batch epoch: {entry}");
+    assert_eq!(
+        entry["real_time"],
+        Value::Null,
+        "a micro-batch epoch: {entry}"
+    );
     assert_eq!(entry["isolated"].as_array().unwrap().len(), 1, "{entry}");
     let log = std::fs::read_to_string(ck.join(format!("offsets/{}.parts", n - 1))).unwrap();
     let last = log.lines().last().unwrap();
@@ -367,7 +384,10 @@ fn a_poison_record_in_real_time_mode_is_isolated_and_nothing_else_is_lost() {
     let letter: Value = serde_json::from_str(letters.trim()).unwrap();
     let raw: Value = serde_json::from_str(letter["raw"].as_str().unwrap()).unwrap();
     assert_eq!(raw["txn_id"], poison.as_str());
-    assert!(epochs.iter().any(|e| e.epoch > n && e.rows_in > 0), "real-time went on");
+    assert!(
+        epochs.iter().any(|e| e.epoch > n && e.rows_in > 0),
+        "real-time went on"
+    );
     assert_eq!(epochs.iter().map(|e| e.rows_in).sum::<u64>(), ROWS);
 }
 
@@ -437,4 +457,95 @@ fn sigkill_in_real_time_mode_leaves_the_state_of_an_uninterrupted_run() {
         crate::state::state_dump(crashy.path()) == state,
         "the keyed state differs from the uninterrupted run's"
     );
+}
+
+/// A Kafka → `fraud-velocity` → files pipeline over `topic`.
+fn kafka_pipeline(dir: &Path, bootstrap: &str, topic: &str, trigger: &str) -> String {
+    format!(
+        r#"name = "kafka-live"
+checkpoint = "{dir}/checkpoint"
+batch_rows = 500
+[trigger]
+{trigger}
+[source]
+kind = "kafka"
+bootstrap_servers = "{bootstrap}"
+topics = ["{topic}"]
+timeout = "1s"
+{schema}
+[operator]
+path = "{op}"
+config = {VELOCITY_CONFIG}
+[sink]
+kind = "files"
+path = "{dir}/out"
+"#,
+        dir = dir.display(),
+        op = guest("fraud_velocity").display(),
+        schema = weir_cli::demo::generator::SCHEMA_TOML,
+    )
+}
+
+#[test]
+fn real_time_reads_kafka_as_records_arrive_through_a_broker_restart() {
+    use weir_cli::demo::generator::payment;
+    let mut broker = crate::common::broker::Broker::start();
+    broker.create_topic("live", 3);
+    // A card's payments stay in one partition, in order, as a keyed
+    // producer would send them.
+    let produce = |broker: &crate::common::broker::Broker, from: u64, to: u64| {
+        let rows: Vec<_> = (from..to).map(|i| payment(11, i).0).collect();
+        let values: Vec<Vec<u8>> = rows
+            .iter()
+            .map(|p| serde_json::to_vec(p).unwrap())
+            .collect();
+        broker.produce("live", &values, |i| {
+            let card = &rows[i].card_id;
+            (card.bytes().map(u32::from).sum::<u32>() % 3) as i32
+        });
+    };
+    let live = tempfile::tempdir().unwrap();
+    let trigger = "mode = \"real-time\"\ncheckpoint_interval = \"200ms\"";
+    let toml = kafka_pipeline(live.path(), &broker.bootstrap(), "live", trigger);
+    let runner = crate::common::Background::start(live.path(), toml);
+    let ck = live.path().join("checkpoint");
+    let wait = |what: &str, n: u64| {
+        crate::common::wait_for(what, || crate::common::committed_rows(&ck) >= n)
+    };
+    produce(&broker, 0, 3_000);
+    wait("the first 3,000 payments", 3_000);
+    broker.stop();
+    std::thread::sleep(std::time::Duration::from_secs(2)); // real-time epochs with the broker down
+    broker.restart();
+    for from in (3_000..6_000).step_by(500) {
+        produce(&broker, from, from + 500);
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    wait("the payments produced after the restart", 6_000);
+    let summary = runner.stop().expect("the pipeline survived the outage");
+    assert_eq!(summary.rows_in, 6_000, "every payment, once");
+
+    // The same topic read in micro-batch mode gives the same alerts.
+    let batch = tempfile::tempdir().unwrap();
+    let toml = kafka_pipeline(
+        batch.path(),
+        &broker.bootstrap(),
+        "live",
+        "mode = \"available-now\"",
+    );
+    run_epochs(batch.path(), &toml).unwrap();
+    let expected = alerts(&batch.path().join("out"), false);
+    assert!(expected.len() > 20, "{} alerts", expected.len());
+    let got = alerts(&live.path().join("out"), false);
+    assert_eq!(got, expected);
+    assert!(
+        part_files(&live.path().join("out")) >= 4,
+        "output went out part by part"
+    );
+    let parts: Vec<_> = std::fs::read_dir(ck.join("offsets"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".parts"))
+        .collect();
+    assert!(parts.len() > 3, "real-time epochs logged their parts");
 }

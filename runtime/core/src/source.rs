@@ -94,13 +94,26 @@ impl BacklogUnit {
     }
 }
 
-/// How much the next epoch may take.
+/// How much the next epoch (or real-time part) may take.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PlanLimit {
     /// Respect the source's per-trigger rate limit.
     PerTrigger,
     /// Take everything available (the `once` trigger).
     Unbounded,
+    /// Real-time mode: what arrived since the last plan, within the
+    /// per-trigger limit, answered at once (it is called again and again,
+    /// a fraction of a millisecond apart). A source may keep a reader open
+    /// between calls and hand what it read to the `read` of the range it
+    /// proposed, rather than ask its system twice.
+    Live,
+}
+
+impl PlanLimit {
+    /// Whether the source's per-trigger limit applies.
+    pub fn per_trigger(self) -> bool {
+        matches!(self, PlanLimit::PerTrigger | PlanLimit::Live)
+    }
 }
 
 /// A replayable source of rows, with its own typed range: what one epoch

@@ -223,7 +223,7 @@ impl Source for FileSource {
             return Ok(None);
         }
         fresh.sort();
-        if limit == PlanLimit::PerTrigger {
+        if limit.per_trigger() {
             fresh.truncate(self.max_files);
         }
         backlog.planned = fresh.iter().map(|f| f.2).sum();

@@ -216,7 +216,7 @@ impl Source for GeneratorSource {
         let origin_ms = *self.origin_ms.get_or_insert_with(now_ms);
         let generated = self.generated_by(origin_ms, now_ms());
         let mut end = generated;
-        if let (PlanLimit::PerTrigger, Some(max)) = (limit, self.settings.max_rows_per_trigger) {
+        if let (true, Some(max)) = (limit.per_trigger(), self.settings.max_rows_per_trigger) {
             end = end.min(self.next.saturating_add(max));
         }
         let start = self.next;

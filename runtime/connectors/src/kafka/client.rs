@@ -25,6 +25,19 @@ impl Brokers<'_> {
         self.with_options(self.consumer_settings(group))
     }
 
+    /// Real-time mode's live reader: assigned once, it keeps fetching, and
+    /// a fetch the broker holds open for lack of data returns within a few
+    /// milliseconds, so a record that arrives meanwhile waits no longer.
+    pub fn live_consumer(&self, group: &str) -> ClientConfig {
+        let mut c = self.consumer_settings(group);
+        c.set("fetch.wait.max.ms", "5")
+            // Fetch again at once after an error or a full queue: the part
+            // waiting for it is what the latency is made of.
+            .set("fetch.error.backoff.ms", "50")
+            .set("fetch.queue.backoff.ms", "10");
+        self.with_options(c)
+    }
+
     /// A consumer of committed records only (the sink's view of what an
     /// earlier run of the query made durable).
     pub fn committed_reader(&self, group: &str) -> ClientConfig {

@@ -7,6 +7,7 @@ mod fetch;
 pub mod plan;
 pub mod sink;
 pub mod source;
+mod tail;
 
 pub use config::{KafkaSinkConfig, KafkaSourceConfig};
 pub use sink::*;

@@ -8,6 +8,7 @@
 use super::client::Brokers;
 use super::fetch::fetch_ranges;
 use super::plan::{self, KafkaRange, PartitionRange, Tp};
+use super::tail::{AgedOut, Tail};
 use anyhow::{anyhow, bail, Context, Result};
 use arrow_array::builder::{Int64Builder, StringBuilder};
 use arrow_array::{ArrayRef, RecordBatch};
@@ -18,7 +19,7 @@ use rdkafka::{Offset, TopicPartitionList};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use weir_core::backoff::Backoff;
 use weir_core::json::MalformedPolicy;
 use weir_core::json::{JsonDecoder, Record};
@@ -126,7 +127,25 @@ pub struct KafkaSource {
     restored: bool,
     /// What the last `plan` found waiting.
     backlog: Option<Backlog>,
+    /// The consumer group (only used with `commit_to_group`).
+    group: String,
+    /// Real-time mode's live reader, opened by the first live plan.
+    tail: Option<Tail>,
+    /// When the live reader last refreshed partitions and watermarks.
+    tail_refreshed: Option<Instant>,
 }
+
+/// Most records one real-time part takes without `max_offsets_per_trigger`:
+/// what the live reader buffers at most.
+const LIVE_PART_MAX: u64 = 65_536;
+
+/// How long a live plan waits for a first record before saying "nothing
+/// new": short, the engine polls again at once.
+const LIVE_WAIT: Duration = Duration::from_millis(1);
+
+/// How often the live reader looks for new partitions and refreshes the
+/// backlog from the broker's watermarks.
+const LIVE_REFRESH: Duration = Duration::from_secs(2);
 
 impl KafkaSource {
     /// Connects and checks that every topic exists; a bad address or a
@@ -155,6 +174,9 @@ impl KafkaSource {
             positions: BTreeMap::new(),
             restored: false,
             backlog: None,
+            group,
+            tail: None,
+            tail_refreshed: None,
         };
         source.partitions()?;
         Ok(source)
@@ -368,6 +390,161 @@ impl KafkaSource {
     }
 }
 
+/// Real-time mode ([`PlanLimit::Live`]): parts planned over what the
+/// live reader ([`super::tail`]) fetched, with no broker round trip.
+impl KafkaSource {
+    fn plan_live(&mut self) -> Result<Option<KafkaRange>> {
+        if self.tail.is_none() {
+            if let Some(anchor) = self.open_tail()? {
+                return Ok(Some(anchor));
+            }
+        }
+        self.refresh_live()?;
+        let Some(tail) = self.tail.as_mut() else {
+            return Ok(None);
+        };
+        let room = self.s.max_offsets_per_trigger.unwrap_or(LIVE_PART_MAX);
+        match tail.poll(room as usize, LIVE_WAIT) {
+            Ok(()) => {}
+            Err(e) if e.downcast_ref::<AgedOut>().is_some() => {
+                self.reopen_after_loss()?;
+                return Ok(None);
+            }
+            Err(e) => return Err(e),
+        }
+        let range = tail.take(&self.positions, self.s.max_offsets_per_trigger)?;
+        let buffered = tail.len() as u64;
+        for r in range.iter().flat_map(|r| &r.partitions) {
+            self.positions.insert((r.topic.clone(), r.partition), r.end);
+        }
+        if let Some(b) = &mut self.backlog {
+            b.planned = range.as_ref().map_or(0, |r| {
+                r.partitions.iter().map(|p| (p.end - p.start) as u64).sum()
+            });
+            b.pending = b.pending.saturating_sub(b.planned).max(buffered);
+        }
+        Ok(range)
+    }
+
+    /// Opens the live reader at the planned positions (new partitions at
+    /// their first offset). A new query that starts anywhere but the
+    /// earliest offsets gets an empty first part that pins its starting
+    /// positions in the WAL, as its first micro-batch epoch would.
+    fn open_tail(&mut self) -> Result<Option<KafkaRange>> {
+        let marks = self.offsets_waiting_for_broker()?;
+        let anchor = !self.restored && self.s.starting_offsets != StartingOffsets::default();
+        if !self.restored {
+            self.initial_positions(&marks)?;
+            self.restored = true;
+        }
+        for (tp, &(low, _)) in &marks {
+            self.positions.entry(tp.clone()).or_insert(low);
+        }
+        let consumer = self
+            .brokers()
+            .live_consumer(&self.group)
+            .create()
+            .context("creating the live Kafka reader")?;
+        self.tail = Some(Tail::open(consumer, &self.positions)?);
+        self.tail_refreshed = Some(Instant::now());
+        self.set_backlog(&marks, 0);
+        if !anchor {
+            return Ok(None);
+        }
+        let partitions = self
+            .positions
+            .iter()
+            .map(|((topic, partition), &at)| PartitionRange {
+                topic: topic.clone(),
+                partition: *partition,
+                start: at,
+                end: at,
+            })
+            .collect();
+        Ok(Some(KafkaRange { partitions }))
+    }
+
+    /// Every [`LIVE_REFRESH`]: partitions added to the topics join the
+    /// live reader, and the backlog is measured against the broker. A
+    /// broker that does not answer is retried at the next refresh (the
+    /// live reader keeps trying on its own).
+    fn refresh_live(&mut self) -> Result<()> {
+        if self
+            .tail_refreshed
+            .is_some_and(|t| t.elapsed() < LIVE_REFRESH)
+        {
+            return Ok(());
+        }
+        self.tail_refreshed = Some(Instant::now());
+        let marks = match self.partitions().and_then(|tps| self.watermarks(&tps)) {
+            Ok(marks) => marks,
+            Err(e) if e.downcast_ref::<TopicMissing>().is_some() => return Err(e),
+            Err(e) => {
+                tracing::warn!(brokers = %self.s.bootstrap_servers, "refreshing Kafka partitions: {e:#}");
+                return Ok(());
+            }
+        };
+        for (tp, &(low, _)) in &marks {
+            if !self.positions.contains_key(tp) {
+                self.positions.insert(tp.clone(), low);
+                if let Some(tail) = &mut self.tail {
+                    tail.add(tp, low)?;
+                }
+            }
+        }
+        let buffered = self.tail.as_ref().map_or(0, |t| t.len() as u64);
+        self.set_backlog(&marks, buffered);
+        Ok(())
+    }
+
+    /// The live reader hit offsets that aged out of retention: fails with
+    /// `fail_on_data_loss`, or plans on from the first offsets the broker
+    /// still has, logging what was lost.
+    fn reopen_after_loss(&mut self) -> Result<()> {
+        let marks = self.offsets_waiting_for_broker()?;
+        let (_, losses) = plan::plan(&self.positions, &marks, Some(0), self.s.fail_on_data_loss)?;
+        for l in &losses {
+            tracing::warn!(
+                topic = %l.tp.0,
+                partition = l.tp.1,
+                lost = (l.available - l.wanted).max(0),
+                "records aged out of retention before they were read; skipping to offset {}",
+                l.available
+            );
+            self.positions.insert(l.tp.clone(), l.available);
+        }
+        self.tail = None;
+        Ok(())
+    }
+
+    /// The backlog against the broker's `marks`, with `buffered` records
+    /// fetched but not yet planned.
+    fn set_backlog(&mut self, marks: &Watermarks, buffered: u64) {
+        let behind: u64 = marks
+            .iter()
+            .map(|(tp, &(_, high))| {
+                let at = self.positions.get(tp).copied().unwrap_or(high);
+                (high - at).max(0) as u64
+            })
+            .sum();
+        self.backlog = Some(Backlog {
+            unit: BacklogUnit::Records,
+            planned: 0,
+            pending: behind.max(buffered),
+            pending_files: None,
+            changed_files: None,
+        });
+    }
+
+    fn brokers(&self) -> Brokers<'_> {
+        Brokers {
+            servers: &self.s.bootstrap_servers,
+            options: &self.s.options,
+            timeout: self.s.timeout,
+        }
+    }
+}
+
 fn utf8(b: &[u8]) -> &str {
     // Only called after `text_problem` checked the bytes.
     std::str::from_utf8(b).unwrap_or_default()
@@ -407,9 +584,9 @@ fn meta_rest(chunk: &[&Fetched]) -> Vec<ArrayRef> {
 /// A record copied out of the client's buffers.
 #[derive(Debug, Clone)]
 pub(crate) struct Fetched {
-    topic: String,
-    partition: i32,
-    offset: i64,
+    pub(crate) topic: String,
+    pub(crate) partition: i32,
+    pub(crate) offset: i64,
     timestamp: Option<i64>,
     key: Option<Vec<u8>>,
     value: Option<Vec<u8>>,
@@ -519,6 +696,9 @@ impl Source for KafkaSource {
     }
 
     fn plan(&mut self, limit: PlanLimit) -> Result<Option<KafkaRange>> {
+        if limit == PlanLimit::Live {
+            return self.plan_live();
+        }
         let marks = self.offsets_waiting_for_broker()?;
         // A new query that starts anywhere but the earliest offsets pins its
         // starting positions in the WAL with its first epoch, even an empty
@@ -529,7 +709,7 @@ impl Source for KafkaSource {
             self.restored = true;
         }
         let max = match limit {
-            PlanLimit::PerTrigger => self.s.max_offsets_per_trigger,
+            PlanLimit::PerTrigger | PlanLimit::Live => self.s.max_offsets_per_trigger,
             PlanLimit::Unbounded => None,
         };
         let (ranges, losses) = plan::plan(&self.positions, &marks, max, self.s.fail_on_data_loss)?;
@@ -587,7 +767,11 @@ impl Source for KafkaSource {
     }
 
     fn read(&mut self, range: &KafkaRange) -> Result<EpochInput> {
-        let records = self.fetch(&range.partitions)?;
+        let live = self.tail.as_mut().and_then(|t| t.records_for(range));
+        let records = match live {
+            Some(records) => records,
+            None => self.fetch(&range.partitions)?,
+        };
         self.to_batches(records)
     }
 

@@ -212,9 +212,8 @@ impl Pipeline {
     ) -> Result<LiveEnd> {
         let mut log = self.checkpoint.parts.create(entry.epoch)?;
         while Instant::now() < deadline && !stop.load(Ordering::Relaxed) {
-            let planned = super::epoch::timed(&mut run.phases.plan, || {
-                self.source.plan(PlanLimit::PerTrigger)
-            })?;
+            let planned =
+                super::epoch::timed(&mut run.phases.plan, || self.source.plan(PlanLimit::Live))?;
             let Some(range) = planned else {
                 if self.source.is_exhausted() {
                     break;

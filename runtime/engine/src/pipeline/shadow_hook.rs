@@ -5,10 +5,10 @@
 //! epoch: a candidate that fails is reported, not retried.
 
 use super::{Pipeline, VersionRun};
-use arrow_array::RecordBatch;
 use crate::deploy::shadow;
 use crate::operator_state::epoch_env;
 use crate::runner::EpochAt;
+use arrow_array::RecordBatch;
 use std::time::Instant;
 use weir_core::progress::ShadowReport;
 use weir_core::wal::{OffsetEntry, OperatorRef};
