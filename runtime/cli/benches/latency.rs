@@ -6,8 +6,17 @@
 //! payment's generation time to the sink's acknowledgement), merged over
 //! the run. No services needed.
 //!
-//! `WEIR_LATENCY_SECS` (default 10) sets the seconds per rate;
-//! `WEIR_LATENCY_RATES` (default `5000,20000,50000`) the rates.
+//! Then the same rates through a real broker ([`kafka`]): Kafka →
+//! `fraud-velocity` → Kafka and → PostgreSQL, against a plain rdkafka
+//! consume-and-forward loop (the floor), with the latency Weir adds.
+//!
+//! `WEIR_LATENCY_SECS` (default 10) sets the seconds per rate of the
+//! generator table, `WEIR_LATENCY_KAFKA_SECS` (default 30) those of the
+//! Kafka table (`0` skips it); `WEIR_LATENCY_RATES` (default
+//! `5000,20000,50000`) the rates.
+
+#[path = "latency/kafka.rs"]
+mod kafka;
 
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
@@ -132,6 +141,11 @@ fn main() {
         let rate = r.rows as f64 / r.secs;
         let b = *base.get_or_insert(rate);
         println!("| {name} | {rate:.0} | {:.2}x |", rate / b);
+    }
+
+    let kafka_secs: u64 = env_or("WEIR_LATENCY_KAFKA_SECS", 30);
+    if kafka_secs > 0 {
+        kafka::run(&host, kafka_secs, &rates);
     }
 }
 

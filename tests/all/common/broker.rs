@@ -1,6 +1,9 @@
 //! A real Kafka-protocol broker (tansu) for tests, started on 127.0.0.1 on a
 //! free port with SQLite storage in a temp dir (so it can be restarted
-//! without losing data), and killed when dropped.
+//! without losing data), and killed when dropped. Benchmarks that measure
+//! latency use its in-memory storage instead ([`Broker::start_in_memory`]):
+//! SQLite's commit per produce request caps tansu at a few thousand
+//! records a second on this machine.
 #![allow(dead_code)]
 
 use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
@@ -14,6 +17,8 @@ pub struct Broker {
     pub port: u16,
     dir: tempfile::TempDir,
     child: Option<Child>,
+    /// tansu's `--storage-engine`.
+    storage: &'static str,
 }
 
 fn tansu() -> PathBuf {
@@ -31,6 +36,15 @@ fn tansu() -> PathBuf {
 
 impl Broker {
     pub fn start() -> Broker {
+        Self::start_with("sqlite://tansu.db")
+    }
+
+    /// A broker that keeps records in memory: lost on restart, but fast.
+    pub fn start_in_memory() -> Broker {
+        Self::start_with("memory://tansu/")
+    }
+
+    fn start_with(storage: &'static str) -> Broker {
         let port = TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
@@ -40,6 +54,7 @@ impl Broker {
             port,
             dir: tempfile::tempdir().unwrap(),
             child: None,
+            storage,
         };
         b.spawn();
         b
@@ -62,7 +77,7 @@ impl Broker {
                 &url,
             ])
             .arg("--storage-engine")
-            .arg("sqlite://tansu.db")
+            .arg(self.storage)
             .stdout(Stdio::null())
             .stderr(Stdio::from(
                 std::fs::File::create(self.dir.path().join("broker.log")).unwrap(),

@@ -26,11 +26,13 @@ impl Brokers<'_> {
     }
 
     /// Real-time mode's live reader: assigned once, it keeps fetching, and
-    /// a fetch the broker holds open for lack of data returns within a few
-    /// milliseconds, so a record that arrives meanwhile waits no longer.
+    /// a fetch the broker holds open for lack of data returns within a
+    /// millisecond, so a record that arrives meanwhile waits no longer (a
+    /// broker that holds every fetch for its full wait, as tansu does,
+    /// adds this wait to every record's latency).
     pub fn live_consumer(&self, group: &str) -> ClientConfig {
         let mut c = self.consumer_settings(group);
-        c.set("fetch.wait.max.ms", "5")
+        c.set("fetch.wait.max.ms", "1")
             // Fetch again at once after an error or a full queue: the part
             // waiting for it is what the latency is made of.
             .set("fetch.error.backoff.ms", "50")
@@ -63,11 +65,14 @@ impl Brokers<'_> {
         c
     }
 
-    /// An idempotent producer that waits for every replica.
+    /// An idempotent producer that waits for every replica. It sends at
+    /// once (`linger.ms = 0`): the sink queues a whole part or epoch and
+    /// then waits for it, so lingering would only add to every write.
     pub fn producer(&self) -> ClientConfig {
         let mut c = self.base();
         c.set("acks", "all")
             .set("enable.idempotence", "true")
+            .set("linger.ms", "0")
             .set("message.timeout.ms", self.millis());
         self.with_options(c)
     }

@@ -4,6 +4,7 @@
 pub mod client;
 pub mod config;
 mod fetch;
+pub mod marks;
 pub mod plan;
 pub mod sink;
 pub mod source;

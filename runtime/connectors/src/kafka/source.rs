@@ -7,9 +7,10 @@
 
 use super::client::Brokers;
 use super::fetch::fetch_ranges;
+use super::marks::{MarksWatch, Topics, Watermarks};
 use super::plan::{self, KafkaRange, PartitionRange, Tp};
 use super::tail::{AgedOut, Tail};
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{bail, Context, Result};
 use arrow_array::builder::{Int64Builder, StringBuilder};
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
@@ -19,7 +20,7 @@ use rdkafka::{Offset, TopicPartitionList};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use weir_core::backoff::Backoff;
 use weir_core::json::MalformedPolicy;
 use weir_core::json::{JsonDecoder, Record};
@@ -108,9 +109,6 @@ pub fn schema_for(format: ValueFormat, value_schema: &Schema) -> Result<SchemaRe
     Ok(Arc::new(Schema::new(fields)))
 }
 
-/// `(low, high)` offsets per partition, as the broker reports them.
-type Watermarks = BTreeMap<Tp, (i64, i64)>;
-
 /// The broker answered, and the topic is not there: waiting will not help.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
@@ -131,8 +129,9 @@ pub struct KafkaSource {
     group: String,
     /// Real-time mode's live reader, opened by the first live plan.
     tail: Option<Tail>,
-    /// When the live reader last refreshed partitions and watermarks.
-    tail_refreshed: Option<Instant>,
+    /// Real-time mode's view of the broker's offsets, asked off the parts'
+    /// thread (for new partitions and the backlog).
+    marks_watch: Option<MarksWatch>,
 }
 
 /// Most records one real-time part takes without `max_offsets_per_trigger`:
@@ -176,58 +175,24 @@ impl KafkaSource {
             backlog: None,
             group,
             tail: None,
-            tail_refreshed: None,
+            marks_watch: None,
         };
         source.partitions()?;
         Ok(source)
     }
 
-    /// Every partition of every configured topic, from fresh metadata.
-    fn partitions(&self) -> Result<Vec<Tp>> {
-        let mut out = Vec::new();
-        for topic in &self.s.topics {
-            let md = self
-                .consumer
-                .fetch_metadata(Some(topic), self.s.timeout)
-                .map_err(|e| {
-                    anyhow!(
-                        "could not get metadata for topic `{topic}` from Kafka at {} within {:?}: {e}",
-                        self.s.bootstrap_servers,
-                        self.s.timeout
-                    )
-                })?;
-            let t = md
-                .topics()
-                .iter()
-                .find(|t| t.name() == topic)
-                .with_context(|| format!("the broker returned no metadata for topic `{topic}`"))?;
-            if let Some(err) = t.error() {
-                bail!(
-                    "topic `{topic}` is not available on {}: {err:?}",
-                    self.s.bootstrap_servers
-                );
-            }
-            if t.partitions().is_empty() {
-                bail!(
-                    "topic `{topic}` does not exist on {}",
-                    self.s.bootstrap_servers
-                );
-            }
-            out.extend(t.partitions().iter().map(|p| (topic.clone(), p.id())));
+    /// Where the source's topics are, for [`Topics`]' questions.
+    fn topics(&self) -> Topics {
+        Topics {
+            topics: self.s.topics.clone(),
+            servers: self.s.bootstrap_servers.clone(),
+            timeout: self.s.timeout,
         }
-        Ok(out)
     }
 
-    fn watermarks(&self, tps: &[Tp]) -> Result<Watermarks> {
-        let mut out = BTreeMap::new();
-        for tp in tps {
-            let w = self
-                .consumer
-                .fetch_watermarks(&tp.0, tp.1, self.s.timeout)
-                .map_err(|e| anyhow!("fetching offsets of {}-{}: {e}", tp.0, tp.1))?;
-            out.insert(tp.clone(), w);
-        }
-        Ok(out)
+    /// Every partition of every configured topic, from fresh metadata.
+    fn partitions(&self) -> Result<Vec<Tp>> {
+        self.topics().partitions(&self.consumer)
     }
 
     /// Partitions and watermarks, waiting (with backoff, and saying so in
@@ -237,7 +202,7 @@ impl KafkaSource {
     fn offsets_waiting_for_broker(&self) -> Result<Watermarks> {
         let mut outage: Option<Backoff> = None;
         loop {
-            let attempt = self.partitions().and_then(|tps| self.watermarks(&tps));
+            let attempt = self.topics().marks(&self.consumer);
             match attempt {
                 Ok(found) => {
                     if let Some(b) = outage {
@@ -446,7 +411,12 @@ impl KafkaSource {
             .create()
             .context("creating the live Kafka reader")?;
         self.tail = Some(Tail::open(consumer, &self.positions)?);
-        self.tail_refreshed = Some(Instant::now());
+        let watcher = self
+            .brokers()
+            .consumer(&self.group)
+            .create()
+            .context("creating the Kafka offsets watcher")?;
+        self.marks_watch = Some(MarksWatch::start(watcher, self.topics(), LIVE_REFRESH)?);
         self.set_backlog(&marks, 0);
         if !anchor {
             return Ok(None);
@@ -464,25 +434,12 @@ impl KafkaSource {
         Ok(Some(KafkaRange { partitions }))
     }
 
-    /// Every [`LIVE_REFRESH`]: partitions added to the topics join the
-    /// live reader, and the backlog is measured against the broker. A
-    /// broker that does not answer is retried at the next refresh (the
-    /// live reader keeps trying on its own).
+    /// Takes up the watcher's newest answer, if any: partitions added to
+    /// the topics join the live reader, and the backlog is measured
+    /// against the broker's offsets.
     fn refresh_live(&mut self) -> Result<()> {
-        if self
-            .tail_refreshed
-            .is_some_and(|t| t.elapsed() < LIVE_REFRESH)
-        {
+        let Some(marks) = self.marks_watch.as_ref().and_then(MarksWatch::take) else {
             return Ok(());
-        }
-        self.tail_refreshed = Some(Instant::now());
-        let marks = match self.partitions().and_then(|tps| self.watermarks(&tps)) {
-            Ok(marks) => marks,
-            Err(e) if e.downcast_ref::<TopicMissing>().is_some() => return Err(e),
-            Err(e) => {
-                tracing::warn!(brokers = %self.s.bootstrap_servers, "refreshing Kafka partitions: {e:#}");
-                return Ok(());
-            }
         };
         for (tp, &(low, _)) in &marks {
             if !self.positions.contains_key(tp) {
