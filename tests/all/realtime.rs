@@ -549,3 +549,51 @@ fn real_time_reads_kafka_as_records_arrive_through_a_broker_restart() {
         .collect();
     assert!(parts.len() > 3, "real-time epochs logged their parts");
 }
+
+#[test]
+fn real_time_picks_up_files_renamed_into_place_and_emits_the_alerts_of_micro_batch() {
+    use crate::common::{pipeline_toml, write_input};
+    const FILES: u64 = 8;
+    const PER_FILE: u64 = 1_500;
+    let velocity = guest("fraud_velocity");
+    let batch = tempfile::tempdir().unwrap();
+    write_input(batch.path(), 21, FILES, PER_FILE);
+    run_epochs(
+        batch.path(),
+        &pipeline_toml(batch.path(), &velocity, VELOCITY_CONFIG, "", ""),
+    )
+    .unwrap();
+    let expected = alerts(&batch.path().join("out"), false);
+    assert!(expected.len() > 20, "{} alerts", expected.len());
+
+    // The same files, each written under a hidden name and renamed into
+    // place while a real-time pipeline runs.
+    let live = tempfile::tempdir().unwrap();
+    let input = live.path().join("input");
+    std::fs::create_dir_all(&input).unwrap();
+    let toml = pipeline_toml(live.path(), &velocity, VELOCITY_CONFIG, "", "").replace(
+        "mode = \"available-now\"",
+        "mode = \"real-time\"\ncheckpoint_interval = \"200ms\"",
+    );
+    let runner = crate::common::Background::start(live.path(), toml);
+    let ck = live.path().join("checkpoint");
+    for n in 0..FILES {
+        let name = format!("payments-{n:04}.jsonl");
+        let bytes = std::fs::read(batch.path().join("input").join(&name)).unwrap();
+        let hidden = input.join(format!(".{name}"));
+        std::fs::write(&hidden, bytes).unwrap();
+        crate::common::date_as_input(&hidden, n);
+        std::fs::rename(&hidden, input.join(&name)).unwrap();
+        let want = (n + 1) * PER_FILE;
+        crate::common::wait_for("the file just renamed into place", || {
+            crate::common::committed_rows(&ck) >= want
+        });
+    }
+    let summary = runner.stop().unwrap();
+    assert_eq!(summary.rows_in, FILES * PER_FILE, "every payment, once");
+    assert_eq!(alerts(&live.path().join("out"), false), expected);
+    assert!(
+        part_files(&live.path().join("out")) >= 4,
+        "output went out part by part"
+    );
+}

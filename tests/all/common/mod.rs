@@ -59,10 +59,16 @@ pub fn write_input_file(dir: &Path, n: u64, bytes: &[u8]) {
     std::fs::create_dir_all(&input).unwrap();
     let path = input.join(format!("payments-{n:04}.jsonl"));
     std::fs::write(&path, bytes).unwrap();
+    date_as_input(&path, n);
+}
+
+/// Dates `path` as input file number `n` (the file source takes files in
+/// the order of their modification time).
+pub fn date_as_input(path: &Path, n: u64) {
     let t = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000 + n);
     std::fs::File::options()
         .write(true)
-        .open(&path)
+        .open(path)
         .unwrap()
         .set_modified(t)
         .unwrap();

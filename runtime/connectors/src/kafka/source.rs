@@ -460,14 +460,8 @@ impl KafkaSource {
     fn reopen_after_loss(&mut self) -> Result<()> {
         let marks = self.offsets_waiting_for_broker()?;
         let (_, losses) = plan::plan(&self.positions, &marks, Some(0), self.s.fail_on_data_loss)?;
+        warn_of(&losses);
         for l in &losses {
-            tracing::warn!(
-                topic = %l.tp.0,
-                partition = l.tp.1,
-                lost = (l.available - l.wanted).max(0),
-                "records aged out of retention before they were read; skipping to offset {}",
-                l.available
-            );
             self.positions.insert(l.tp.clone(), l.available);
         }
         self.tail = None;
@@ -499,6 +493,19 @@ impl KafkaSource {
             options: &self.s.options,
             timeout: self.s.timeout,
         }
+    }
+}
+
+/// Logs records that aged out of retention before they were read.
+fn warn_of(losses: &[plan::Loss]) {
+    for l in losses {
+        tracing::warn!(
+            topic = %l.tp.0,
+            partition = l.tp.1,
+            lost = (l.available - l.wanted).max(0),
+            "records aged out of retention before they were read; skipping to offset {}",
+            l.available
+        );
     }
 }
 
@@ -670,15 +677,7 @@ impl Source for KafkaSource {
             PlanLimit::Unbounded => None,
         };
         let (ranges, losses) = plan::plan(&self.positions, &marks, max, self.s.fail_on_data_loss)?;
-        for l in &losses {
-            tracing::warn!(
-                topic = %l.tp.0,
-                partition = l.tp.1,
-                lost = (l.available - l.wanted).max(0),
-                "records aged out of retention before they were read; skipping to offset {}",
-                l.available
-            );
-        }
+        warn_of(&losses);
         let mut ranges = ranges;
         if anchor {
             for tp in marks.keys() {
