@@ -119,7 +119,13 @@ fn payments_generated_live_are_scored_as_they_arrive() {
     // for a debug build on a busy machine to keep up.
     let toml = pipeline_of(dir.path(), trigger, 4_000, None, 100_000, 6_000)
         + "[event_time]\ncolumn = \"ts\"\nallowed_lateness = \"10s\"\n";
-    let epochs = run_epochs(dir.path(), &toml).unwrap();
+    let host = weir_host::WasmHost::new(None).unwrap();
+    let mut p = crate::common::open_pipeline(dir.path(), &toml, &host).unwrap();
+    let telemetry = p.telemetry();
+    let mut epochs = Vec::new();
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    p.run(&host, &stop, &mut |e| epochs.push(e.clone()))
+        .unwrap();
     assert_eq!(epochs.iter().map(|e| e.rows_in).sum::<u64>(), 6_000);
     assert!(
         epochs.len() >= 5,
@@ -144,6 +150,16 @@ fn payments_generated_live_are_scored_as_they_arrive() {
         assert!(l.max_ms < 60_000.0, "{l:?}");
     }
     assert!(epochs.iter().all(|e| e.late_rows == 0));
+
+    // And `/metrics` counted every one of them.
+    let metrics = telemetry.metrics_text();
+    let count = metrics
+        .lines()
+        .find(|l| l.starts_with("weir_event_to_emit_latency_seconds_count"))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|n| n.parse::<f64>().ok())
+        .unwrap_or_else(|| panic!("no latency count in /metrics:\n{metrics}"));
+    assert_eq!(count as u64, alerts, "/metrics counts every alert once");
 }
 
 #[test]
