@@ -20,11 +20,12 @@ fn tool(rel: &str) -> PathBuf {
     path
 }
 
-/// Runs the project's test.sh; returns (success, output).
+/// Runs the project's test.sh; returns (success, output). No `WEIR` and no
+/// `weir` on PATH: test.sh must find the weir that created the project.
 fn test_sh(project: &Path) -> (bool, String) {
     let out = Command::new("bash")
         .arg(project.join("test.sh"))
-        .env("WEIR", env!("CARGO_BIN_EXE_weir"))
+        .env_remove("WEIR")
         .env("COMPONENTIZE_PY", tool("py/bin/componentize-py"))
         .env(
             "COMPONENTIZE_JS",
@@ -63,6 +64,10 @@ fn scaffolds_in_every_language_build_and_pass_their_own_test() {
         let (ok, text) = test_sh(&project);
         assert!(ok, "{lang} scaffold failed its test:\n{text}");
         assert!(text.contains("output as expected"), "{text}");
+        assert!(
+            project.join("build.log").exists() && !text.contains("Compiling"),
+            "the build's output goes to build.log: {text}"
+        );
         // The check can fail: the built component against a wrong expectation
         // (run directly: the compiled component is in the cache by now).
         std::fs::write(

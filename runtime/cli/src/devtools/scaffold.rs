@@ -29,6 +29,8 @@ fn files(lang: Lang) -> Vec<(&'static str, &'static str)> {
         ("config.json", include_str!("templates/common/config.json")),
         ("test.sh", include_str!("templates/common/test.sh")),
         ("README.md", include_str!("templates/common/README.md")),
+        // Build output (target/, the .wasm, build.log) stays out of version control.
+        (".gitignore", include_str!("templates/common/gitignore")),
     ];
     files.extend(match lang {
         Lang::Rust => vec![
@@ -92,9 +94,16 @@ pub fn scaffold(dir: &Path, name: &str, lang: Lang, sdk: Option<&Path>) -> Resul
         Lang::Python => "Python, componentize-py",
         Lang::Js => "JavaScript, componentize-js",
     };
+    // `test.sh` runs the weir that made the project: the README builds it
+    // with `cargo run`, so it is not on PATH.
+    let weir = std::env::current_exe()
+        .ok()
+        .and_then(|p| p.canonicalize().ok())
+        .map_or_else(|| "weir".to_string(), |p| p.display().to_string());
     let mut written = Vec::new();
     for (rel, template) in files(lang) {
         let text = template
+            .replace("{{weir}}", &weir)
             .replace("{{name}}", name)
             .replace("{{crate}}", &name.replace('-', "_"))
             .replace("{{lang}}", lang_name)
@@ -123,6 +132,8 @@ mod tests {
         assert!(files.iter().any(|f| f.ends_with("wit/operator.wit")));
         let test = std::fs::read_to_string(dir.path().join("ok/test.sh")).unwrap();
         assert!(test.contains("big-spender.wasm"), "{test}");
+        assert!(!test.contains("{{"), "every placeholder filled: {test}");
+        assert!(dir.path().join("ok/.gitignore").exists());
         let err = scaffold(&dir.path().join("ok"), "again", Lang::Js, None).unwrap_err();
         assert!(format!("{err}").contains("not empty"));
     }
