@@ -71,6 +71,35 @@ fn demo_then_checkpoint_show() {
     assert!(t.contains("planted fraud caught"), "{t}");
     assert!(t.contains("alerts:"), "{t}");
 
+    // `weir operator test` with the demo's pipeline file: its config is
+    // used, and each row is printed with the operator's column order.
+    let out = weir(&[
+        "operator",
+        "test",
+        guest("fraud_velocity").to_str().unwrap(),
+        "--input",
+        dir.path()
+            .join("input/payments-0000.jsonl")
+            .to_str()
+            .unwrap(),
+        "--pipeline",
+        dir.path().join("pipeline.toml").to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "{}", text(&out));
+    let first = stdout.lines().next().expect("alerts in the first file");
+    let keys: Vec<String> =
+        serde_json::from_str::<serde_json::Map<String, serde_json::Value>>(first)
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect();
+    assert!(keys.len() >= 7, "{first}");
+    assert!(
+        first.starts_with("{\"txn_id\":") && first.contains("\"window_count\":"),
+        "columns in the operator's order (txn_id first), not sorted: {first}"
+    );
+
     let ck = dir.path().join("checkpoint");
     let out = weir(&["checkpoint", "show", ck.to_str().unwrap()]);
     let t = text(&out);

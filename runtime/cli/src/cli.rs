@@ -170,7 +170,8 @@ enum OperatorCommand {
     /// Run a component over sample rows, outside any pipeline, and print its output.
     ///
     /// The input is JSON lines in the source schema: the pipeline's with
-    /// --pipeline, else the demo's payments. Keyed state starts empty. With
+    /// --pipeline, else the demo's payments. Keyed state starts empty. Output
+    /// rows are printed as JSON lines, columns in the operator's order. With
     /// --expect the output must equal that file row by row (exit 1 if not).
     Test {
         /// The component (.wasm).
@@ -592,7 +593,7 @@ fn dispatch(cli: Cli) -> Result<()> {
                 },
             )?;
             for row in &report.rows {
-                println!("{}", serde_json::Value::Object(row.clone()));
+                println!("{}", report.line(row));
             }
             eprintln!(
                 "{} rows in, {} rows out{}",

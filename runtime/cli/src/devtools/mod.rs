@@ -32,7 +32,31 @@ pub struct TestOptions {
 #[derive(Debug, Clone)]
 pub struct TestReport {
     pub rows_in: u64,
+    /// The output's columns, in the operator's order.
+    pub columns: Vec<String>,
     pub rows: Vec<Map<String, Value>>,
+}
+
+impl TestReport {
+    /// Row `row` as one JSON line, its columns in the operator's order.
+    pub fn line(&self, row: &Map<String, Value>) -> String {
+        let mut out = String::from("{");
+        let ordered = self
+            .columns
+            .iter()
+            .filter_map(|c| row.get_key_value(c))
+            .chain(row.iter().filter(|(k, _)| !self.columns.contains(k)));
+        for (i, (key, value)) in ordered.enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            out.push_str(&Value::String(key.clone()).to_string());
+            out.push(':');
+            out.push_str(&value.to_string());
+        }
+        out.push('}');
+        out
+    }
 }
 
 #[derive(serde::Deserialize)]
@@ -85,17 +109,21 @@ pub fn test_operator(host: &WasmHost, opts: &TestOptions) -> Result<TestReport> 
         let operator = checks
             .component(&wasm, &config)
             .map_err(|why| anyhow::anyhow!("{}: {why}", opts.component.display()))?;
-        let (rows_in, rows) = checks
+        let sampled = checks
             .sample(&operator, &config, &input, "sample input")
             .map_err(|why| anyhow::anyhow!("{why}"))?;
         if let Some(path) = &opts.expect {
             let expected = validate::parse_rows(&read(path)?)
                 .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-            if let Err(why) = validate::compare(&expected, &rows) {
+            if let Err(why) = validate::compare(&expected, &sampled.rows) {
                 bail!("{}: {why}", path.display());
             }
         }
-        Ok(TestReport { rows_in, rows })
+        Ok(TestReport {
+            rows_in: sampled.rows_in,
+            columns: sampled.columns,
+            rows: sampled.rows,
+        })
     })();
     let _ = std::fs::remove_dir_all(&scratch);
     result

@@ -94,24 +94,23 @@ impl Checks {
     ) -> Result<GoldenPassed, String> {
         let expected = parse_rows(&golden.expected)
             .map_err(|e| format!("the golden output is not JSON lines: {e}"))?;
-        let (rows_in, actual) =
-            self.sample(operator, config_json, &golden.input, "golden input")?;
-        compare(&expected, &actual)?;
+        let sampled = self.sample(operator, config_json, &golden.input, "golden input")?;
+        compare(&expected, &sampled.rows)?;
         Ok(GoldenPassed {
-            rows_in,
-            rows_out: actual.len() as u64,
+            rows_in: sampled.rows_in,
+            rows_out: sampled.rows.len() as u64,
         })
     }
 
     /// Runs JSON-lines `input` (in the source schema) through the version
-    /// as one epoch; returns the input row count and the output rows.
+    /// as one epoch.
     pub fn sample(
         &self,
         operator: &LoadedOperator,
         config_json: &str,
         input: &[u8],
         what: &str,
-    ) -> Result<(u64, Vec<Map<String, Value>>), String> {
+    ) -> Result<Sampled, String> {
         let decoder = JsonDecoder::new(
             self.input_schema.clone(),
             self.batch_rows,
@@ -123,10 +122,18 @@ impl Checks {
         let output = self.run(operator, config_json, &decoded.batches)?;
         let rows = super::shadow::rows_as_json(&output)
             .map_err(|e| format!("reading the output: {e:#}"))?;
-        Ok((
-            decoded.batches.iter().map(|b| b.num_rows() as u64).sum(),
+        let columns = output.first().map_or_else(Vec::new, |b| {
+            b.schema()
+                .fields()
+                .iter()
+                .map(|f| f.name().clone())
+                .collect()
+        });
+        Ok(Sampled {
+            rows_in: decoded.batches.iter().map(|b| b.num_rows() as u64).sum(),
+            columns,
             rows,
-        ))
+        })
     }
 
     fn run(
@@ -140,6 +147,18 @@ impl Checks {
             .map(|ran| ran.batches)
             .map_err(|e| format!("golden run failed: {e}"))
     }
+}
+
+/// What a sample run produced.
+#[derive(Debug, Clone)]
+pub struct Sampled {
+    /// Input rows.
+    pub rows_in: u64,
+    /// The output's columns in the operator's order (a JSON object's keys
+    /// are sorted; printing follows this instead).
+    pub columns: Vec<String>,
+    /// Output rows.
+    pub rows: Vec<Map<String, Value>>,
 }
 
 /// Names the commonest wrong uploads before the compiler does: not Wasm at
