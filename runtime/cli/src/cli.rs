@@ -701,10 +701,9 @@ fn show_checkpoint(dir: PathBuf, json: bool) -> Result<()> {
         let commit = ckpt.commits.get(epoch)?;
         // A real-time epoch's range is its logged parts.
         let source = if entry.real_time {
-            let parts = ckpt.parts.read(epoch)?;
-            let deferred = ckpt.parts.deferred(epoch)?.map(|p| p.range);
-            let parts: Vec<_> = parts.into_iter().map(|p| p.range).collect();
-            match deferred {
+            let log = ckpt.parts.read_log(epoch)?;
+            let parts: Vec<_> = log.parts.into_iter().map(|p| p.range).collect();
+            match log.deferred.map(|p| p.range) {
                 Some(d) => serde_json::json!({ "parts": parts, "deferred": d }),
                 None => serde_json::json!({ "parts": parts }),
             }

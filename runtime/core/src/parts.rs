@@ -69,16 +69,18 @@ impl PartLog {
     /// The parts of `epoch` in order, up to a deferred one (none if it has
     /// no log).
     pub fn read(&self, epoch: u64) -> Result<Vec<PartEntry>> {
-        Ok(self.log(epoch)?.parts)
+        Ok(self.read_log(epoch)?.parts)
     }
 
     /// The part of `epoch` the operator failed on live, which runs as the
     /// next epoch instead, if any.
     pub fn deferred(&self, epoch: u64) -> Result<Option<PartEntry>> {
-        Ok(self.log(epoch)?.deferred)
+        Ok(self.read_log(epoch)?.deferred)
     }
 
-    fn log(&self, epoch: u64) -> Result<Decoded> {
+    /// `epoch`'s parts and its deferred part, from one read of its log (for
+    /// callers that need both).
+    pub fn read_log(&self, epoch: u64) -> Result<Decoded> {
         let path = self.path(epoch);
         let bytes = match std::fs::read(&path) {
             Ok(b) => b,

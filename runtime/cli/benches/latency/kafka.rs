@@ -65,6 +65,19 @@ impl System {
     }
 }
 
+/// Where one run reads and writes: its broker, topics and table.
+#[derive(Clone)]
+struct Route {
+    bootstrap: String,
+    input: String,
+    out: Out,
+    /// The output topic (Kafka output).
+    output: String,
+    /// The PostgreSQL server and the alerts table (PostgreSQL output).
+    url: String,
+    table: String,
+}
+
 /// One measured run.
 struct Measured {
     /// Payments the system read, of `sent`.
@@ -189,7 +202,6 @@ fn print_row(out: Out, rate: u64, system: System, m: &Measured) {
     );
 }
 
-#[allow(clippy::too_many_arguments)]
 fn measure(
     host: &WasmHost,
     pg: &pg::PgServer,
@@ -202,11 +214,18 @@ fn measure(
     // A fresh broker each run: tansu's in-memory storage slows down as it
     // fills (fetch latency doubled over one bench run with one broker).
     let broker = broker::Broker::start_in_memory();
-    let (input, output, table) = (format!("in{id}"), format!("out{id}"), format!("alerts{id}"));
-    broker.create_topic(&input, 3);
-    broker.create_topic(&output, 1);
+    let route = Route {
+        bootstrap: broker.bootstrap(),
+        input: format!("in{id}"),
+        out,
+        output: format!("out{id}"),
+        url: pg.url("postgres"),
+        table: format!("alerts{id}"),
+    };
+    broker.create_topic(&route.input, 3);
+    broker.create_topic(&route.output, 1);
     if out == Out::Postgres {
-        pg.execute(&notifying_table(&table));
+        pg.execute(&notifying_table(&route.table));
     }
     let total = rate * (secs + WARM_UP_SECS);
     let sent = Arc::new(Sent {
@@ -216,37 +235,25 @@ fn measure(
     });
     let stop = Arc::new(AtomicBool::new(false));
     let watcher = {
-        let (sent, stop, bootstrap) = (sent.clone(), stop.clone(), broker.bootstrap());
-        let (url, output, table) = (pg.url("postgres"), output.clone(), table.clone());
+        let (sent, stop, r) = (sent.clone(), stop.clone(), route.clone());
         std::thread::spawn(move || match out {
-            Out::Kafka => watch_topic(&bootstrap, &output, &sent, &stop),
-            Out::Postgres => watch_table(&url, &table, &sent, &stop),
+            Out::Kafka => watch_topic(&r.bootstrap, &r.output, &sent, &stop),
+            Out::Postgres => watch_table(&r.url, &r.table, &sent, &stop),
         })
     };
     let dir = tempfile::tempdir().unwrap();
     let done = Arc::new(AtomicU64::new(0));
     let own = Arc::new(Mutex::new(Histogram::default()));
     let reader = {
-        let (stop, done, own) = (stop.clone(), done.clone(), own.clone());
-        let bootstrap = broker.bootstrap();
-        let (url, input, output, table) = (pg.url("postgres"), input.clone(), output, table);
-        let toml = weir_toml(
-            dir.path(),
-            &bootstrap,
-            &input,
-            out,
-            &output,
-            &url,
-            &table,
-            system,
-        );
+        let (stop, done, own, r) = (stop.clone(), done.clone(), own.clone(), route.clone());
+        let toml = weir_toml(dir.path(), &route, system);
         let (host, base) = (host.clone(), dir.path().to_path_buf());
         std::thread::spawn(move || match system {
-            System::Floor => floor(&bootstrap, &input, out, &output, &url, &table, &stop, &done),
+            System::Floor => floor(&r, &stop, &done),
             _ => weir(&host, base, &toml, &stop, &done, &own),
         })
     };
-    produce(&broker.bootstrap(), &input, rate, total, &sent);
+    produce(&route.bootstrap, &route.input, rate, total, &sent);
     // Until every payment is in, or none came in for 3 s: tansu's
     // in-memory storage reports a high watermark a few records short of
     // the log's end until more records arrive, so micro-batch epochs
@@ -385,29 +392,19 @@ fn watch_table(url: &str, table: &str, sent: &Sent, stop: &AtomicBool) -> (u64, 
 
 /// The floor: consume, keep the payments above 2,500, forward them (one
 /// flush or one INSERT per poll), until `stop`.
-#[allow(clippy::too_many_arguments)]
-fn floor(
-    bootstrap: &str,
-    input: &str,
-    out: Out,
-    output: &str,
-    url: &str,
-    table: &str,
-    stop: &AtomicBool,
-    done: &AtomicU64,
-) {
-    let c = consumer_of(bootstrap, input);
+fn floor(r: &Route, stop: &AtomicBool, done: &AtomicU64) {
+    let c = consumer_of(&r.bootstrap, &r.input);
     // A `BaseProducer`, whose delivery reports are polled here until none
     // is outstanding: rdkafka's `flush` polls until its 100 ms slice ends.
     let producer: BaseProducer = ClientConfig::new()
-        .set("bootstrap.servers", bootstrap)
+        .set("bootstrap.servers", &r.bootstrap)
         .set("acks", "all")
         .set("enable.idempotence", "true")
         .set("linger.ms", "0")
         .create()
         .unwrap();
-    let mut pg =
-        (out == Out::Postgres).then(|| postgres::Client::connect(url, postgres::NoTls).unwrap());
+    let mut pg = (r.out == Out::Postgres)
+        .then(|| postgres::Client::connect(&r.url, postgres::NoTls).unwrap());
     while !stop.load(Ordering::Relaxed) {
         let mut kept: Vec<serde_json::Value> = Vec::new();
         let mut n = 0;
@@ -426,12 +423,12 @@ fn floor(
         }
         if !kept.is_empty() {
             match &mut pg {
-                Some(client) => insert(client, table, &kept),
+                Some(client) => insert(client, &r.table, &kept),
                 None => {
                     for row in &kept {
                         let value = row.to_string();
                         let mut record =
-                            BaseRecord::<str, [u8]>::to(output).payload(value.as_bytes());
+                            BaseRecord::<str, [u8]>::to(&r.output).payload(value.as_bytes());
                         while let Err((_, r)) = producer.send(record) {
                             producer.poll(Duration::from_millis(1)); // queue full
                             record = r;
@@ -466,22 +463,20 @@ fn insert(client: &mut postgres::Client, table: &str, rows: &[serde_json::Value]
 }
 
 /// The Weir pipeline of `system` over `input`.
-#[allow(clippy::too_many_arguments)]
-fn weir_toml(
-    dir: &std::path::Path,
-    bootstrap: &str,
-    input: &str,
-    out: Out,
-    output: &str,
-    url: &str,
-    table: &str,
-    system: System,
-) -> String {
+fn weir_toml(dir: &std::path::Path, r: &Route, system: System) -> String {
+    let Route {
+        bootstrap,
+        input,
+        output,
+        url,
+        table,
+        ..
+    } = r;
     let trigger = match system {
         System::RealTime => "mode = \"real-time\"\ncheckpoint_interval = \"1s\"",
         _ => "mode = \"processing-time\"\ninterval = \"100ms\"",
     };
-    let sink = match out {
+    let sink = match r.out {
         Out::Kafka => {
             format!("kind = \"kafka\"\nbootstrap_servers = \"{bootstrap}\"\ntopic = \"{output}\"")
         }

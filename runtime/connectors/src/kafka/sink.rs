@@ -301,6 +301,16 @@ impl KafkaSink {
         self.check_delivered(what)
     }
 
+    /// Commits `epoch`'s transaction and checks every message of it was
+    /// delivered.
+    fn commit(&mut self, epoch: u64) -> Result<()> {
+        self.producer
+            .commit_transaction(self.s.timeout)
+            .with_context(|| format!("committing epoch {epoch} to `{}`", self.s.topic))?;
+        self.committed_tail = Some(Some(epoch));
+        self.check_delivered(&format!("epoch {epoch}"))
+    }
+
     fn check_delivered(&self, what: &str) -> Result<()> {
         let failures = self.take_failures();
         if let Some(first) = failures.first() {
@@ -368,15 +378,5 @@ impl Sink for KafkaSink {
             self.commit(epoch)?;
         }
         Ok(())
-    }
-}
-
-impl KafkaSink {
-    fn commit(&mut self, epoch: u64) -> Result<()> {
-        self.producer
-            .commit_transaction(self.s.timeout)
-            .with_context(|| format!("committing epoch {epoch} to `{}`", self.s.topic))?;
-        self.committed_tail = Some(Some(epoch));
-        self.check_delivered(&format!("epoch {epoch}"))
     }
 }

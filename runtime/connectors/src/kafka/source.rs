@@ -672,9 +672,10 @@ impl Source for KafkaSource {
             self.initial_positions(&marks)?;
             self.restored = true;
         }
-        let max = match limit {
-            PlanLimit::PerTrigger | PlanLimit::Live => self.s.max_offsets_per_trigger,
-            PlanLimit::Unbounded => None,
+        let max = if limit.per_trigger() {
+            self.s.max_offsets_per_trigger
+        } else {
+            None
         };
         let (ranges, losses) = plan::plan(&self.positions, &marks, max, self.s.fail_on_data_loss)?;
         warn_of(&losses);

@@ -74,7 +74,8 @@ impl Tail {
     /// client's own retries; offsets gone from the broker are [`AgedOut`].
     pub fn poll(&mut self, room: usize, wait: Duration) -> Result<()> {
         let mut timeout = wait;
-        while self.len() < room {
+        let mut buffered = self.len();
+        while buffered < room {
             match self.consumer.poll(timeout) {
                 None => return Ok(()),
                 Some(Ok(m)) => {
@@ -83,6 +84,7 @@ impl Tail {
                         .entry((f.topic.clone(), f.partition))
                         .or_default()
                         .push_back(f);
+                    buffered += 1;
                 }
                 Some(Err(KafkaError::MessageConsumption(RDKafkaErrorCode::OffsetOutOfRange))) => {
                     return Err(AgedOut.into())

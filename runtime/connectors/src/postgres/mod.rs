@@ -442,8 +442,6 @@ fn column_list(schema: &SchemaRef) -> String {
         .join(", ")
 }
 
-/// Runs a `CREATE … IF NOT EXISTS`; losing a creation race to another
-/// writer (which PostgreSQL reports as a duplicate) counts as success.
 /// `CREATE TABLE` of a progress table: written epochs, or with `parts`
 /// the parts of real-time epochs.
 fn progress_ddl(table: &TableName, parts: bool) -> String {
@@ -465,6 +463,8 @@ fn progress_ddl(table: &TableName, parts: bool) -> String {
     )
 }
 
+/// Runs a `CREATE … IF NOT EXISTS`; losing a creation race to another
+/// writer (which PostgreSQL reports as a duplicate) counts as success.
 fn create_if_missing(client: &mut Client, ddl: &str) -> Result<(), postgres::Error> {
     match client.batch_execute(ddl) {
         Err(e) if matches!(e.code().map(|c| c.code()), Some("23505" | "42P07")) => Ok(()),

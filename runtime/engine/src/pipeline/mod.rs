@@ -285,25 +285,26 @@ impl Pipeline {
             phases,
             backlog,
         };
-        Ok(match pending {
-            Some(epoch) => Some(Attempt {
+        if let Some(epoch) = pending {
+            return Ok(Some(Attempt {
                 replay: true,
                 ..fresh(epoch, Phases::default(), None)
-            }),
-            None if self.carried.is_some() => {
-                let range = self.carried.take().unwrap_or_default();
-                let mut phases = Phases::default();
-                epoch::timed(&mut phases.wal, || self.write_offsets(next, range, false))?;
-                Some(fresh(next, phases, None))
-            }
-            None if self.real_time().is_some() => Some(Attempt {
+            }));
+        }
+        if let Some(range) = self.carried.take() {
+            let mut phases = Phases::default();
+            epoch::timed(&mut phases.wal, || self.write_offsets(next, range, false))?;
+            return Ok(Some(fresh(next, phases, None)));
+        }
+        if self.real_time().is_some() {
+            return Ok(Some(Attempt {
                 planned: false,
                 ..fresh(next, Phases::default(), None)
-            }),
-            None => self
-                .plan(next)?
-                .map(|(phases, backlog)| fresh(next, phases, backlog)),
-        })
+            }));
+        }
+        Ok(self
+            .plan(next)?
+            .map(|(phases, backlog)| fresh(next, phases, backlog)))
     }
 
     /// Sleeps until the processing-time trigger is due again (real-time and

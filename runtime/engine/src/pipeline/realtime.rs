@@ -55,7 +55,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use weir_core::clock::now_ms;
 use weir_core::latency::Histogram;
-use weir_core::parts::{PartEntry, PartWriter};
+use weir_core::parts::{Decoded, PartEntry, PartWriter};
 use weir_core::progress::{EpochProgress, Phases};
 use weir_core::source::{DeadLetter, PlanLimit};
 use weir_core::wal::OffsetEntry;
@@ -112,20 +112,26 @@ impl Pipeline {
             .replace(started)
             .map(|p| started.duration_since(p));
         let mut phases = Phases::default();
-        let entry = if replay {
-            self.replay_entry(epoch)?
+        let log = if replay {
+            Some(self.checkpoint.parts.read_log(epoch)?)
         } else {
-            self.write_offsets(epoch, serde_json::Value::Null, true)?
+            None
+        };
+        let entry = match &log {
+            Some(log) => self.replay_entry(epoch, log)?,
+            None => self.write_offsets(epoch, serde_json::Value::Null, true)?,
         };
         let mut running = self.start_instance(host, &entry)?;
         let mut totals = Totals {
             shadowed: self.shadow.as_ref().map(|_| Default::default()),
             ..Totals::default()
         };
-        if replay {
-            for part in self.checkpoint.parts.read(epoch)? {
+        let mut deferred = None;
+        if let Some(log) = log {
+            for part in log.parts {
                 self.run_part(&mut running, &entry, part, None, &mut totals, &mut phases)?;
             }
+            deferred = log.deferred;
         } else {
             let deadline = started + interval;
             let mut run = LiveRun {
@@ -150,7 +156,7 @@ impl Pipeline {
             self.control.shadow_done(report.clone());
         }
         if replay {
-            self.carried = self.checkpoint.parts.deferred(epoch)?.map(|p| p.range);
+            self.carried = deferred.map(|p| p.range);
         }
         let backlog = self.source.backlog();
         self.telemetry.source_polled(backlog);
@@ -178,15 +184,14 @@ impl Pipeline {
     /// part logged: its instance failed to start, say) is re-planned with
     /// the active version first if another was activated meanwhile (a
     /// `weir rollback` while it was stuck), as a micro-batch epoch is.
-    fn replay_entry(&mut self, epoch: u64) -> Result<OffsetEntry> {
+    fn replay_entry(&mut self, epoch: u64, log: &Decoded) -> Result<OffsetEntry> {
         let entry = self.offset_entry(epoch)?;
         let Some(active) = self.control.planned().map(|p| p.active) else {
             return Ok(entry);
         };
         let same = active.digest == entry.operator.digest
             && active.config_digest == entry.operator.config_digest;
-        let parts = self.checkpoint.parts.read(epoch)?;
-        if same || !parts.is_empty() || self.checkpoint.parts.deferred(epoch)?.is_some() {
+        if same || !log.parts.is_empty() || log.deferred.is_some() {
             return Ok(entry);
         }
         tracing::warn!(

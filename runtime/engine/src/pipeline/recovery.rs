@@ -77,9 +77,8 @@ impl Pipeline {
         if !entry.real_time {
             return self.source.restore(&entry.source);
         }
-        let parts = &self.checkpoint.parts;
-        let deferred = parts.deferred(entry.epoch)?;
-        for part in parts.read(entry.epoch)?.into_iter().chain(deferred) {
+        let log = self.checkpoint.parts.read_log(entry.epoch)?;
+        for part in log.parts.into_iter().chain(log.deferred) {
             self.source.restore(&part.range)?;
         }
         Ok(())
