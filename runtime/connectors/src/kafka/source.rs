@@ -421,17 +421,8 @@ impl KafkaSource {
         if !anchor {
             return Ok(None);
         }
-        let partitions = self
-            .positions
-            .iter()
-            .map(|((topic, partition), &at)| PartitionRange {
-                topic: topic.clone(),
-                partition: *partition,
-                start: at,
-                end: at,
-            })
-            .collect();
-        Ok(Some(KafkaRange { partitions }))
+        // Empty ranges at every starting position.
+        self.planned_so_far().map(Some)
     }
 
     /// Takes up the watcher's newest answer, if any: partitions added to
