@@ -7,7 +7,7 @@ use std::env;
 use std::path::PathBuf;
 use std::process::Command;
 
-const GUESTS: &[&str] = &["fraud-rules", "fraud-velocity"];
+const GUESTS: &[&str] = &["fraud-rules", "fraud-velocity", "fraud-windows"];
 
 fn main() {
     let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));

@@ -43,6 +43,8 @@ mod output;
 
 pub mod log;
 pub mod state;
+pub mod timers;
+pub mod window;
 
 /// Raw bindings generated from `wit/operator.wit`. Operators normally use the
 /// typed wrappers of this crate instead; the bindings stay public so that the
@@ -51,7 +53,7 @@ pub mod state;
 pub mod bindings {
     wit_bindgen::generate!({
         path: "../wit",
-        world: "migrating-operator",
+        world: "timer-operator",
         pub_export_macro: true,
         export_macro_name: "export_guest",
         default_bindings_module: "weir_sdk::bindings",
@@ -62,6 +64,7 @@ pub use batch::{Batch, DataType, Field};
 pub use columns::{BoolColumn, Float64Column, Int64Column, Utf8Column};
 pub use error::Error;
 pub use output::{BoolBuilder, ColumnBuilder, Float64Builder, Int64Builder, Output, Utf8Builder};
+pub use timers::Timer;
 
 /// What the host tells an operator about the epoch being processed. The time
 /// comes from the offset WAL, never from a clock, so a replay sees the same value.
@@ -98,6 +101,15 @@ pub trait Operator: Sized + 'static {
         let _ = from_version;
         Ok(())
     }
+
+    /// Called in the epoch whose watermark reached these timers (set with
+    /// [`timers::set`]), after every batch of the epoch, with the same
+    /// state; `fired` is in time order, then key order. The rows returned
+    /// go to the sink with the epoch. The default emits nothing.
+    fn on_timers(&mut self, ctx: &EpochContext, fired: &[Timer]) -> Result<Output, Error> {
+        let _ = (ctx, fired);
+        Output::empty()
+    }
 }
 
 /// Exports an [`Operator`] implementation as the component's `init` and
@@ -130,6 +142,16 @@ macro_rules! export_operator {
             > {
                 $crate::__private::process::<$operator>(ctx, input)
             }
+
+            fn on_timers(
+                ctx: $crate::bindings::weir::operator::types::EpochContext,
+                fired: ::std::vec::Vec<$crate::bindings::weir::operator::timers::Timer>,
+            ) -> ::std::result::Result<
+                $crate::bindings::weir::operator::types::Output,
+                $crate::bindings::weir::operator::types::OperatorError,
+            > {
+                $crate::__private::on_timers::<$operator>(ctx, fired)
+            }
         }
 
         $crate::bindings::export_guest!(__WeirExportedOperator with_types_in $crate::bindings);
@@ -157,13 +179,29 @@ pub mod __private {
     }
 
     pub fn migrate<O: Operator>(from_version: &str) -> Result<(), wit::OperatorError> {
+        with_operator::<O, _>("migrate", |operator| operator.migrate(from_version))
+    }
+
+    fn context(ctx: wit::EpochContext) -> EpochContext {
+        EpochContext {
+            pipeline: ctx.pipeline,
+            epoch: ctx.epoch,
+            epoch_time_ms: ctx.epoch_time_ms,
+        }
+    }
+
+    /// Runs `f` on the instance `init` made.
+    fn with_operator<O: Operator, T>(
+        call: &str,
+        f: impl FnOnce(&mut O) -> Result<T, Error>,
+    ) -> Result<T, wit::OperatorError> {
         INSTANCE.with(|slot| {
             let mut slot = slot.borrow_mut();
             let operator = slot
                 .as_mut()
                 .and_then(|any| any.downcast_mut::<O>())
-                .ok_or_else(|| Error::failed("migrate called before init").into_wit())?;
-            operator.migrate(from_version).map_err(Error::into_wit)
+                .ok_or_else(|| Error::failed(format!("{call} called before init")).into_wit())?;
+            f(operator).map_err(Error::into_wit)
         })
     }
 
@@ -171,22 +209,22 @@ pub mod __private {
         ctx: wit::EpochContext,
         input: &wit::Batch,
     ) -> Result<wit::Output, wit::OperatorError> {
-        let ctx = EpochContext {
-            pipeline: ctx.pipeline,
-            epoch: ctx.epoch,
-            epoch_time_ms: ctx.epoch_time_ms,
-        };
-        INSTANCE.with(|slot| {
-            let mut slot = slot.borrow_mut();
-            let operator = slot
-                .as_mut()
-                .and_then(|any| any.downcast_mut::<O>())
-                .ok_or_else(|| Error::failed("process called before init").into_wit())?;
-            let batch = Batch::new(input);
+        let ctx = context(ctx);
+        with_operator::<O, _>("process", |operator| {
             operator
-                .process(&ctx, &batch)
+                .process(&ctx, &Batch::new(input))
                 .map(Output::into_wit)
-                .map_err(Error::into_wit)
+        })
+    }
+
+    pub fn on_timers<O: Operator>(
+        ctx: wit::EpochContext,
+        fired: Vec<crate::bindings::weir::operator::timers::Timer>,
+    ) -> Result<wit::Output, wit::OperatorError> {
+        let ctx = context(ctx);
+        let fired = crate::timers::from_wit(fired);
+        with_operator::<O, _>("on-timers", |operator| {
+            operator.on_timers(&ctx, &fired).map(Output::into_wit)
         })
     }
 }

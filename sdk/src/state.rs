@@ -4,7 +4,9 @@
 //! first run read. Keys and values are bytes; encode them as you like.
 //!
 //! Prefer the batched calls when you have a column of keys: [`get_many`]
-//! looks up a whole batch's keys in one host call.
+//! looks up a whole batch's keys in one host call. [`scan`] walks keys in
+//! order (find open windows without an index key), and [`append`] adds to
+//! a per-key list without rewriting it (buffer a window's rows).
 //!
 //! ```ignore
 //! let cards = batch.utf8("card_id")?;
@@ -104,8 +106,123 @@ pub fn delete_many<K: AsRef<[u8]>>(keys: &[K]) {
     wit::delete_many(&pack(keys))
 }
 
+/// Key–value pairs found by [`scan`], in key order.
+#[derive(Debug, Clone)]
+pub struct Entries {
+    keys: wit::ByteStrings,
+    values: wit::ByteStrings,
+}
+
+fn nth(strings: &wit::ByteStrings, i: usize) -> &[u8] {
+    let (a, b) = (
+        strings.offsets.get(i).copied().unwrap_or(0) as usize,
+        strings.offsets.get(i + 1).copied().unwrap_or(0) as usize,
+    );
+    strings.data.get(a..b).unwrap_or_default()
+}
+
+impl Entries {
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.keys.offsets.len().saturating_sub(1)
+    }
+
+    /// Whether nothing was found.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Key of entry `i`.
+    pub fn key(&self, i: usize) -> &[u8] {
+        nth(&self.keys, i)
+    }
+
+    /// Value of entry `i`.
+    pub fn value(&self, i: usize) -> &[u8] {
+        nth(&self.values, i)
+    }
+
+    /// The entries as `(key, value)` pairs.
+    pub fn iter(&self) -> impl Iterator<Item = (&[u8], &[u8])> {
+        (0..self.len()).map(|i| (self.key(i), self.value(i)))
+    }
+}
+
+/// The live keys from `start` (inclusive) to `end` (exclusive; `None`: to
+/// the last key), in byte order, at most `limit` of them, with their
+/// values: this epoch's writes included, its deletes and expired keys not.
+/// One host call; see [`scan_prefix`] for every key under a prefix.
+pub fn scan(start: &[u8], end: Option<&[u8]>, limit: u32) -> Entries {
+    let (keys, values) = wit::scan(start, end, limit);
+    Entries { keys, values }
+}
+
+/// The smallest key above every key starting with `prefix` (`None` if
+/// there is none): the `end` of a prefix [`scan`].
+pub fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < u8::MAX {
+            end.push(last + 1);
+            return Some(end);
+        }
+    }
+    None
+}
+
+/// Every live key starting with `prefix`, with its value, in key order,
+/// fetched `page` entries per host call.
+pub fn scan_prefix(prefix: &[u8], page: u32) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let end = prefix_end(prefix);
+    let mut start = prefix.to_vec();
+    let mut out = Vec::new();
+    loop {
+        let found = scan(&start, end.as_deref(), page.max(1));
+        out.extend(found.iter().map(|(k, v)| (k.to_vec(), v.to_vec())));
+        if found.len() < page.max(1) as usize {
+            return out;
+        }
+        start = found.key(found.len() - 1).to_vec();
+        start.push(0);
+    }
+}
+
+/// Appends `value` to the list under `key`: the list is neither read nor
+/// rewritten, so buffering rows costs O(rows). Lists are apart from the
+/// plain keys ([`get`] does not see them).
+pub fn append(key: &[u8], value: &[u8]) {
+    wit::append(key, value)
+}
+
+/// Appends each value to the list under its key, in one host call.
+pub fn append_many<K: AsRef<[u8]>, V: AsRef<[u8]>>(entries: &[(K, V)]) {
+    let keys = pack(entries.iter().map(|(k, _)| k));
+    let values = pack(entries.iter().map(|(_, v)| v));
+    wit::append_many(&keys, &values)
+}
+
+/// The elements of the list under `key`, in the order appended.
+pub fn read_list(key: &[u8]) -> Vec<Vec<u8>> {
+    let strings = wit::read_list(key);
+    (0..strings.offsets.len().saturating_sub(1))
+        .map(|i| nth(&strings, i).to_vec())
+        .collect()
+}
+
+/// Removes the list under `key`.
+pub fn clear_list(key: &[u8]) {
+    wit::clear_list(key)
+}
+
 /// The epoch's watermark in Unix ms (largest event time of earlier epochs
 /// minus the allowed lateness), or `None` without an event-time column.
 pub fn watermark() -> Option<i64> {
     event_time::watermark()
+}
+
+/// The watermark of the epoch before this one: windows whose end it
+/// reached were closed by earlier epochs, so rows for them are late
+/// (Spark ≥ 3.4's rule; [`watermark`] is what closes windows now).
+pub fn previous_watermark() -> Option<i64> {
+    event_time::previous_watermark()
 }

@@ -3,15 +3,18 @@
 //! kept in the host's state across epochs.
 
 use std::collections::BTreeMap;
-use weir_cli::demo::{self, generator, DemoOptions};
+use weir_cli::demo::{self, generator, DemoOperator, DemoOptions};
 use weir_engine::config::PipelineConfig;
 
 /// A row-at-a-time scorer written from the rule definitions, sharing no code
 /// with the operator: (txn_id → (score, reasons)). Velocity: more than
-/// `max_payments` payments of the card in `(ts - window_ms, ts]`.
+/// `max_payments` payments of the card in `(ts - window_ms, ts]` or, with
+/// `tumbling` (Spark's final-count semantics), in the payment's window
+/// `[start, start + window_ms)` as a whole.
 fn reference(
     payments: &[generator::Payment],
     rules: &serde_json::Value,
+    tumbling: bool,
 ) -> BTreeMap<String, (f64, String)> {
     let velocity = &rules["velocity"];
     let window = velocity["window_ms"].as_i64().unwrap();
@@ -26,8 +29,19 @@ fn reference(
             .map(|s| s.as_str().unwrap().to_string())
             .collect()
     };
+    let window_of = |p: &generator::Payment| (p.card_id.clone(), p.ts.div_euclid(window));
+    let mut final_counts: std::collections::HashMap<(String, i64), usize> = Default::default();
+    for p in payments {
+        *final_counts.entry(window_of(p)).or_default() += 1;
+    }
+    // Windows the watermark (10 s behind the last payment) never closed
+    // are never emitted.
+    let final_mark = payments.iter().map(|p| p.ts).max().unwrap_or(0) - 10_000;
     let mut out = BTreeMap::new();
     for p in payments {
+        if tumbling && (p.ts.div_euclid(window) + 1) * window > final_mark {
+            continue;
+        }
         let (mut score, mut reasons) = (0.0, Vec::new());
         for r in rules["rules"].as_array().unwrap() {
             let name = r["rule"].as_str().unwrap();
@@ -45,12 +59,15 @@ fn reference(
         }
         let times = by_card.entry(&p.card_id).or_default();
         times.push(p.ts);
-        if times
-            .iter()
-            .filter(|&&t| t > p.ts - window && t <= p.ts)
-            .count()
-            > max
-        {
+        let count = if tumbling {
+            final_counts[&window_of(p)]
+        } else {
+            times
+                .iter()
+                .filter(|&&t| t > p.ts - window && t <= p.ts)
+                .count()
+        };
+        if count > max {
             score += velocity["weight"].as_f64().unwrap();
             reasons.push("velocity");
         }
@@ -63,17 +80,29 @@ fn reference(
 
 #[test]
 fn demo_alerts_equal_the_native_reference() {
+    demo_matches_the_reference(DemoOperator::Velocity, 3);
+}
+
+#[test]
+fn demo_with_windows_scores_each_window_with_its_final_count() {
+    // Three data epochs and the final no-data one that closes the last
+    // windows.
+    demo_matches_the_reference(DemoOperator::Windows, 4);
+}
+
+fn demo_matches_the_reference(operator: DemoOperator, epochs_expected: u64) {
     let dir = tempfile::tempdir().unwrap();
     let opts = DemoOptions {
         dir: Some(dir.path().to_path_buf()),
         payments: 60_000,
         files: 6,
         files_per_epoch: 2,
+        operator,
         ..DemoOptions::default()
     };
     let mut epochs = 0;
     let report = demo::run(&opts, &mut |_| epochs += 1).unwrap();
-    assert_eq!(epochs, 3);
+    assert_eq!(epochs, epochs_expected);
     assert_eq!(report.rows_in, 60_000);
 
     let cfg = PipelineConfig::load(&report.pipeline_file).unwrap();
@@ -82,7 +111,7 @@ fn demo_alerts_equal_the_native_reference() {
     let payments: Vec<_> = (0..opts.payments)
         .map(|i| generator::payment(opts.seed, i).0)
         .collect();
-    let expected = reference(&payments, &rules);
+    let expected = reference(&payments, &rules, operator == DemoOperator::Windows);
 
     let actual: BTreeMap<String, (f64, String)> = report
         .alerts
@@ -104,8 +133,22 @@ fn demo_alerts_equal_the_native_reference() {
         assert_eq!(r, reasons, "{id}");
         assert!((s - score).abs() < 1e-9, "{id}: {s} vs {score}");
     }
+    // Every planted fraud is caught (with windows, every one in a window
+    // the watermark closed).
+    let open_planted = (0..opts.payments)
+        .map(|i| generator::payment(opts.seed, i))
+        .filter(|(p, planted)| planted.is_some() && !expected.contains_key(&p.txn_id))
+        .count() as u64;
+    if operator == DemoOperator::Velocity {
+        assert_eq!(open_planted, 0);
+    }
+    assert!(
+        open_planted < 5,
+        "{open_planted} planted in the last window"
+    );
     assert_eq!(
-        report.planted_caught, report.planted,
+        report.planted_caught,
+        report.planted - open_planted,
         "every planted fraud is caught"
     );
     let bursts = report

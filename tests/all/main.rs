@@ -24,3 +24,5 @@ mod sandbox;
 mod scaffold;
 mod state;
 mod streaming;
+mod window_kinds;
+mod windows;

@@ -38,15 +38,7 @@ fn soak(operator: DemoOperator, epochs: u64) -> (Vec<(u64, u64, u64)>, f64) {
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("input");
     std::fs::create_dir_all(&input).unwrap();
-    let wasm = match operator {
-        DemoOperator::Rules => weir_cli::FRAUD_RULES_WASM,
-        DemoOperator::Velocity => weir_cli::FRAUD_VELOCITY_WASM,
-    };
-    let name = match operator {
-        DemoOperator::Rules => "fraud_rules.wasm",
-        DemoOperator::Velocity => "fraud_velocity.wasm",
-    };
-    std::fs::write(dir.path().join(name), wasm).unwrap();
+    std::fs::write(dir.path().join(operator.file()), operator.wasm()).unwrap();
     let toml = demo::pipeline_toml(1, operator).replace(
         "mode = \"available-now\"",
         "mode = \"processing-time\"\ninterval = \"1ms\"",

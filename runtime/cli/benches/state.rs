@@ -15,7 +15,7 @@ use arrow_array::{Array, ArrayRef, Int64Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use weir_engine::operator_state::{self, epoch_env};
+use weir_engine::operator_state::{self, state_env};
 use weir_host::{Limits, WasmHost};
 use weir_state::{namespace_prefix, EpochState, SnapshotPolicy, StateStore};
 
@@ -92,7 +92,7 @@ fn main() {
     println!("| epoch | path | time | gets+puts/s | vs native | commit (WriteBatch, synced) |");
     println!("|---|---|---|---|---|---|");
     for epoch in 0..2u64 {
-        let env = epoch_env(EpochState::new(wasm_store.reader(), 0), "bench", None);
+        let env = state_env(EpochState::new(wasm_store.reader(), 0, 0), "bench");
         let mut instance = op
             .instantiate("bench", epoch, limits, r#"{"mode": "touch"}"#, env)
             .expect("instantiate");
@@ -108,7 +108,7 @@ fn main() {
         wasm_store.commit(epoch, changes).expect("commit");
         let wasm_commit = t.elapsed();
 
-        let mut state = EpochState::new(native_store.reader(), 0);
+        let mut state = EpochState::new(native_store.reader(), 0, 0);
         let t = Instant::now();
         native(&mut state, &input);
         let native_time = t.elapsed();
@@ -141,10 +141,10 @@ fn main() {
     // Both stores hold the same counts.
     let probe = [b"card-0000000000".as_slice()];
     let prefix = namespace_prefix("bench");
-    let a = EpochState::new(wasm_store.reader(), 0)
+    let a = EpochState::new(wasm_store.reader(), 0, 0)
         .get_many(&prefix, &probe)
         .unwrap();
-    let b = EpochState::new(native_store.reader(), 0)
+    let b = EpochState::new(native_store.reader(), 0, 0)
         .get_many(&prefix, &probe)
         .unwrap();
     assert_eq!(a, b);

@@ -393,7 +393,9 @@ struct DemoArgs {
     #[arg(long, default_value_t = 0x5EED)]
     seed: u64,
     /// The bundled operator: `velocity` (rules + per-card velocity over
-    /// keyed state) or `rules` (stateless rules only).
+    /// keyed state), `rules` (stateless rules only) or `windows` (Spark's
+    /// semantics: 60 s event-time tumbling windows per card, each payment
+    /// scored with its window's final count when the watermark closes it).
     #[arg(long, value_enum, default_value_t = DemoOperator::Velocity)]
     operator: DemoOperator,
     /// `micro-batch`: files of payments, a few per epoch. `real-time`:

@@ -19,5 +19,11 @@ pub const FRAUD_RULES_WASM: &[u8] =
 pub const FRAUD_VELOCITY_WASM: &[u8] =
     include_bytes!(concat!(env!("WEIR_GUEST_DIR"), "/fraud_velocity.wasm"));
 
+/// The bundled `fraud-windows` operator (the same job with Spark's
+/// final-count event-time windows, on timers), built from
+/// `operators/fraud-windows`.
+pub const FRAUD_WINDOWS_WASM: &[u8] =
+    include_bytes!(concat!(env!("WEIR_GUEST_DIR"), "/fraud_windows.wasm"));
+
 /// Directory holding the bundled guest components (for tests and benches).
 pub const GUEST_DIR: &str = env!("WEIR_GUEST_DIR");

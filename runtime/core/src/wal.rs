@@ -36,6 +36,12 @@ pub struct OffsetEntry {
     /// The watermark the epoch runs with (Unix ms), with `[event_time]`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub watermark_ms: Option<i64>,
+    /// The watermark of the epoch before (Unix ms): windows it reached were
+    /// closed by then, so rows for them are late (Spark ≥ 3.4 filters late
+    /// rows with the previous batch's watermark and closes windows with
+    /// the current one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous_watermark_ms: Option<i64>,
     /// Set on the first epoch after the operator's component changed: the
     /// digest of the one before, passed to the new version's `migrate` hook
     /// (again on replay, so the epoch's state changes are the same).
@@ -51,6 +57,11 @@ pub struct OffsetEntry {
     /// `offsets/N.parts`, logged as they run ([`crate::parts`]).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub real_time: bool,
+    /// An epoch without input (`source` is null), run because its
+    /// watermark reaches timers no epoch with data would fire yet: the
+    /// source had nothing new, or ended (Spark's no-data micro-batch).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_data: bool,
 }
 
 /// A row of an epoch's input that the operator failed on: left out of the

@@ -213,7 +213,7 @@ mod tests {
         let (mut store, _) = StateStore::open(dir.path(), SnapshotPolicy::default(), None).unwrap();
         let d = Dedup::new("id", &batch(&[]).schema(), 1).unwrap();
 
-        let mut e0 = EpochState::new(store.reader(), 0);
+        let mut e0 = EpochState::new(store.reader(), 0, 0);
         let input = vec![
             batch(&[("a", 10), ("b", 20), ("a", 11)]),
             batch(&[("b", 21), ("c", 30)]),
@@ -230,7 +230,7 @@ mod tests {
         store.commit(0, e0.into_changes()).unwrap();
 
         // Watermark 15: `a` (10) is forgotten, and a row older than 15 is late.
-        let mut e1 = EpochState::new(store.reader(), 0);
+        let mut e1 = EpochState::new(store.reader(), 0, 0);
         let input = vec![batch(&[("b", 25), ("c", 31), ("a", 16), ("d", 12)])];
         let (out, dropped) = d.apply(input, Some(15), &mut e1).unwrap();
         assert_eq!(ids(&out), ["a"]);

@@ -125,6 +125,7 @@ pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<
         control,
         operators,
         last_digest: None,
+        last_watermark: None,
         shadow: None,
         telemetry,
         previous_start: None,

@@ -6,13 +6,17 @@
 
 use anyhow::Result;
 use std::any::Any;
+use weir_core::wal::OffsetEntry;
 use weir_host::{EpochEnv, KeyedState};
-use weir_state::{namespace_prefix, Changes, EpochState};
+use weir_state::{namespace_prefix, Changes, EpochState, ListSpace, TimerSpace};
 
-/// An [`EpochState`] as one operator namespace sees it.
+/// An [`EpochState`] as one operator namespace sees it: its keys, its
+/// lists and its timers.
 struct OperatorState {
     state: EpochState,
     prefix: Vec<u8>,
+    lists: ListSpace,
+    timers: TimerSpace,
 }
 
 impl KeyedState for OperatorState {
@@ -32,6 +36,47 @@ impl KeyedState for OperatorState {
         self.state.delete(&self.prefix, key)
     }
 
+    fn scan(
+        &mut self,
+        start: &[u8],
+        end: Option<&[u8]>,
+        limit: usize,
+    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        self.state.scan(&self.prefix, start, end, limit)
+    }
+
+    fn append(&mut self, key: &[u8], value: &[u8]) {
+        self.state.append(&self.lists, key, value)
+    }
+
+    fn list(&mut self, key: &[u8]) -> Result<Vec<Vec<u8>>> {
+        self.state.list(&self.lists, key)
+    }
+
+    fn clear(&mut self, key: &[u8]) -> Result<()> {
+        self.state.clear(&self.lists, key).map(drop)
+    }
+
+    fn set_timer(&mut self, key: &[u8], at_ms: i64) {
+        self.state.set_timer(&self.timers, key, at_ms)
+    }
+
+    fn delete_timer(&mut self, key: &[u8], at_ms: i64) {
+        self.state.delete_timer(&self.timers, key, at_ms)
+    }
+
+    fn timers(&mut self, key: &[u8]) -> Result<Vec<i64>> {
+        self.state.timers_of(&self.timers, key)
+    }
+
+    fn take_due_timers(&mut self, watermark: i64, limit: usize) -> Result<Vec<(Vec<u8>, i64)>> {
+        self.state.take_due_timers(&self.timers, watermark, limit)
+    }
+
+    fn next_timer(&mut self) -> Result<Option<i64>> {
+        self.state.next_timer(&self.timers)
+    }
+
     fn pending_bytes(&self) -> usize {
         self.state.pending_bytes()
     }
@@ -46,14 +91,26 @@ impl KeyedState for OperatorState {
 }
 
 /// What an operator instance sees of one epoch: `state` under the
-/// operator's `namespace`, and the epoch's watermark.
-pub fn epoch_env(state: EpochState, namespace: &str, watermark: Option<i64>) -> EpochEnv {
+/// operator's `namespace`, and the watermarks `entry` records.
+pub fn epoch_env(state: EpochState, namespace: &str, entry: &OffsetEntry) -> EpochEnv {
+    EpochEnv {
+        watermark: entry.watermark_ms,
+        previous_watermark: entry.previous_watermark_ms,
+        ..state_env(state, namespace)
+    }
+}
+
+/// Like [`epoch_env`] outside any epoch (deploy checks): no watermark.
+pub fn state_env(state: EpochState, namespace: &str) -> EpochEnv {
     EpochEnv {
         state: Some(Box::new(OperatorState {
             state,
             prefix: namespace_prefix(namespace),
+            lists: ListSpace::of(namespace),
+            timers: TimerSpace::of(namespace),
         })),
-        watermark,
+        watermark: None,
+        previous_watermark: None,
     }
 }
 

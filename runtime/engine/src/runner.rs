@@ -137,6 +137,13 @@ impl Running {
             .process(&self.pipeline, self.at.epoch, self.at.epoch_time_ms, batch)
     }
 
+    /// Fires the timers the epoch's watermark reached (at the epoch's
+    /// close, after every part), returning `on-timers`' output.
+    pub fn fire_timers(&mut self) -> Result<Vec<RecordBatch>, OperatorFailure> {
+        self.instance
+            .fire_timers(&self.pipeline, self.at.epoch, self.at.epoch_time_ms)
+    }
+
     /// The environment between batches (the host's dedup writes to its
     /// state).
     pub fn env_mut(&mut self) -> &mut EpochEnv {

@@ -22,9 +22,18 @@ wasmtime::component::bindgen!({
         "weir:operator/state.get-many": trappable,
         "weir:operator/state.put-many": trappable,
         "weir:operator/state.delete-many": trappable,
+        "weir:operator/state.scan": trappable,
+        "weir:operator/state.append": trappable,
+        "weir:operator/state.append-many": trappable,
+        "weir:operator/state.read-list": trappable,
+        "weir:operator/state.clear-list": trappable,
+        "weir:operator/timers.set": trappable,
+        "weir:operator/timers.delete": trappable,
+        "weir:operator/timers.pending": trappable,
     },
 });
 
+pub use weir::operator::timers::Timer as WitTimer;
 pub use weir::operator::types::{
     Column as WitColumn, DataType as WitDataType, Output as WitOutput, Values as WitValues,
 };

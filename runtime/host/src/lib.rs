@@ -67,7 +67,7 @@ pub use state_host::KeyedState;
 
 use anyhow::{Context, Result};
 use arrow_array::RecordBatch;
-use bindings::{EpochContext, InputBatch, OperatorError, OperatorPre};
+use bindings::{EpochContext, InputBatch, OperatorError, OperatorPre, WitOutput, WitTimer};
 use cache::ComponentCache;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
@@ -105,6 +105,11 @@ const CAPTURED_OUTPUT: usize = 16 * 1024;
 /// Seed behind `wasi:random/insecure-seed`: fixed so that hash maps iterate
 /// in the same order on every replay.
 const FIXED_HASH_SEED: u128 = 0x5745_4952_5745_4952_5745_4952_5745_4952;
+/// Most fired timers handed to one `on-timers` call, so that a watermark
+/// jump over millions of timers does not need one giant guest allocation.
+pub const TIMERS_PER_CALL: usize = 4096;
+/// Name of the optional export the host calls with fired timers.
+const ON_TIMERS: &str = "on-timers";
 
 /// Resource limits for each operator call, configurable per pipeline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -248,7 +253,12 @@ impl WasmHost {
              (it must export `init` and `process` with the signatures in wit/operator.wit)",
         )?;
         tracing::debug!(%digest, cached, elapsed = ?started.elapsed(), "operator loaded");
+        let on_timers = component
+            .component_type()
+            .exports(&self.engine)
+            .any(|(name, _)| name == ON_TIMERS);
         Ok(LoadedOperator {
+            on_timers,
             digest,
             pre,
             engine: self.engine.clone(),
@@ -330,11 +340,15 @@ pub struct EpochEnv {
     pub state: Option<Box<dyn KeyedState>>,
     /// The epoch's watermark (Unix ms), as recorded in `offsets/N`.
     pub watermark: Option<i64>,
+    /// The watermark of the epoch before, as recorded in `offsets/N`.
+    pub previous_watermark: Option<i64>,
 }
 
 /// A compiled, linked operator version, ready to be instantiated per epoch.
 pub struct LoadedOperator {
     digest: Digest,
+    /// Whether the component exports `on-timers` (world `timer-operator`).
+    on_timers: bool,
     pre: OperatorPre<HostState>,
     engine: Engine,
     grants: Grants,
@@ -346,6 +360,13 @@ impl LoadedOperator {
     /// The content digest recorded in `offsets/<epoch>`.
     pub fn digest(&self) -> Digest {
         self.digest
+    }
+
+    /// Whether the component handles timers (exports `on-timers`): only
+    /// then do due timers make the host call it, or the engine run an
+    /// epoch without input to fire them.
+    pub fn handles_timers(&self) -> bool {
+        self.on_timers
     }
 
     /// The component's imports (for reports).
@@ -425,15 +446,17 @@ impl LoadedOperator {
 impl LoadedOperator {
     /// Runs this version over an epoch's batches in one fresh instance:
     /// `init`, then `migrate(from)` when `migrate_from` is given, then
-    /// `process` per batch. Without rows and without a migration no
+    /// `process` per batch, then `on-timers` with the timers the epoch's
+    /// watermark reached. Without rows, a migration or due timers no
     /// instance is created.
     pub fn run(
         &self,
         call: &EpochCall<'_>,
         batches: &[RecordBatch],
-        env: EpochEnv,
+        mut env: EpochEnv,
     ) -> Result<RunOutput, OperatorFailure> {
-        if call.migrate_from.is_none() && batches.iter().all(|b| b.num_rows() == 0) {
+        let timers_due = self.on_timers && timers_due(&mut env)?;
+        if call.migrate_from.is_none() && !timers_due && batches.iter().all(|b| b.num_rows() == 0) {
             return Ok(RunOutput {
                 batches: Vec::new(),
                 env,
@@ -454,12 +477,26 @@ impl LoadedOperator {
                 outputs.push(out);
             }
         }
+        if timers_due {
+            outputs.extend(instance.fire_timers(call.pipeline, call.epoch, call.epoch_time_ms)?);
+        }
         Ok(RunOutput {
             batches: outputs,
             env: instance.into_env(),
             migrated,
         })
     }
+}
+
+/// Whether `env`'s state has a timer its watermark reached.
+fn timers_due(env: &mut EpochEnv) -> Result<bool, OperatorFailure> {
+    let (Some(watermark), Some(state)) = (env.watermark, env.state.as_deref_mut()) else {
+        return Ok(false);
+    };
+    let next = state
+        .next_timer()
+        .map_err(|e| OperatorFailure::Failed(format!("state store: {e:#}")))?;
+    Ok(next.is_some_and(|at| at <= watermark))
 }
 
 /// What [`LoadedOperator::run`] gives back.
@@ -544,6 +581,69 @@ impl OperatorInstance {
             Ok(()) => Ok(true),
             Err(OperatorError::Failed(m)) | Err(OperatorError::InvalidConfig(m)) => {
                 Err(OperatorFailure::Failed(format!("`migrate` failed: {m}")))
+            }
+        }
+    }
+
+    /// Fires the timers the epoch's watermark reached: takes them from the
+    /// state (at most [`TIMERS_PER_CALL`] at a time, in time order) and
+    /// calls `on-timers` with them, until none is due, so timers that
+    /// `on-timers` sets at or before the watermark fire too. Returns the
+    /// non-empty outputs. Does nothing without a watermark, without state
+    /// or in a component that does not export `on-timers` (its timers stay
+    /// set, for a version that handles them).
+    pub fn fire_timers(
+        &mut self,
+        pipeline: &str,
+        epoch: u64,
+        epoch_time_ms: i64,
+    ) -> Result<Vec<RecordBatch>, OperatorFailure> {
+        let mut outputs = Vec::new();
+        let Some(watermark) = self.store.data().env.watermark else {
+            return Ok(outputs);
+        };
+        let Some(instance) = self.instance else {
+            return Ok(outputs);
+        };
+        type Args<'a> = (&'a EpochContext, &'a [WitTimer]);
+        type Returns = (std::result::Result<WitOutput, OperatorError>,);
+        let Ok(func) = instance.get_typed_func::<Args<'_>, Returns>(&mut self.store, ON_TIMERS)
+        else {
+            return Ok(outputs);
+        };
+        let ctx = EpochContext {
+            pipeline: pipeline.to_string(),
+            epoch,
+            epoch_time_ms,
+        };
+        loop {
+            let Some(state) = self.store.data_mut().env.state.as_deref_mut() else {
+                return Ok(outputs);
+            };
+            let due = state
+                .take_due_timers(watermark, TIMERS_PER_CALL)
+                .map_err(|e| OperatorFailure::Failed(format!("state store: {e:#}")))?;
+            if due.is_empty() {
+                return Ok(outputs);
+            }
+            let fired: Vec<WitTimer> = due
+                .into_iter()
+                .map(|(key, at_ms)| WitTimer { key, at_ms })
+                .collect();
+            self.arm();
+            let (result,) = func
+                .call(&mut self.store, (&ctx, &fired))
+                .map_err(|e| self.classify(e))?;
+            let output = match result {
+                Ok(output) => output,
+                Err(OperatorError::Failed(m)) | Err(OperatorError::InvalidConfig(m)) => {
+                    return Err(OperatorFailure::Failed(format!("`on-timers` failed: {m}")))
+                }
+            };
+            let batch = columns::output_to_batch(output)
+                .map_err(|e| OperatorFailure::InvalidOutput(format!("{e:#}")))?;
+            if batch.num_rows() > 0 {
+                outputs.push(batch);
             }
         }
     }

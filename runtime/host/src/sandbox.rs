@@ -32,6 +32,7 @@ const ALWAYS: &[&str] = &[
     "weir:operator/types",
     "weir:operator/host",
     "weir:operator/state",
+    "weir:operator/timers",
     "weir:operator/event-time",
     "wasi:io/error",
     "wasi:io/poll",

@@ -5,7 +5,7 @@
 //! byte strings or more pending state than the instance's memory cap trap
 //! the guest, which fails the epoch and leaves the host as it was.
 
-use super::bindings::weir::operator::{event_time, state};
+use super::bindings::weir::operator::{event_time, state, timers};
 use super::store::HostState;
 use state::ByteStrings;
 use std::any::Any;
@@ -26,6 +26,35 @@ pub trait KeyedState: Send {
     fn put(&mut self, key: &[u8], value: &[u8], ttl_ms: Option<u64>);
     /// Removes `key`.
     fn delete(&mut self, key: &[u8]);
+    /// Live keys in `[start, end)` (`end = None`: to the last key) with
+    /// their values, in key order, at most `limit`.
+    fn scan(
+        &mut self,
+        start: &[u8],
+        end: Option<&[u8]>,
+        limit: usize,
+    ) -> anyhow::Result<Vec<(Vec<u8>, Vec<u8>)>>;
+    /// Appends `value` to the list under `key` (lists are apart from keys).
+    fn append(&mut self, key: &[u8], value: &[u8]);
+    /// The list under `key`, in append order.
+    fn list(&mut self, key: &[u8]) -> anyhow::Result<Vec<Vec<u8>>>;
+    /// Removes the list under `key`.
+    fn clear(&mut self, key: &[u8]) -> anyhow::Result<()>;
+    /// Sets a timer for `key` at event time `at_ms`.
+    fn set_timer(&mut self, key: &[u8], at_ms: i64);
+    /// Removes `key`'s timer at `at_ms`.
+    fn delete_timer(&mut self, key: &[u8], at_ms: i64);
+    /// The times of `key`'s timers, ascending.
+    fn timers(&mut self, key: &[u8]) -> anyhow::Result<Vec<i64>>;
+    /// Removes and returns the earliest timers at or before `watermark`,
+    /// at most `limit`, in time order: the host hands them to `on-timers`.
+    fn take_due_timers(
+        &mut self,
+        watermark: i64,
+        limit: usize,
+    ) -> anyhow::Result<Vec<(Vec<u8>, i64)>>;
+    /// The earliest timer's time, if any timer is set.
+    fn next_timer(&mut self) -> anyhow::Result<Option<i64>>;
     /// Bytes of uncommitted changes, charged against the operator's memory
     /// limit so that state cannot be used to escape it.
     fn pending_bytes(&self) -> usize;
@@ -147,11 +176,106 @@ impl state::Host for HostState {
         }
         self.check_budget()
     }
+
+    fn scan(
+        &mut self,
+        start: Vec<u8>,
+        end: Option<Vec<u8>>,
+        limit: u32,
+    ) -> Result<(ByteStrings, ByteStrings)> {
+        HostState::scan(self, start, end, limit)
+    }
+
+    fn append(&mut self, key: Vec<u8>, value: Vec<u8>) -> Result<()> {
+        self.epoch_state()?.append(&key, &value);
+        self.check_budget()
+    }
+
+    fn append_many(&mut self, keys: ByteStrings, values: ByteStrings) -> Result<()> {
+        HostState::append_many(self, keys, values)
+    }
+
+    fn read_list(&mut self, key: Vec<u8>) -> Result<ByteStrings> {
+        let items = self.epoch_state()?.list(&key).map_err(host_error)?;
+        pack(items.iter().map(Vec::as_slice))
+    }
+
+    fn clear_list(&mut self, key: Vec<u8>) -> Result<()> {
+        self.epoch_state()?.clear(&key).map_err(host_error)?;
+        self.check_budget()
+    }
+}
+
+/// Packs byte strings into Arrow binary layout for the guest.
+fn pack<'a>(items: impl IntoIterator<Item = &'a [u8]>) -> Result<ByteStrings> {
+    let mut offsets = vec![0u32];
+    let mut data = Vec::new();
+    for item in items {
+        data.extend_from_slice(item);
+        offsets.push(
+            u32::try_from(data.len())
+                .map_err(|_| format_err!("a state result is larger than 4 GiB"))?,
+        );
+    }
+    Ok(ByteStrings { offsets, data })
+}
+
+impl HostState {
+    fn scan(
+        &mut self,
+        start: Vec<u8>,
+        end: Option<Vec<u8>>,
+        limit: u32,
+    ) -> Result<(ByteStrings, ByteStrings)> {
+        let s = self.epoch_state()?;
+        let found = s
+            .scan(&start, end.as_deref(), limit as usize)
+            .map_err(host_error)?;
+        let keys = pack(found.iter().map(|(k, _)| k.as_slice()))?;
+        let values = pack(found.iter().map(|(_, v)| v.as_slice()))?;
+        Ok((keys, values))
+    }
+
+    fn append_many(&mut self, keys: ByteStrings, values: ByteStrings) -> Result<()> {
+        let (keys, values) = (split(&keys)?, split(&values)?);
+        if keys.len() != values.len() {
+            bail!(
+                "append-many got {} keys but {} values",
+                keys.len(),
+                values.len()
+            );
+        }
+        let s = self.epoch_state()?;
+        for (k, v) in keys.iter().zip(&values) {
+            s.append(k, v);
+        }
+        self.check_budget()
+    }
+}
+
+impl timers::Host for HostState {
+    fn set(&mut self, key: Vec<u8>, at_ms: i64) -> Result<()> {
+        self.epoch_state()?.set_timer(&key, at_ms);
+        self.check_budget()
+    }
+
+    fn delete(&mut self, key: Vec<u8>, at_ms: i64) -> Result<()> {
+        self.epoch_state()?.delete_timer(&key, at_ms);
+        self.check_budget()
+    }
+
+    fn pending(&mut self, key: Vec<u8>) -> Result<Vec<i64>> {
+        self.epoch_state()?.timers(&key).map_err(host_error)
+    }
 }
 
 impl event_time::Host for HostState {
     fn watermark(&mut self) -> Option<i64> {
         self.env.watermark
+    }
+
+    fn previous_watermark(&mut self) -> Option<i64> {
+        self.env.previous_watermark
     }
 }
 

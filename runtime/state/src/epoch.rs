@@ -37,10 +37,14 @@ impl Changes {
 
 /// The state one epoch reads and writes.
 pub struct EpochState {
-    store: StateReader,
+    pub(crate) store: StateReader,
+    /// The epoch's number: list elements appended in it are numbered under it.
+    pub(crate) epoch: u64,
+    /// List elements appended so far in this epoch ([`crate::lists`]).
+    pub(crate) appended: u32,
     /// Epoch time in Unix ms: the clock TTLs are measured against.
-    now_ms: i64,
-    changes: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+    pub(crate) now_ms: i64,
+    pub(crate) changes: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
     /// Bytes of keys and values in `changes`.
     bytes: usize,
     /// Committed values read from the store, by full key (capped).
@@ -57,7 +61,7 @@ pub fn namespace_prefix(namespace: &str) -> Vec<u8> {
     k
 }
 
-fn full_key(prefix: &[u8], key: &[u8]) -> Vec<u8> {
+pub(crate) fn full_key(prefix: &[u8], key: &[u8]) -> Vec<u8> {
     let mut k = Vec::with_capacity(prefix.len() + key.len());
     k.extend_from_slice(prefix);
     k.extend_from_slice(key);
@@ -80,7 +84,7 @@ fn encode(value: &[u8], expires_ms: Option<i64>) -> Vec<u8> {
 }
 
 /// The value if it has not expired at `now_ms`.
-fn decode(stored: &[u8], now_ms: i64) -> Result<Option<&[u8]>> {
+pub(crate) fn decode(stored: &[u8], now_ms: i64) -> Result<Option<&[u8]>> {
     match stored.split_first() {
         Some((0, value)) => Ok(Some(value)),
         Some((1, rest)) if rest.len() >= 8 => {
@@ -93,10 +97,13 @@ fn decode(stored: &[u8], now_ms: i64) -> Result<Option<&[u8]>> {
 }
 
 impl EpochState {
-    /// An empty overlay over `store` at epoch time `now_ms`.
-    pub fn new(store: StateReader, now_ms: i64) -> Self {
+    /// An empty overlay over `store` for epoch `epoch` at epoch time
+    /// `now_ms`.
+    pub fn new(store: StateReader, epoch: u64, now_ms: i64) -> Self {
         EpochState {
             store,
+            epoch,
+            appended: 0,
             now_ms,
             changes: BTreeMap::new(),
             bytes: 0,
@@ -240,7 +247,7 @@ mod tests {
         let (mut store, _) = StateStore::open(dir.path(), SnapshotPolicy::default(), None).unwrap();
         let ns = namespace_prefix("op");
         let other = namespace_prefix("weir.dedup");
-        let mut e0 = EpochState::new(store.reader(), 1_000);
+        let mut e0 = EpochState::new(store.reader(), 0, 1_000);
         e0.put(&ns, b"a", b"1", None);
         e0.put(&ns, b"short", b"x", Some(500));
         assert_eq!(e0.get(&ns, b"a").unwrap().as_deref(), Some(&b"1"[..]));
@@ -248,7 +255,7 @@ mod tests {
         let changes = e0.into_changes();
         store.commit(0, changes).unwrap();
 
-        let mut e1 = EpochState::new(store.reader(), 1_499);
+        let mut e1 = EpochState::new(store.reader(), 0, 1_499);
         assert_eq!(e1.get(&ns, b"short").unwrap().as_deref(), Some(&b"x"[..]));
         e1.delete(&ns, b"a");
         e1.put(&ns, b"b", b"2", None);
@@ -257,7 +264,7 @@ mod tests {
         let before = e1.pending_bytes();
         e1.put(&ns, b"b", b"22", None);
         assert_eq!(e1.pending_bytes(), before + 1, "a rewrite counts once");
-        let mut e2 = EpochState::new(store.reader(), 1_500);
+        let mut e2 = EpochState::new(store.reader(), 0, 1_500);
         assert_eq!(e2.get(&ns, b"short").unwrap(), None, "expired at now + ttl");
     }
 
@@ -266,11 +273,11 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (mut store, _) = StateStore::open(dir.path(), SnapshotPolicy::default(), None).unwrap();
         let ns = namespace_prefix("op");
-        let mut e0 = EpochState::new(store.reader(), 0);
+        let mut e0 = EpochState::new(store.reader(), 0, 0);
         e0.put(&ns, b"a", b"old", None);
         store.commit(0, e0.into_changes()).unwrap();
 
-        let mut e1 = EpochState::new(store.reader(), 0);
+        let mut e1 = EpochState::new(store.reader(), 0, 0);
         assert_eq!(e1.get_many(&ns, &[b"a", b"b"]).unwrap().len(), 2);
         e1.put(&ns, b"a", b"new", None);
         e1.put(&ns, b"b", b"born", None);
@@ -282,7 +289,7 @@ mod tests {
         );
         store.commit(1, changes).unwrap();
         store.roll_back_uncommitted(Some(0)).unwrap();
-        let mut e = EpochState::new(store.reader(), 0);
+        let mut e = EpochState::new(store.reader(), 0, 0);
         assert_eq!(e.get(&ns, b"a").unwrap().as_deref(), Some(&b"old"[..]));
         assert_eq!(e.get(&ns, b"b").unwrap(), None);
     }
@@ -292,12 +299,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (mut store, _) = StateStore::open(dir.path(), SnapshotPolicy::default(), None).unwrap();
         let ns = namespace_prefix("idx");
-        let mut e0 = EpochState::new(store.reader(), 0);
+        let mut e0 = EpochState::new(store.reader(), 0, 0);
         for k in ["t1", "t3", "t5", "u1"] {
             e0.put(&ns, k.as_bytes(), b"", None);
         }
         store.commit(0, e0.into_changes()).unwrap();
-        let mut e1 = EpochState::new(store.reader(), 0);
+        let mut e1 = EpochState::new(store.reader(), 0, 0);
         e1.put(&ns, b"t2", b"", None);
         e1.delete(&ns, b"t3");
         let keys = e1.keys_between(&ns, b"t", b"t5").unwrap();

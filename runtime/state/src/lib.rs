@@ -5,10 +5,18 @@
 //!
 //! [`store`] is the database and its epoch protocol (atomic commit with a
 //! marker, undo of an uncommitted epoch, snapshots); [`epoch`] is what one
-//! epoch reads and writes before it is committed.
+//! epoch reads and writes before it is committed; [`scan`], [`lists`] and
+//! [`timers`] are range scans, append-only lists and event-time timers on
+//! top of it.
 
 pub mod epoch;
+pub mod lists;
+pub mod scan;
 pub mod store;
+pub mod timers;
 
 pub use epoch::{namespace_prefix, Changes, EpochState};
+pub use lists::ListSpace;
+pub use scan::prefix_end;
 pub use store::{Opened, SnapshotPolicy, StateReader, StateStore};
+pub use timers::{Fired, TimerSpace};

@@ -8,7 +8,13 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 /// Guests only the tests and benches use.
-const TEST_GUESTS: &[&str] = &["sandbox-tests", "sandbox-escape", "wrong-world"];
+const TEST_GUESTS: &[&str] = &[
+    "sandbox-tests",
+    "sandbox-escape",
+    "wrong-world",
+    "fraud-windows-by-hand",
+    "window-kinds",
+];
 
 /// The directory the bundled guests were built into.
 pub fn guest_dir() -> &'static Path {

@@ -61,20 +61,29 @@ pub enum DemoOperator {
     /// in 60 s of event time", kept in the host's state.
     #[default]
     Velocity,
+    /// `fraud-windows`: Spark's semantics for the same job — payments
+    /// counted per card in 60 s event-time tumbling windows, every payment
+    /// of a window scored with its final count when the 10 s watermark
+    /// closes it (timers, and a final no-data epoch at the end of input).
+    Windows,
 }
 
 impl DemoOperator {
-    fn file(self) -> &'static str {
+    /// The component's file name, as the demo writes it.
+    pub fn file(self) -> &'static str {
         match self {
             DemoOperator::Rules => "fraud_rules.wasm",
             DemoOperator::Velocity => "fraud_velocity.wasm",
+            DemoOperator::Windows => "fraud_windows.wasm",
         }
     }
 
-    fn wasm(self) -> &'static [u8] {
+    /// The bundled component.
+    pub fn wasm(self) -> &'static [u8] {
         match self {
             DemoOperator::Rules => crate::FRAUD_RULES_WASM,
             DemoOperator::Velocity => crate::FRAUD_VELOCITY_WASM,
+            DemoOperator::Windows => crate::FRAUD_WINDOWS_WASM,
         }
     }
 
@@ -82,10 +91,18 @@ impl DemoOperator {
     pub fn config_toml(self) -> String {
         match self {
             DemoOperator::Rules => RULES_TOML.to_string(),
-            DemoOperator::Velocity => format!(
+            DemoOperator::Velocity | DemoOperator::Windows => format!(
                 "{RULES_TOML}
 {VELOCITY_TOML}"
             ),
+        }
+    }
+
+    /// The `[event_time]` table, for operators that need a watermark.
+    fn event_time_toml(self) -> &'static str {
+        match self {
+            DemoOperator::Windows => EVENT_TIME_TOML,
+            DemoOperator::Rules | DemoOperator::Velocity => "",
         }
     }
 }
@@ -116,6 +133,12 @@ rules = [
 
 /// The velocity rule `fraud-velocity` adds to [`RULES_TOML`].
 pub const VELOCITY_TOML: &str = "velocity = { window_ms = 60000, max_payments = 5, weight = 0.7 }";
+
+/// Event time and its watermark: 10 s behind the latest payment seen.
+pub const EVENT_TIME_TOML: &str = "[event_time]
+column = \"ts\"
+allowed_lateness = \"10s\"
+";
 
 /// One alert as written by the sink.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -163,8 +186,10 @@ path = "input"
 max_files_per_trigger = {files_per_epoch}
 {schema}
 
+{event_time}
 {operator_and_sink}"#,
         schema = generator::SCHEMA_TOML,
+        event_time = operator.event_time_toml(),
         operator_and_sink = operator_and_sink(operator),
     )
 }
@@ -206,10 +231,7 @@ rate = {rate}
 seed = {seed}
 rows = {rows}
 
-[event_time]
-column = "ts"
-allowed_lateness = "10s"
-
+{EVENT_TIME_TOML}
 {operator_and_sink}"#,
         rows = rate * seconds,
         operator_and_sink = operator_and_sink(operator),

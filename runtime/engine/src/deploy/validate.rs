@@ -4,7 +4,7 @@
 //! upload brings them — the golden input produces exactly the golden output.
 //! All of this runs beside the pipeline, never on its epoch loop.
 
-use crate::operator_state::epoch_env;
+use crate::operator_state::state_env;
 use crate::runner::{EpochAt, Runner};
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
@@ -43,11 +43,7 @@ pub struct GoldenPassed {
 
 impl Checks {
     fn env(&self) -> EpochEnv {
-        epoch_env(
-            EpochState::new(self.state.clone(), 0),
-            &self.namespace,
-            None,
-        )
+        state_env(EpochState::new(self.state.clone(), 0, 0), &self.namespace)
     }
 
     /// Runs `operator`'s `init` with `config_json` against the committed

@@ -51,6 +51,17 @@ pub(super) fn timed<T>(phase: &mut Duration, f: impl FnOnce() -> T) -> T {
     out
 }
 
+/// What kind of epoch an `offsets/N` entry plans.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum EntryKind {
+    /// A source range, read at once.
+    MicroBatch,
+    /// Parts logged as they run ([`super::realtime`]).
+    RealTime,
+    /// No input, to fire timers the watermark reached.
+    NoData,
+}
+
 /// What an epoch did, for its progress record (micro-batch or real-time).
 pub(super) struct Done {
     pub epoch: u64,
@@ -86,7 +97,9 @@ impl Pipeline {
         let Some(range) = planned else {
             return Ok(None);
         };
-        timed(&mut phases.wal, || self.write_offsets(epoch, range, false))?;
+        timed(&mut phases.wal, || {
+            self.write_offsets(epoch, range, EntryKind::MicroBatch)
+        })?;
         Ok(Some((phases, backlog)))
     }
 
@@ -171,7 +184,7 @@ impl Pipeline {
         &mut self,
         epoch: u64,
         range: serde_json::Value,
-        real_time: bool,
+        kind: EntryKind,
     ) -> Result<OffsetEntry> {
         let migrate_from = self.last_digest.filter(|d| *d != self.active.digest);
         let entry = OffsetEntry {
@@ -185,14 +198,17 @@ impl Pipeline {
                 config_digest: self.active.config_digest,
             },
             watermark_ms: self.event_time.as_ref().and_then(EventTime::watermark),
+            previous_watermark_ms: self.last_watermark,
             isolated: Vec::new(),
-            real_time,
+            real_time: kind == EntryKind::RealTime,
+            no_data: kind == EntryKind::NoData,
         };
         self.checkpoint
             .offsets
             .write(epoch, &entry)
             .with_context(|| format!("writing offsets/{epoch}"))?;
         self.last_digest = Some(entry.operator.digest);
+        self.last_watermark = entry.watermark_ms;
         Ok(entry)
     }
 
@@ -208,6 +224,9 @@ impl Pipeline {
                 )
             })
         };
+        if entry.no_data {
+            return Ok(EpochInput::default());
+        }
         if !entry.real_time {
             return read(&mut self.source, &entry.source);
         }
@@ -227,7 +246,7 @@ impl Pipeline {
         entry: &OffsetEntry,
         batches: Vec<RecordBatch>,
     ) -> Result<Prepared> {
-        let mut state = EpochState::new(self.state.reader(), entry.epoch_time_ms);
+        let mut state = EpochState::new(self.state.reader(), entry.epoch, entry.epoch_time_ms);
         let observed = match &self.event_time {
             Some(et) => et.observe(&batches, entry.watermark_ms)?,
             None => Observed::default(),
@@ -236,7 +255,7 @@ impl Pipeline {
             Some(d) => d.apply(batches, entry.watermark_ms, &mut state)?,
             None => (batches, Dropped::default()),
         };
-        let env = epoch_env(state, &self.state_namespace, entry.watermark_ms);
+        let env = epoch_env(state, &self.state_namespace, entry);
         Ok(Prepared {
             batches,
             env,
@@ -326,7 +345,9 @@ impl Pipeline {
     /// progress, the state store's snapshots, log compaction and the
     /// event-time maximum the next epoch's watermark comes from.
     fn tell_source(&mut self, entry: &OffsetEntry, max_event_time_ms: Option<i64>) -> Result<()> {
-        self.source.committed(&entry.source)?;
+        if !entry.no_data {
+            self.source.committed(&entry.source)?;
+        }
         self.after_commit(entry.epoch, max_event_time_ms)
     }
 
@@ -378,6 +399,10 @@ impl Pipeline {
             Some(n) => (
                 format!("{n} parts (real-time)"),
                 serde_json::json!({ "parts": n }),
+            ),
+            None if entry.no_data => (
+                "no data: the watermark reached timers".to_string(),
+                serde_json::json!({ "no_data": true }),
             ),
             None => (self.source.describe(&entry.source), entry.source.clone()),
         };

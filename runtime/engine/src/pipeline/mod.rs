@@ -25,6 +25,7 @@ use crate::registry::Version;
 use crate::runner::{EpochAt, Runner};
 use anyhow::{Context, Result};
 use arrow_array::RecordBatch;
+use epoch::EntryKind;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -39,7 +40,7 @@ use weir_core::source::DynSource;
 use weir_core::wal::{OffsetEntry, OperatorRef};
 use weir_core::Digest;
 use weir_host::{EpochEnv, LoadedOperator, OperatorFailure, RunOutput, WasmHost};
-use weir_state::{Opened, StateStore};
+use weir_state::{Opened, StateStore, TimerSpace};
 
 /// Longest wait between attempts at an epoch that cannot proceed.
 const EPOCH_RETRY_MAX: Duration = Duration::from_secs(30);
@@ -131,6 +132,9 @@ pub struct Pipeline {
     /// digest at planning time means the next epoch is the first of a new
     /// version and runs its `migrate` hook.
     pub(crate) last_digest: Option<Digest>,
+    /// Watermark of the newest planned epoch: a higher one for the next
+    /// epoch may fire timers even without new data.
+    pub(crate) last_watermark: Option<i64>,
     /// The version running in shadow, and the key its rows are matched on.
     pub(crate) shadow: Option<(Version, Option<String>)>,
     /// Where progress records and metrics go (the admin API reads them).
@@ -222,7 +226,7 @@ impl Pipeline {
             }
             self.follow_control();
             let trigger_start = Instant::now();
-            let Some(attempt) = self.next_attempt(next, pending.take())? else {
+            let Some(attempt) = self.next_attempt(host, next, pending.take())? else {
                 if matches!(
                     self.trigger,
                     TriggerConfig::Once | TriggerConfig::AvailableNow
@@ -257,7 +261,10 @@ impl Pipeline {
                     continue;
                 }
             }
-            if self.real_time().is_some() && self.source.is_exhausted() {
+            if self.real_time().is_some()
+                && self.source.is_exhausted()
+                && !self.timers_due_without_data(host)?
+            {
                 tracing::info!(
                     pipeline = %self.name,
                     "the source has nothing more; every record is committed"
@@ -275,9 +282,15 @@ impl Pipeline {
 
     /// The epoch to run next: the one planned but not committed (`pending`),
     /// a real-time part deferred by the epoch before (as a micro-batch
-    /// epoch), a real-time epoch (which plans as it runs), or a newly
-    /// planned one (`None` if the source has no new data).
-    fn next_attempt(&mut self, next: u64, pending: Option<u64>) -> Result<Option<Attempt>> {
+    /// epoch), a real-time epoch (which plans as it runs), a newly planned
+    /// one, or one without input whose watermark fires timers (`None` if
+    /// there is neither new data nor a timer due).
+    fn next_attempt(
+        &mut self,
+        host: &WasmHost,
+        next: u64,
+        pending: Option<u64>,
+    ) -> Result<Option<Attempt>> {
         let fresh = |epoch, phases, backlog| Attempt {
             epoch,
             replay: false,
@@ -293,7 +306,9 @@ impl Pipeline {
         }
         if let Some(range) = self.carried.take() {
             let mut phases = Phases::default();
-            epoch::timed(&mut phases.wal, || self.write_offsets(next, range, false))?;
+            epoch::timed(&mut phases.wal, || {
+                self.write_offsets(next, range, EntryKind::MicroBatch)
+            })?;
             return Ok(Some(fresh(next, phases, None)));
         }
         if self.real_time().is_some() {
@@ -302,9 +317,38 @@ impl Pipeline {
                 ..fresh(next, Phases::default(), None)
             }));
         }
-        Ok(self
-            .plan(next)?
-            .map(|(phases, backlog)| fresh(next, phases, backlog)))
+        if let Some((phases, backlog)) = self.plan(next)? {
+            return Ok(Some(fresh(next, phases, backlog)));
+        }
+        if !self.timers_due_without_data(host)? {
+            return Ok(None);
+        }
+        let mut phases = Phases::default();
+        epoch::timed(&mut phases.wal, || {
+            self.write_offsets(next, serde_json::Value::Null, EntryKind::NoData)
+        })?;
+        Ok(Some(fresh(next, phases, None)))
+    }
+
+    /// Whether an epoch without input would fire timers: the next epoch's
+    /// watermark is past the last one's, the active version handles
+    /// timers, and the earliest committed timer is at or before it. As
+    /// Spark runs a no-data micro-batch when the watermark moved, so that
+    /// windows close without waiting for more input (and at the end of an
+    /// `available-now` run).
+    fn timers_due_without_data(&mut self, host: &WasmHost) -> Result<bool> {
+        let Some(watermark) = self.event_time.as_ref().and_then(EventTime::watermark) else {
+            return Ok(false);
+        };
+        if self.last_watermark.is_some_and(|last| last >= watermark) {
+            return Ok(false);
+        }
+        let digest = self.active.digest;
+        if !self.operator_for(host, &digest)?.handles_timers() {
+            return Ok(false);
+        }
+        let earliest = TimerSpace::of(&self.state_namespace).earliest(&self.state.reader())?;
+        Ok(earliest.is_some_and(|at| at <= watermark))
     }
 
     /// Sleeps until the processing-time trigger is due again (real-time and

@@ -43,7 +43,7 @@
 //! A **shadow** candidate runs at the close of each epoch over all of its
 //! parts' input, against the committed state, as in micro-batch mode.
 
-use super::epoch::Done;
+use super::epoch::{Done, EntryKind};
 use super::{EpochFailed, Pipeline};
 use crate::dedup::Dropped;
 use crate::event_time::Observed;
@@ -119,7 +119,7 @@ impl Pipeline {
         };
         let entry = match &log {
             Some(log) => self.replay_entry(epoch, log)?,
-            None => self.write_offsets(epoch, serde_json::Value::Null, true)?,
+            None => self.write_offsets(epoch, serde_json::Value::Null, EntryKind::RealTime)?,
         };
         let mut running = self.start_instance(host, &entry)?;
         let mut totals = Totals {
@@ -144,6 +144,7 @@ impl Pipeline {
                 return self.execute_real_time(host, epoch, true, Duration::ZERO, stop);
             }
         }
+        self.timers_part(&mut running, &entry, &mut totals, &mut phases)?;
         let migrated = running.migrated;
         let env = running.finish();
         let shadow = totals.shadowed.take().and_then(|(input, output)| {
@@ -266,8 +267,8 @@ impl Pipeline {
     fn start_instance(&mut self, host: &WasmHost, entry: &OffsetEntry) -> Result<Running> {
         let operator = self.operator_for(host, &entry.operator.digest)?;
         let config = self.config_for(&entry.operator.config_digest)?;
-        let state = EpochState::new(self.state.reader(), entry.epoch_time_ms);
-        let env = epoch_env(state, &self.state_namespace, entry.watermark_ms);
+        let state = EpochState::new(self.state.reader(), entry.epoch, entry.epoch_time_ms);
+        let env = epoch_env(state, &self.state_namespace, entry);
         self.runner
             .start(&operator, &config, EpochAt::of(entry), env)
             .map_err(|cause| self.epoch_failed(entry, cause))
@@ -359,6 +360,41 @@ impl Pipeline {
             output.extend(outputs.iter().cloned());
         }
         Ok(outputs)
+    }
+
+    /// Step 3 begins with the timers the epoch's watermark reached: their
+    /// `on-timers` output is the epoch's last part. It is not logged: a
+    /// replay runs the same logged parts over the same state and watermark,
+    /// so it fires the same timers into a part with the same number, and
+    /// the sink's per-part write makes the repeat harmless.
+    fn timers_part(
+        &mut self,
+        running: &mut Running,
+        entry: &OffsetEntry,
+        totals: &mut Totals,
+        phases: &mut Phases,
+    ) -> Result<()> {
+        let outputs = super::epoch::timed(&mut phases.operator, || running.fire_timers())
+            .map_err(|cause| self.epoch_failed(entry, cause))?;
+        if outputs.is_empty() {
+            return Ok(());
+        }
+        super::epoch::timed(&mut phases.sink, || {
+            self.sink.write_part(entry.epoch, totals.parts, &outputs)
+        })
+        .with_context(|| {
+            format!(
+                "pipeline `{}` epoch {}: writing the timers' output to the sink",
+                self.name, entry.epoch
+            )
+        })?;
+        self.measure_latency(&outputs, &mut totals.latency);
+        totals.parts += 1;
+        totals.rows_out += outputs.iter().map(|b| b.num_rows() as u64).sum::<u64>();
+        if let Some((_, output)) = &mut totals.shadowed {
+            output.extend(outputs);
+        }
+        Ok(())
     }
 
     /// Step 3: dead letters, the sink's epoch end, state, `commits/N`.

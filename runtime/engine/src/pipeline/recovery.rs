@@ -43,7 +43,9 @@ impl Pipeline {
         let Some(&last_planned) = planned.last() else {
             return Ok((0, None));
         };
-        self.last_digest = Some(self.offset_entry(last_planned)?.operator.digest);
+        let last = self.offset_entry(last_planned)?;
+        self.last_digest = Some(last.operator.digest);
+        self.last_watermark = last.watermark_ms;
         if last_committed.is_some_and(|c| c >= last_planned) {
             // A part deferred by the last epoch runs next (see `realtime`).
             self.carried = self
@@ -74,6 +76,9 @@ impl Pipeline {
     /// Tells the source an epoch's range was planned: the recorded range,
     /// or a real-time epoch's logged parts (and the part it deferred).
     fn restore_source(&mut self, entry: &weir_core::wal::OffsetEntry) -> Result<()> {
+        if entry.no_data {
+            return Ok(());
+        }
         if !entry.real_time {
             return self.source.restore(&entry.source);
         }

@@ -33,9 +33,9 @@ impl Pipeline {
             .version_of(&entry.operator.digest, &entry.operator.config_digest);
         let started = Instant::now();
         let env = epoch_env(
-            EpochState::new(self.state.reader(), entry.epoch_time_ms),
+            EpochState::new(self.state.reader(), entry.epoch, entry.epoch_time_ms),
             &self.state_namespace,
-            entry.watermark_ms,
+            entry,
         );
         let run = VersionRun {
             operator: OperatorRef {

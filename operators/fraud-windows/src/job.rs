@@ -1,0 +1,195 @@
+//! The job's pieces — config, rules verdicts on arrival, scoring of a
+//! closed window, alert columns — shared by `fraud-windows` and the
+//! benchmark's hand-buffered baseline (which compiles this file in).
+
+use crate::columns::Columns;
+use crate::payload::Buffered;
+use crate::rules::{Rule, RuleSet};
+use serde::Deserialize;
+use weir_sdk::window::Windows;
+use weir_sdk::{Batch, Error, Float64Builder, Int64Builder, Output, Utf8Builder, Utf8Column};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Velocity {
+    #[serde(default = "one_minute")]
+    window_ms: i64,
+    max_payments: u64,
+    weight: f64,
+}
+
+fn one_minute() -> i64 {
+    60_000
+}
+
+#[derive(Debug, Deserialize, Default, PartialEq, Eq, Clone, Copy)]
+#[serde(rename_all = "lowercase")]
+pub enum Late {
+    #[default]
+    Drop,
+    Score,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Config {
+    alert_threshold: f64,
+    #[serde(default)]
+    rules: Vec<Rule>,
+    velocity: Velocity,
+    #[serde(default)]
+    late: Late,
+}
+
+/// The operator: rules, the window aggregation and the velocity rule.
+pub struct FraudWindows {
+    pub rules: RuleSet,
+    pub windows: Windows,
+    velocity: Velocity,
+    pub late: Late,
+}
+
+/// Alerts being built, column by column.
+#[derive(Default)]
+pub struct Alerts {
+    txn: Utf8Builder,
+    card: Utf8Builder,
+    reasons: Utf8Builder,
+    amount: Float64Builder,
+    score: Float64Builder,
+    ts: Int64Builder,
+    count: Int64Builder,
+    start: Int64Builder,
+}
+
+impl Alerts {
+    pub fn push(
+        &mut self,
+        card: &str,
+        b: &Buffered,
+        score: f64,
+        reasons: &str,
+        w: Option<(u64, i64)>,
+    ) {
+        self.txn.push(&b.txn_id);
+        self.card.push(card);
+        self.amount.push_option(b.amount);
+        self.score.push(score);
+        self.reasons.push(reasons);
+        self.ts.push(b.ts);
+        self.count.push_option(w.map(|w| w.0 as i64));
+        self.start.push_option(w.map(|w| w.1));
+    }
+
+    /// The output, in the operator's column order.
+    pub fn build(self) -> Result<Output, Error> {
+        Output::new()
+            .with("txn_id", self.txn)
+            .with("card_id", self.card)
+            .with("amount", self.amount)
+            .with("score", self.score)
+            .with("reasons", self.reasons)
+            .with("ts", self.ts)
+            .with("window_count", self.count)
+            .with("window_start", self.start)
+            .build()
+    }
+}
+
+/// A batch's payments ready to buffer: (row, ts) of each payment with a
+/// card and a time, its encoded [`Buffered`], and the card column.
+pub struct Arrivals {
+    pub rows: Vec<(usize, i64)>,
+    pub payloads: Vec<Vec<u8>>,
+    pub cards: Utf8Column,
+    pub scores: Vec<f64>,
+    pub fired: Vec<u64>,
+}
+
+impl FraudWindows {
+    /// Parses and checks the config (see the crate docs).
+    pub fn from_config(config: &str) -> Result<Self, Error> {
+        let c: Config = serde_json::from_str(config)
+            .map_err(|e| Error::config(format!("fraud-windows config: {e}")))?;
+        if c.velocity.window_ms <= 0 {
+            return Err(Error::config(
+                "fraud-windows config: `velocity.window_ms` must be positive",
+            ));
+        }
+        Ok(FraudWindows {
+            rules: RuleSet::new(c.alert_threshold, c.rules).map_err(Error::config)?,
+            windows: Windows::tumbling(c.velocity.window_ms)?.collect_rows(true),
+            velocity: c.velocity,
+            late: c.late,
+        })
+    }
+
+    /// Scores a batch on the rules and encodes each payment for its window.
+    pub fn arrivals(&self, batch: &Batch) -> Result<Arrivals, Error> {
+        let columns = Columns::read(batch)?;
+        let (scores, fired) = self.rules.score_rows(&columns);
+        let (txn, card, ts) = (
+            batch.utf8("txn_id")?,
+            batch.utf8("card_id")?,
+            batch.i64("ts")?,
+        );
+        let (mut rows, mut payloads) = (Vec::new(), Vec::new());
+        for row in 0..batch.num_rows() {
+            let (Some(_), Some(t)) = (card.get(row), ts.get(row)) else {
+                continue;
+            };
+            payloads.push(
+                Buffered {
+                    txn_id: txn.get(row).unwrap_or_default().to_string(),
+                    amount: columns.amount.get(row),
+                    ts: t,
+                    score: scores[row],
+                    fired: fired[row],
+                }
+                .encode(),
+            );
+            rows.push((row, t));
+        }
+        Ok(Arrivals {
+            rows,
+            payloads,
+            cards: card,
+            scores,
+            fired,
+        })
+    }
+
+    /// The window length configured (`velocity.window_ms`).
+    pub fn window_ms(&self) -> i64 {
+        self.velocity.window_ms
+    }
+
+    /// Adds the alerts of a closed window of `card` (its final `count`,
+    /// its `start`) over its buffered payments.
+    pub fn score_window<'b>(
+        &self,
+        card: &str,
+        count: u64,
+        start_ms: i64,
+        payloads: impl Iterator<Item = &'b [u8]>,
+        alerts: &mut Alerts,
+    ) -> Result<(), Error> {
+        let busy = count > self.velocity.max_payments;
+        for bytes in payloads {
+            let b = Buffered::decode(bytes)
+                .ok_or_else(|| Error::failed("a buffered payment is corrupt"))?;
+            let (mut score, mut reasons) = (b.score, self.rules.reasons(b.fired));
+            if busy {
+                score += self.velocity.weight;
+                if !reasons.is_empty() {
+                    reasons.push(',');
+                }
+                reasons.push_str("velocity");
+            }
+            if !reasons.is_empty() && score >= self.rules.alert_threshold() {
+                alerts.push(card, &b, score, &reasons, Some((count, start_ms)));
+            }
+        }
+        Ok(())
+    }
+}
