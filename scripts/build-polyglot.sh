@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Builds the Python and JavaScript operators into target/guests/polyglot/
-# with the toolchains scripts/install-polyglot.sh installs. Both are built
-# against the plain `operator` world with every WASI import stubbed out or
-# disabled, so they import nothing but weir:operator (no clocks, randomness,
-# filesystem or network: replays stay deterministic). Skips a build whose
-# inputs have not changed.
+# with the toolchains scripts/install-polyglot.sh installs, each with its
+# language's SDK modules (sdk/python, sdk/js). Every WASI import is stubbed
+# out or disabled, so they import nothing but weir:operator (no clocks,
+# randomness, filesystem or network: replays stay deterministic). Skips a
+# build whose inputs have not changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,24 +15,42 @@ mkdir -p "$out"
 
 stamp() { sha256sum "$@" | sha256sum | cut -c1-16; }
 
-# Python: componentize-py snapshots the interpreter after importing the
-# module; --stub-wasi replaces every WASI import with a trap.
-py_in=$(stamp wit/operator.wit operators/fraud-rules-py/*.py "$tools/py.stamp")
-if [ "$(cat "$out/fraud_rules_py.stamp" 2>/dev/null)" != "$py_in" ] || [ ! -f "$out/fraud_rules_py.wasm" ]; then
-    log "fraud-rules-py"
-    "$tools/py/bin/componentize-py" -d wit -w operator componentize --stub-wasi \
-        -p operators/fraud-rules-py fraud_rules -o "$out/fraud_rules_py.wasm" >/dev/null
-    echo "$py_in" >"$out/fraud_rules_py.stamp"
-fi
+# py NAME DIR MODULE WORLD: componentize-py snapshots the interpreter after
+# importing the module; --stub-wasi replaces every WASI import with a trap.
+py() {
+    local name=$1 dir=$2 module=$3 world=$4
+    local in
+    in=$(stamp wit/operator.wit "$dir"/*.py sdk/python/*.py "$tools/py.stamp")
+    if [ "$(cat "$out/$name.stamp" 2>/dev/null)" != "$in" ] || [ ! -f "$out/$name.wasm" ]; then
+        log "$name"
+        "$tools/py/bin/componentize-py" -d wit -w "$world" componentize --stub-wasi \
+            -p "$dir" -p sdk/python "$module" -o "$out/$name.wasm" >/dev/null
+        echo "$in" >"$out/$name.stamp"
+    fi
+}
 
-# JavaScript: componentize-js (what `jco componentize` runs; jco 1.35's own
-# front end fails to read WIT paths here) with every WASI feature disabled.
-js_in=$(stamp wit/operator.wit operators/fraud-rules-js/*.js "$tools/js.stamp")
-if [ "$(cat "$out/fraud_rules_js.stamp" 2>/dev/null)" != "$js_in" ] || [ ! -f "$out/fraud_rules_js.wasm" ]; then
-    log "fraud-rules-js"
-    "$tools/js/node_modules/.bin/componentize-js" operators/fraud-rules-js/fraud_rules.js \
-        --wit wit/operator.wit --world-name operator \
-        -d stdio random clocks http fetch-event -o "$out/fraud_rules_js.wasm" >/dev/null
-    echo "$js_in" >"$out/fraud_rules_js.stamp"
-fi
+# js NAME FILE WORLD: componentize-js (what `jco componentize` runs; jco
+# 1.35's own front end fails to read WIT paths here) with every WASI feature
+# disabled. The operator imports the SDK as `./weir_*.js`, so it is built
+# from a copy next to them.
+js() {
+    local name=$1 file=$2 world=$3
+    local in src=$out/src-$name
+    in=$(stamp wit/operator.wit "$file" sdk/js/*.js "$tools/js.stamp")
+    if [ "$(cat "$out/$name.stamp" 2>/dev/null)" != "$in" ] || [ ! -f "$out/$name.wasm" ]; then
+        log "$name"
+        rm -rf "$src" && mkdir -p "$src"
+        cp sdk/js/*.js "$file" "$src/"
+        "$tools/js/node_modules/.bin/componentize-js" "$src/$(basename "$file")" \
+            --wit wit/operator.wit --world-name "$world" \
+            -d stdio random clocks http fetch-event -o "$out/$name.wasm" >/dev/null
+        echo "$in" >"$out/$name.stamp"
+    fi
+}
+
+py fraud_rules_py operators/fraud-rules-py fraud_rules operator
+js fraud_rules_js operators/fraud-rules-js/fraud_rules.js operator
+# The window tests' guests: the SDKs' windows and timers.
+py window_kinds_py operators/window-kinds-py window_kinds timer-operator
+js window_kinds_js operators/window-kinds-js/window_kinds.js timer-operator
 log "ok: $(ls -s --block-size=K "$out"/*.wasm | tr '\n' ' ')"

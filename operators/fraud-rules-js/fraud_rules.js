@@ -1,11 +1,12 @@
 // The fraud rules of `operators/fraud-rules`, in JavaScript.
 //
 // Built into a Weir operator component with jco / componentize-js (see
-// build.sh): the same JSON config, the same rules and the same output
+// scripts/build-polyglot.sh; the column helpers are sdk/js/weir_columns.js): the same JSON config, the same rules and the same output
 // columns as the Rust operator, so the two are interchangeable.
 
+import { float64Column, int64Column, numbers, strings, utf8Column } from "./weir_columns.js";
+
 const RULES = ["amount_above", "country_mismatch", "merchant_in", "currency_not_in"];
-const encoder = new TextEncoder();
 
 // One component instance per epoch: what `init` parsed lives here.
 let config = null;
@@ -40,50 +41,6 @@ function parse(text) {
     return { name: rule.rule, arg, weight };
   });
   return { threshold: raw.alert_threshold, rules };
-}
-
-function isValid(validity, i) {
-  return validity === undefined || (validity[i >> 3] & (1 << (i & 7))) !== 0;
-}
-
-// A utf8 column as strings (null for nulls).
-function strings(column, n) {
-  const { offsets, data } = column.values.val;
-  const decoder = new TextDecoder();
-  const out = new Array(n);
-  for (let i = 0; i < n; i++) {
-    out[i] = isValid(column.validity, i) ? decoder.decode(data.subarray(offsets[i], offsets[i + 1])) : null;
-  }
-  return out;
-}
-
-function numbers(column, n) {
-  const values = column.values.val;
-  const out = new Array(n);
-  for (let i = 0; i < n; i++) out[i] = isValid(column.validity, i) ? values[i] : null;
-  return out;
-}
-
-function validity(values) {
-  if (values.every((v) => v !== null)) return undefined;
-  const bits = new Uint8Array((values.length + 7) >> 3);
-  values.forEach((v, i) => {
-    if (v !== null) bits[i >> 3] |= 1 << (i & 7);
-  });
-  return bits;
-}
-
-function utf8Column(values) {
-  const parts = values.map((s) => encoder.encode(s ?? ""));
-  const offsets = new Int32Array(parts.length + 1);
-  let total = 0;
-  parts.forEach((p, i) => {
-    total += p.length;
-    offsets[i + 1] = total;
-  });
-  const data = new Uint8Array(total);
-  parts.forEach((p, i) => data.set(p, offsets[i]));
-  return { values: { tag: "utf8", val: { offsets, data } }, validity: validity(values) };
 }
 
 export function init(text) {
@@ -146,10 +103,10 @@ function score(input) {
     columns: [
       { name: "txn_id", column: utf8Column(txn) },
       { name: "card_id", column: utf8Column(card) },
-      { name: "amount", column: { values: { tag: "float64", val: Float64Array.from(amounts, (a) => a ?? 0) }, validity: validity(amounts) } },
-      { name: "score", column: { values: { tag: "float64", val: Float64Array.from(rows, (r) => scores[r]) }, validity: undefined } },
+      { name: "amount", column: float64Column(amounts) },
+      { name: "score", column: float64Column(rows.map((r) => scores[r])) },
       { name: "reasons", column: utf8Column(reasons) },
-      { name: "ts", column: { values: { tag: "int64", val: BigInt64Array.from(ts, (t) => t ?? 0n) }, validity: validity(ts) } },
+      { name: "ts", column: int64Column(ts) },
     ],
   };
 }

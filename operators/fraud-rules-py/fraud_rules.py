@@ -1,6 +1,7 @@
 """The fraud rules of `operators/fraud-rules`, in Python.
 
-Built into a Weir operator component with componentize-py (see build.sh):
+Built into a Weir operator component with componentize-py (see
+scripts/build-polyglot.sh; the column helpers are sdk/python/weir_columns.py):
 the same JSON config, the same rules and the same output columns as the
 Rust operator, so the two are interchangeable in a pipeline.
 """
@@ -14,6 +15,7 @@ import traceback  # noqa: F401
 
 import wit_world
 from componentize_py_types import Err
+from weir_columns import number_column, numbers, strings, utf8_column
 from wit_world.imports import types as t
 
 RULES = ("amount_above", "country_mismatch", "merchant_in", "currency_not_in")
@@ -57,56 +59,6 @@ def _parse(config):
     return float(threshold), compiled
 
 
-def _valid(column, n):
-    """Per-row validity from an Arrow bitmap (None: all valid)."""
-    bitmap = column.validity
-    if bitmap is None:
-        return None
-    return [bool(bitmap[i >> 3] & (1 << (i & 7))) for i in range(n)]
-
-
-def _strings(column, n):
-    """A utf8 column as a list of bytes (None for nulls)."""
-    values = column.values.value
-    offsets, data = values.offsets, values.data
-    valid = _valid(column, n)
-    return [
-        data[offsets[i]:offsets[i + 1]] if valid is None or valid[i] else None
-        for i in range(n)
-    ]
-
-
-def _numbers(column, n):
-    values = column.values.value
-    valid = _valid(column, n)
-    if valid is None:
-        return list(values)
-    return [v if ok else None for v, ok in zip(values, valid)]
-
-
-def _validity(values):
-    """An Arrow validity bitmap for values with None in them (None: all valid)."""
-    if all(v is not None for v in values):
-        return None
-    bits = bytearray((len(values) + 7) // 8)
-    for i, v in enumerate(values):
-        if v is not None:
-            bits[i >> 3] |= 1 << (i & 7)
-    return bytes(bits)
-
-
-def _utf8_column(strings):
-    offsets, data = [0], bytearray()
-    for s in strings:
-        data += s or b""
-        offsets.append(len(data))
-    return t.Column(t.Values_Utf8(t.Utf8Values(offsets, bytes(data))), _validity(strings))
-
-
-def _number_column(kind, values, zero):
-    return t.Column(kind([zero if v is None else v for v in values]), _validity(values))
-
-
 # componentize-py makes a new `WitWorld` object for every call, so what
 # `init` parsed lives at module level (one component instance per epoch).
 _CONFIG = {}
@@ -141,11 +93,11 @@ class WitWorld(wit_world.WitWorld):
                 raise Err(t.OperatorError_Failed(f"input has no column `{name}`"))
             return input.column(index[name])
 
-        amount = _numbers(col("amount"), n)
-        currency = _strings(col("currency"), n)
-        country = _strings(col("country"), n)
-        card_country = _strings(col("card_country"), n)
-        merchant = _strings(col("merchant_id"), n)
+        amount = numbers(col("amount"), n)
+        currency = strings(col("currency"), n)
+        country = strings(col("country"), n)
+        card_country = strings(col("card_country"), n)
+        merchant = strings(col("merchant_id"), n)
 
         scores = [0.0] * n
         fired = [0] * n
@@ -168,9 +120,9 @@ class WitWorld(wit_world.WitWorld):
         rows = [r for r in range(n) if fired[r] and scores[r] >= threshold]
         if not rows:
             return t.Output(0, [])
-        txn = _strings(input.take(index["txn_id"], rows), len(rows))
-        card = _strings(input.take(index["card_id"], rows), len(rows))
-        ts = _numbers(input.take(index["ts"], rows), len(rows))
+        txn = strings(input.take(index["txn_id"], rows), len(rows))
+        card = strings(input.take(index["card_id"], rows), len(rows))
+        ts = numbers(input.take(index["ts"], rows), len(rows))
         reasons = [
             ",".join(name for bit, (name, _, _) in enumerate(rules) if fired[r] & (1 << bit)).encode()
             for r in rows
@@ -179,11 +131,11 @@ class WitWorld(wit_world.WitWorld):
         return t.Output(
             len(rows),
             [
-                t.OutputColumn("txn_id", _utf8_column(txn)),
-                t.OutputColumn("card_id", _utf8_column(card)),
-                t.OutputColumn("amount", _number_column(t.Values_Float64, amounts, 0.0)),
-                t.OutputColumn("score", _number_column(t.Values_Float64, [scores[r] for r in rows], 0.0)),
-                t.OutputColumn("reasons", _utf8_column(reasons)),
-                t.OutputColumn("ts", _number_column(t.Values_Int64, ts, 0)),
+                t.OutputColumn("txn_id", utf8_column(txn)),
+                t.OutputColumn("card_id", utf8_column(card)),
+                t.OutputColumn("amount", number_column(t.Values_Float64, amounts, 0.0)),
+                t.OutputColumn("score", number_column(t.Values_Float64, [scores[r] for r in rows], 0.0)),
+                t.OutputColumn("reasons", utf8_column(reasons)),
+                t.OutputColumn("ts", number_column(t.Values_Int64, ts, 0)),
             ],
         )

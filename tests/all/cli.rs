@@ -341,3 +341,90 @@ fn a_nearly_full_disk_at_start_is_a_clean_error_not_an_abort() {
     assert!(t.contains("not enough free disk space"), "{t}");
     assert!(t.contains("No space left on device"), "{t}");
 }
+
+/// `weir operator test --state`: a card's history given up front counts
+/// towards the velocity rule, in one epoch and across several; without it
+/// the same payment raises nothing.
+#[test]
+fn operator_test_starts_from_the_given_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    let t0 = 1_767_225_600_000i64;
+    let row = |n: i64| {
+        format!(
+            "{{\"txn_id\":\"t-{n}\",\"card_id\":\"c-1\",\"merchant_id\":\"m-1\",\"amount\":10.0,\
+             \"currency\":\"EUR\",\"country\":\"DE\",\"card_country\":\"DE\",\"ts\":{},\
+             \"device_id\":null}}\n",
+            t0 + n * 1_000
+        )
+    };
+    std::fs::write(path("a.jsonl"), row(10)).unwrap();
+    std::fs::write(path("b.jsonl"), row(11)).unwrap();
+    std::fs::write(
+        path("config.json"),
+        r#"{"alert_threshold": 0.5,
+            "rules": [{"rule": "amount_above", "threshold": 1e12, "weight": 0.1}],
+            "velocity": {"window_ms": 60000, "max_payments": 5, "weight": 0.7}}"#,
+    )
+    .unwrap();
+    // Five earlier payments of c-1, as the operator stores them: event
+    // times as little-endian i64s.
+    let history: String = (0..5i64)
+        .flat_map(|n| (t0 + n * 1_000).to_le_bytes())
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    std::fs::write(
+        path("state.jsonl"),
+        format!("{{\"key\":\"c-1\",\"value_hex\":\"{history}\"}}\n"),
+    )
+    .unwrap();
+    let component = guest("fraud_velocity");
+    let test = |inputs: &[&str], state: bool| {
+        let mut args = vec![
+            "operator".to_string(),
+            "test".into(),
+            component.to_str().unwrap().into(),
+            "--config".into(),
+            path("config.json"),
+        ];
+        for input in inputs {
+            args.extend(["--input".into(), path(input)]);
+        }
+        if state {
+            args.extend(["--state".into(), path("state.jsonl")]);
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let out = weir(&args);
+        assert!(out.status.success(), "{}", text(&out));
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    assert_eq!(
+        test(&["a.jsonl"], false),
+        "",
+        "one payment alone is no burst"
+    );
+    let one = test(&["a.jsonl"], true);
+    assert!(
+        one.contains("\"txn_id\":\"t-10\"") && one.contains("\"window_count\":6"),
+        "{one}"
+    );
+    let two = test(&["a.jsonl", "b.jsonl"], true);
+    assert_eq!(two.lines().count(), 2, "{two}");
+    assert!(
+        two.contains("\"txn_id\":\"t-11\"") && two.contains("\"window_count\":7"),
+        "{two}"
+    );
+
+    std::fs::write(path("bad.jsonl"), "{\"key\":\"c-1\"}\n").unwrap();
+    let out = weir(&[
+        "operator",
+        "test",
+        component.to_str().unwrap(),
+        "--input",
+        &path("a.jsonl"),
+        "--state",
+        &path("bad.jsonl"),
+    ]);
+    assert!(!out.status.success());
+    assert!(text(&out).contains("bad.jsonl: line 1"), "{}", text(&out));
+}

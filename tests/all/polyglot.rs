@@ -7,7 +7,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-fn polyglot(name: &str) -> PathBuf {
+/// A component `scripts/build-polyglot.sh` built.
+pub(crate) fn polyglot(name: &str) -> PathBuf {
     let path = Path::new(weir_cli::GUEST_DIR)
         .join("../../polyglot")
         .join(name);
@@ -56,12 +57,16 @@ fn run(operator: &Path, host: &weir_host::WasmHost) -> BTreeMap<String, serde_js
     alerts(dir.path())
 }
 
+/// A host that caches compiled components under target/, so only the
+/// first run pays for compiling the Python and JavaScript runtimes.
+pub(crate) fn polyglot_host() -> weir_host::WasmHost {
+    let cache = Path::new(weir_cli::GUEST_DIR).join("../../polyglot-cache");
+    weir_host::WasmHost::new(Some(cache)).unwrap()
+}
+
 #[test]
 fn python_and_javascript_operators_emit_the_alerts_of_the_rust_one() {
-    // Compiled components are cached under target/, so only the first run
-    // pays for compiling the Python and JavaScript runtimes.
-    let cache = Path::new(weir_cli::GUEST_DIR).join("../../polyglot-cache");
-    let host = weir_host::WasmHost::new(Some(cache)).unwrap();
+    let host = polyglot_host();
     let rust = run(&crate::common::guest("fraud_rules"), &host);
     assert!(rust.len() > 500, "only {} alerts", rust.len());
     for (language, file) in [

@@ -1,6 +1,6 @@
-//! The SDK's windows of every kind and output mode, through real
-//! pipelines (the `window-kinds` guest over out-of-order payments, one
-//! file per epoch): the windows a pipeline closes — with their count, sum,
+//! The SDKs' windows of every kind and output mode, through real
+//! pipelines (the `window-kinds` guest in Rust, Python and JavaScript over
+//! out-of-order payments, one file per epoch): the windows a pipeline closes — with their count, sum,
 //! min, max and collected rows — equal windows computed offline from all
 //! the payments at once, each closed exactly once; in update mode, the
 //! last update of every window equals it too.
@@ -123,10 +123,18 @@ fn emitted(dir: &Path) -> Vec<(String, WindowId, Agg)> {
     out
 }
 
-/// Runs `window-kinds` with `config` over `FILES` files; checks the
-/// closed windows (and, in update mode, the last updates) against
-/// [`offline`].
-fn check(kind: &str, size: i64, slide: i64, emit: &str) {
+/// Runs `window-kinds` (`component`) with `config` over `FILES` files;
+/// checks the closed windows (and, in update mode, the last updates)
+/// against [`offline`].
+fn check_with(
+    component: &Path,
+    host: &weir_host::WasmHost,
+    kind: &str,
+    size: i64,
+    slide: i64,
+    emit: &str,
+) {
+    let name = component.file_name().unwrap().to_string_lossy();
     let dir = tempfile::tempdir().unwrap();
     for n in 0..FILES {
         write_file(dir.path(), n, Disorder::Mild);
@@ -134,9 +142,16 @@ fn check(kind: &str, size: i64, slide: i64, emit: &str) {
     let config = format!(
         r#"{{ kind = "{kind}", size_ms = {size}, slide_ms = {slide}, gap_ms = {size}, emit = "{emit}" }}"#
     );
-    let toml = crate::common::pipeline_toml(dir.path(), &guest("window_kinds"), &config, "", "")
+    let toml = crate::common::pipeline_toml(dir.path(), component, &config, "", "")
         + "[event_time]\ncolumn = \"ts\"\nallowed_lateness = \"10s\"\n";
-    crate::common::run_epochs(dir.path(), &toml).unwrap();
+    let mut pipeline = crate::common::open_pipeline(dir.path(), &toml, host).unwrap();
+    pipeline
+        .run(
+            host,
+            &std::sync::atomic::AtomicBool::new(false),
+            &mut |_| {},
+        )
+        .unwrap();
 
     let pays: Vec<Pay> = (0..FILES)
         .flat_map(|n| file_payments(n, Disorder::Mild))
@@ -154,7 +169,7 @@ fn check(kind: &str, size: i64, slide: i64, emit: &str) {
         if what == "close" {
             assert!(
                 closed.insert(id.clone(), agg).is_none(),
-                "{kind}: {id:?} closed twice"
+                "{name} {kind}: {id:?} closed twice"
             );
         } else {
             last_update.insert(id, agg);
@@ -166,20 +181,33 @@ fn check(kind: &str, size: i64, slide: i64, emit: &str) {
         .take(3)
         .map(|(id, a)| (id, a, closed.get(id)))
         .collect();
-    assert!(differ.is_empty(), "{kind}/{emit}: differ {differ:?}");
-    assert_eq!(closed.len(), want.len(), "{kind}/{emit}: windows closed");
+    assert!(differ.is_empty(), "{name} {kind}/{emit}: differ {differ:?}");
+    assert_eq!(
+        closed.len(),
+        want.len(),
+        "{name} {kind}/{emit}: windows closed"
+    );
     if emit == "update" {
         for (id, a) in &want {
             let u = &last_update[id];
             assert_eq!(
                 (u.0, &u.1, &u.2, &u.3),
                 (a.0, &a.1, &a.2, &a.3),
-                "{kind}: {id:?}"
+                "{name} {kind}: {id:?}"
             );
         }
     } else {
-        assert!(last_update.is_empty(), "append mode emits no updates");
+        assert!(
+            last_update.is_empty(),
+            "{name}: append mode emits no updates"
+        );
     }
+}
+
+/// The Rust guest.
+fn check(kind: &str, size: i64, slide: i64, emit: &str) {
+    let host = weir_host::WasmHost::new(None).unwrap();
+    check_with(&guest("window_kinds"), &host, kind, size, slide, emit);
 }
 
 #[test]
@@ -198,4 +226,19 @@ fn sliding_windows_close_as_computed_offline_in_both_modes() {
 fn session_windows_close_as_computed_offline_in_both_modes() {
     check("session", 15_000, 0, "close");
     check("session", 15_000, 0, "update");
+}
+
+/// The Python and JavaScript SDKs' windows (sdk/python/weir_window.py,
+/// sdk/js/weir_window.js) close the same windows, every kind and mode.
+#[test]
+fn python_and_javascript_windows_close_as_computed_offline() {
+    let host = crate::polyglot::polyglot_host();
+    for file in ["window_kinds_py.wasm", "window_kinds_js.wasm"] {
+        let component = crate::polyglot::polyglot(file);
+        for emit in ["close", "update"] {
+            check_with(&component, &host, "tumbling", 60_000, 60_000, emit);
+            check_with(&component, &host, "sliding", 60_000, 20_000, emit);
+            check_with(&component, &host, "session", 15_000, 0, emit);
+        }
+    }
 }

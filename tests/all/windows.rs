@@ -527,3 +527,52 @@ fn real_time_epochs_fire_timers_at_their_close() {
     let got: BTreeMap<String, Alert> = actual(dir.path()).into_values().flatten().collect();
     assert_eq!(got, want);
 }
+
+#[test]
+fn operator_test_runs_one_epoch_per_input_as_a_pipeline_does() {
+    let dir = tempfile::tempdir().unwrap();
+    for n in 0..6 {
+        write_file(dir.path(), n, Disorder::WithLate);
+    }
+    let toml = dir.path().join("pipeline.toml");
+    let text = pipeline(dir.path(), "drop", "mode = \"available-now\"");
+    std::fs::write(&toml, text).unwrap();
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_weir"));
+    cmd.args(["operator", "test"])
+        .arg(guest("fraud_windows"))
+        .arg("--pipeline")
+        .arg(&toml);
+    for n in 0..6 {
+        cmd.arg("--input")
+            .arg(dir.path().join(format!("input/payments-{n:04}.jsonl")));
+    }
+    let out = cmd.output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("# epoch 0: 300 rows in"), "{stderr}");
+    assert!(
+        stderr.contains("# epoch 6 (no data): 0 rows in"),
+        "{stderr}"
+    );
+    let mut got = BTreeMap::new();
+    for line in String::from_utf8(out.stdout).unwrap().lines() {
+        let v: Value = serde_json::from_str(line).unwrap();
+        let first_key = line.split('"').nth(1);
+        assert_eq!(first_key, Some("txn_id"), "columns in the operator's order");
+        got.insert(
+            v["txn_id"].as_str().unwrap().to_string(),
+            (
+                format!("{:.9}", v["score"].as_f64().unwrap()),
+                v["reasons"].as_str().unwrap().to_string(),
+                v["window_count"].as_u64(),
+                v["window_start"].as_i64(),
+            ),
+        );
+    }
+    let want: BTreeMap<String, Alert> = expected(&[6], Disorder::WithLate, false)
+        .into_iter()
+        .flatten()
+        .collect();
+    assert!(want.len() > 50, "the data raise alerts ({})", want.len());
+    assert_eq!(got, want);
+}

@@ -170,15 +170,23 @@ enum OperatorCommand {
     /// Run a component over sample rows, outside any pipeline, and print its output.
     ///
     /// The input is JSON lines in the source schema: the pipeline's with
-    /// --pipeline, else the demo's payments. Keyed state starts empty. Output
-    /// rows are printed as JSON lines, columns in the operator's order. With
-    /// --expect the output must equal that file row by row (exit 1 if not).
+    /// --pipeline, else the demo's payments. Keyed state starts empty, or as
+    /// --state gives it. Output rows are printed as JSON lines, columns in the
+    /// operator's order. With --expect the output must equal that file row by
+    /// row (exit 1 if not). --pipeline also supplies the operator's config
+    /// ([operator.config]) unless --config is given.
+    ///
+    /// Several --input files run as one epoch each, in order, through a real
+    /// pipeline in a scratch directory: state, lists and timers carry from
+    /// epoch to epoch, and with an [event_time] in --pipeline a final epoch
+    /// without data fires the timers the watermark passed (closing windows).
+    /// Each epoch's rows follow a `# epoch N` line on stderr.
     Test {
         /// The component (.wasm).
         file: PathBuf,
-        /// Input rows (JSON lines).
-        #[arg(long)]
-        input: PathBuf,
+        /// Input rows (JSON lines); repeat for one epoch per file.
+        #[arg(long, required = true)]
+        input: Vec<PathBuf>,
         /// Operator config (.json or .toml); default: the pipeline's, else {}.
         #[arg(long)]
         config: Option<PathBuf>,
@@ -188,6 +196,11 @@ enum OperatorCommand {
         /// The exact expected output (JSON lines).
         #[arg(long)]
         expect: Option<PathBuf>,
+        /// Keyed state to start from: JSON lines of {"key": text, "value":
+        /// text or JSON} ("key_hex"/"value_hex" for bytes), as the operator's
+        /// state.get sees them.
+        #[arg(long)]
+        state: Option<PathBuf>,
     },
     /// Create an operator project that builds and tests out of the box.
     New {
@@ -215,8 +228,20 @@ enum OperatorCommand {
 
 /// Entry point of the `weir` binary; returns the process exit code.
 pub fn main() -> i32 {
-    init_tracing();
     let cli = Cli::parse();
+    // `weir operator test` prints the operator's output and its own log
+    // lines, not the scratch pipeline's progress.
+    let testing = matches!(
+        cli.command,
+        Command::Operator {
+            command: OperatorCommand::Test { .. }
+        }
+    );
+    init_tracing(if testing {
+        "warn,weir::guest=debug"
+    } else {
+        "info"
+    });
     match dispatch(cli) {
         Ok(()) => 0,
         Err(e) => {
@@ -226,9 +251,10 @@ pub fn main() -> i32 {
     }
 }
 
-fn init_tracing() {
+/// Logs to stderr at `default` unless `WEIR_LOG` says otherwise.
+fn init_tracing(default: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_env("WEIR_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     use tracing_subscriber::layer::SubscriberExt;
     use tracing_subscriber::util::SubscriberInitExt;
     let fmt = tracing_subscriber::fmt::layer()
@@ -580,28 +606,49 @@ fn dispatch(cli: Cli) -> Result<()> {
                     config,
                     pipeline,
                     expect,
+                    state,
                 },
         } => {
             let host = WasmHost::new(default_cache_root())?;
-            let checked = expect.is_some();
-            let report = crate::devtools::test_operator(
-                &host,
-                &crate::devtools::TestOptions {
-                    component: file,
-                    input,
-                    config,
-                    pipeline,
-                    expect,
-                },
-            )?;
+            let checked = if expect.is_some() {
+                "; output as expected"
+            } else {
+                ""
+            };
+            let opts = crate::devtools::TestOptions {
+                component: file,
+                inputs: input,
+                config,
+                pipeline,
+                expect,
+                state,
+            };
+            if opts.inputs.len() > 1 {
+                let epochs = crate::devtools::test_epochs(&host, &opts)?;
+                for e in &epochs {
+                    let note = if e.no_data { " (no data)" } else { "" };
+                    eprintln!(
+                        "# epoch {}{note}: {} rows in, {} rows out",
+                        e.epoch,
+                        e.rows_in,
+                        e.lines.len()
+                    );
+                    for line in &e.lines {
+                        println!("{line}");
+                    }
+                }
+                let out: usize = epochs.iter().map(|e| e.lines.len()).sum();
+                eprintln!("{} epochs, {out} rows out{checked}", epochs.len());
+                return Ok(());
+            }
+            let report = crate::devtools::test_operator(&host, &opts)?;
             for row in &report.rows {
                 println!("{}", report.line(row));
             }
             eprintln!(
-                "{} rows in, {} rows out{}",
+                "{} rows in, {} rows out{checked}",
                 report.rows_in,
                 report.rows.len(),
-                if checked { "; output as expected" } else { "" }
             );
             Ok(())
         }

@@ -105,6 +105,20 @@ fn split(strings: &ByteStrings) -> Result<Vec<&[u8]>> {
         .collect()
 }
 
+/// Keys and values of a `*-many` call, pair by pair: the two columns must
+/// be as long as each other.
+fn split_pairs<'a>(
+    call: &str,
+    keys: &'a ByteStrings,
+    values: &'a ByteStrings,
+) -> Result<Vec<(&'a [u8], &'a [u8])>> {
+    let (keys, values) = (split(keys)?, split(values)?);
+    if keys.len() != values.len() {
+        bail!("{call} got {} keys but {} values", keys.len(), values.len());
+    }
+    Ok(keys.into_iter().zip(values).collect())
+}
+
 fn host_error(e: anyhow::Error) -> wasmtime::Error {
     format_err!("state store: {e:#}")
 }
@@ -153,16 +167,9 @@ impl state::Host for HostState {
         values: ByteStrings,
         ttl_ms: Option<u64>,
     ) -> Result<()> {
-        let (keys, values) = (split(&keys)?, split(&values)?);
-        if keys.len() != values.len() {
-            bail!(
-                "put-many got {} keys but {} values",
-                keys.len(),
-                values.len()
-            );
-        }
+        let pairs = split_pairs("put-many", &keys, &values)?;
         let s = self.epoch_state()?;
-        for (k, v) in keys.iter().zip(&values) {
+        for (k, v) in pairs {
             s.put(k, v, ttl_ms);
         }
         self.check_budget()
@@ -237,16 +244,9 @@ impl HostState {
     }
 
     fn append_many(&mut self, keys: ByteStrings, values: ByteStrings) -> Result<()> {
-        let (keys, values) = (split(&keys)?, split(&values)?);
-        if keys.len() != values.len() {
-            bail!(
-                "append-many got {} keys but {} values",
-                keys.len(),
-                values.len()
-            );
-        }
+        let pairs = split_pairs("append-many", &keys, &values)?;
         let s = self.epoch_state()?;
-        for (k, v) in keys.iter().zip(&values) {
+        for (k, v) in pairs {
             s.append(k, v);
         }
         self.check_budget()

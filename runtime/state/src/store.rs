@@ -454,6 +454,36 @@ impl StateStore {
         Ok(())
     }
 
+    /// Writes the state a new checkpoint starts from, before its first
+    /// epoch (`weir operator test --state`): no epoch marker and no undo
+    /// record, so no rollback removes it. Refused once an epoch has been
+    /// committed or while the store holds keys: seeding never overwrites.
+    pub fn seed(&mut self, changes: Changes) -> Result<()> {
+        if let Some(at) = self.epoch {
+            bail!("state is at epoch {at}; only a new state can be seeded");
+        }
+        if self.keys > 0 {
+            bail!(
+                "state already holds {} keys; only an empty state can be seeded",
+                self.keys
+            );
+        }
+        let mut batch = WriteBatch::default();
+        let mut keys = 0u64;
+        for (key, value) in changes.writes {
+            if let Some(v) = value {
+                batch.put(&key, v);
+                keys += 1;
+            }
+        }
+        batch.put(KEYS, keys.to_be_bytes());
+        self.db
+            .write_opt(batch, &synced())
+            .context("seeding the state")?;
+        self.keys = keys;
+        Ok(())
+    }
+
     /// Undoes the newest epoch if it is past `last_committed` (its state was
     /// written but `commits/N` was not), so its replay reads what it read.
     pub fn roll_back_uncommitted(&mut self, last_committed: Option<u64>) -> Result<()> {
@@ -719,6 +749,26 @@ mod tests {
         s.roll_back_uncommitted(None).unwrap();
         assert_eq!(s.epoch(), None);
         assert_eq!(get(&s, "a"), None);
+    }
+
+    #[test]
+    fn a_seed_outlives_a_rollback_of_the_first_epoch_and_is_written_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut s, _) = open(dir.path(), None);
+        s.seed(Changes::writes([put("a", "seed"), put("b", "seed")]))
+            .unwrap();
+        assert_eq!(s.size().0, 2);
+        s.commit(0, Changes::writes([put("a", "0")])).unwrap();
+        drop(s);
+        let (mut s, _) = open(dir.path(), None);
+        s.roll_back_uncommitted(None).unwrap();
+        assert_eq!(get(&s, "a").as_deref(), Some("seed"));
+        assert_eq!(get(&s, "b").as_deref(), Some("seed"));
+        let again = s.seed(Changes::writes([put("c", "x")])).unwrap_err();
+        assert!(again.to_string().contains("2 keys"), "{again}");
+        s.commit(0, Changes::writes([put("a", "0")])).unwrap();
+        let late = s.seed(Changes::writes([put("c", "x")])).unwrap_err();
+        assert!(late.to_string().contains("epoch 0"), "{late}");
     }
 
     #[test]

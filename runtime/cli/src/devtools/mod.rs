@@ -3,7 +3,11 @@
 //! scaffolds a buildable operator project in Rust, Python or JavaScript
 //! ([`scaffold`]).
 
+mod epochs;
 pub mod scaffold;
+mod seed;
+
+pub use epochs::{test_epochs, EpochOutput};
 
 use anyhow::{bail, Context, Result};
 use serde_json::{Map, Value};
@@ -18,14 +22,16 @@ use weir_state::{SnapshotPolicy, StateStore};
 #[derive(Debug, Clone, Default)]
 pub struct TestOptions {
     pub component: PathBuf,
-    /// JSON lines in the source schema.
-    pub input: PathBuf,
+    /// JSON lines in the source schema: one epoch per file.
+    pub inputs: Vec<PathBuf>,
     /// Operator config (.json or .toml); default: the pipeline's, else `{}`.
     pub config: Option<PathBuf>,
     /// A pipeline file to take the source schema, config, limits and grants from.
     pub pipeline: Option<PathBuf>,
     /// The exact output rows expected (JSON lines).
     pub expect: Option<PathBuf>,
+    /// Keyed state to start from (JSON lines, see [`seed`]); default: empty.
+    pub state: Option<PathBuf>,
 }
 
 /// What a test run produced.
@@ -72,7 +78,7 @@ pub fn demo_schema() -> Result<Vec<ColumnConfig>> {
 }
 
 /// Runs the component over the sample input as one epoch, against an
-/// empty keyed state; with `expect`, the output must match it row by row.
+/// empty keyed state (or `opts.state`); with `expect`, the output must match it row by row.
 pub fn test_operator(host: &WasmHost, opts: &TestOptions) -> Result<TestReport> {
     let pipeline = opts
         .pipeline
@@ -86,22 +92,32 @@ pub fn test_operator(host: &WasmHost, opts: &TestOptions) -> Result<TestReport> 
         }
         None => (demo_schema()?, Limits::default(), Grants::default(), 10_000),
     };
+    let namespace = pipeline.as_ref().map_or_else(
+        || "operator".to_string(),
+        |p| p.operator.state_namespace.clone(),
+    );
     let config = match (&opts.config, &pipeline) {
         (Some(path), _) => weir_admin::client::config_json(path)?,
         (None, Some(p)) => p.operator_config_json()?,
         (None, None) => "{}".to_string(),
     };
     let wasm = read(&opts.component)?;
-    let input = read(&opts.input)?;
+    let input = match opts.inputs.as_slice() {
+        [one] => read(one)?,
+        _ => bail!("one input per run here; several go through `test_epochs`"),
+    };
     let scratch = std::env::temp_dir().join(format!("weir-operator-test-{}", uuid::Uuid::new_v4()));
     let result = (|| {
+        if let Some(path) = &opts.state {
+            seed::seed_file(path, &scratch, &namespace)?;
+        }
         let (state, _) = StateStore::open(&scratch, SnapshotPolicy::default(), None)
             .context("creating a scratch state store")?;
         let checks = Checks {
             runner: Runner::new("operator-test", limits),
             host: host.clone(),
             grants,
-            namespace: "operator".into(),
+            namespace,
             state: state.reader(),
             input_schema: weir_core::schema::arrow_schema(&schema),
             batch_rows,

@@ -42,11 +42,29 @@ fn files(lang: Lang) -> Vec<(&'static str, &'static str)> {
             ("app.py", include_str!("templates/python/app.py")),
             ("build.sh", include_str!("templates/python/build.sh")),
             ("wit/operator.wit", WIT),
+            // The Python SDK's modules, importable from app.py.
+            (
+                "weir_columns.py",
+                include_str!("../../../../sdk/python/weir_columns.py"),
+            ),
+            (
+                "weir_window.py",
+                include_str!("../../../../sdk/python/weir_window.py"),
+            ),
         ],
         Lang::Js => vec![
             ("app.js", include_str!("templates/js/app.js")),
             ("build.sh", include_str!("templates/js/build.sh")),
             ("wit/operator.wit", WIT),
+            // The JavaScript SDK's modules, importable from app.js.
+            (
+                "weir_columns.js",
+                include_str!("../../../../sdk/js/weir_columns.js"),
+            ),
+            (
+                "weir_window.js",
+                include_str!("../../../../sdk/js/weir_window.js"),
+            ),
         ],
     });
     files
