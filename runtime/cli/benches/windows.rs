@@ -17,6 +17,11 @@
 //! RSS is its own. Printed: events/s, alerts, peak RSS, state on disk, and
 //! the operator and commit phases of the first and last epochs (flat = the
 //! state cost does not grow with the state).
+//!
+//! Where the memory goes: `WEIR_WINDOWS_TRACE=1 WEIR_WINDOWS_ONE=timers
+//! WEIR_WINDOWS_INPUT=/tmp/input cargo bench -p weir-cli --bench windows`
+//! prints, per epoch, the RSS after it and the largest RSS sampled (every
+//! 1 ms) during each of its phases.
 
 #[path = "../../../tests/all/common/guests.rs"]
 mod guests;
@@ -98,9 +103,61 @@ fn one(variant: &str, input: &Path) {
     };
     let mut pipeline = weir_engine::open(&cfg, &host, opts).unwrap();
     let mut epochs = Vec::new();
+    // WEIR_WINDOWS_TRACE: the RSS after every epoch, to see where it grows.
+    let trace = std::env::var_os("WEIR_WINDOWS_TRACE").is_some();
+    let samples = std::sync::Arc::new(std::sync::Mutex::new(Vec::<(i64, u64)>::new()));
+    if trace {
+        let samples = samples.clone();
+        std::thread::spawn(move || loop {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_millis() as i64;
+            samples.lock().unwrap().push((now, status_kib("VmRSS:")));
+            std::thread::sleep(Duration::from_millis(1));
+        });
+    }
+    if trace {
+        eprintln!(
+            "opened: RSS {} KiB, peak {} KiB",
+            status_kib("VmRSS:"),
+            status_kib("VmHWM:")
+        );
+    }
     let started = Instant::now();
     let summary = pipeline
         .run(&host, &AtomicBool::new(false), &mut |p| {
+            if trace {
+                let ph = &p.phases;
+                let mut at = p.started_ms;
+                let mut line = String::new();
+                let all = samples.lock().unwrap();
+                for (name, d) in [
+                    ("plan", ph.plan),
+                    ("wal", ph.wal),
+                    ("read", ph.read),
+                    ("operator", ph.operator),
+                    ("sink", ph.sink),
+                    ("commit", ph.commit),
+                ] {
+                    let end = at + d.as_millis() as i64;
+                    let max = all
+                        .iter()
+                        .filter(|(t, _)| *t >= at && *t <= end)
+                        .map(|s| s.1)
+                        .max()
+                        .unwrap_or(0);
+                    line.push_str(&format!(" {name} {}", max / 1024));
+                    at = end;
+                }
+                eprintln!(
+                    "epoch {:3}: {:6} rows, RSS {} KiB, peak {} KiB; MiB max by phase:{line}",
+                    p.epoch,
+                    p.rows_in,
+                    status_kib("VmRSS:"),
+                    status_kib("VmHWM:")
+                );
+            }
             epochs.push(p.clone())
         })
         .unwrap();
