@@ -128,18 +128,10 @@ fn one(variant: &str, input: &Path) {
     let summary = pipeline
         .run(&host, &AtomicBool::new(false), &mut |p| {
             if trace {
-                let ph = &p.phases;
                 let mut at = p.started_ms;
                 let mut line = String::new();
                 let all = samples.lock().unwrap();
-                for (name, d) in [
-                    ("plan", ph.plan),
-                    ("wal", ph.wal),
-                    ("read", ph.read),
-                    ("operator", ph.operator),
-                    ("sink", ph.sink),
-                    ("commit", ph.commit),
-                ] {
+                for (name, d) in p.phases.named().into_iter().take(6) {
                     let end = at + d.as_millis() as i64;
                     let max = all
                         .iter()

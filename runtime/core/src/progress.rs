@@ -57,6 +57,22 @@ pub struct Phases {
     pub shadow: Duration,
 }
 
+impl Phases {
+    /// Every phase with its name, in the order an epoch runs them (the
+    /// shadow last): for metrics and reports that list them all.
+    pub fn named(&self) -> [(&'static str, Duration); 7] {
+        [
+            ("plan", self.plan),
+            ("wal", self.wal),
+            ("read", self.read),
+            ("operator", self.operator),
+            ("sink", self.sink),
+            ("commit", self.commit),
+            ("shadow", self.shadow),
+        ]
+    }
+}
+
 /// The report of one finished epoch.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct EpochProgress {

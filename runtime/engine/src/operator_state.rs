@@ -90,6 +90,19 @@ impl KeyedState for OperatorState {
     }
 }
 
+/// The state epoch `entry` of the operator starts from: a fresh overlay
+/// over `reader`, with the list elements that committed epochs cleared
+/// deleted for good (see `weir_state::lists`).
+pub fn epoch_state(
+    reader: weir_state::StateReader,
+    namespace: &str,
+    entry: &OffsetEntry,
+) -> Result<EpochState> {
+    let mut state = EpochState::new(reader, entry.epoch, entry.epoch_time_ms);
+    state.forget_cleared_lists(&ListSpace::of(namespace))?;
+    Ok(state)
+}
+
 /// What an operator instance sees of one epoch: `state` under the
 /// operator's `namespace`, and the watermarks `entry` records.
 pub fn epoch_env(state: EpochState, namespace: &str, entry: &OffsetEntry) -> EpochEnv {

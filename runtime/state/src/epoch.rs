@@ -23,6 +23,9 @@ const PRE_IMAGE_BYTES: usize = 64 << 20;
 pub struct Changes {
     pub(crate) writes: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
     pub(crate) before: HashMap<Vec<u8>, Option<Vec<u8>>>,
+    /// Keys deleted without a pre-image ([`EpochState::forget`]): the
+    /// commit takes them off the key count.
+    pub(crate) forgotten: u64,
 }
 
 impl Changes {
@@ -31,6 +34,7 @@ impl Changes {
         Changes {
             writes: writes.into_iter().collect(),
             before: HashMap::new(),
+            forgotten: 0,
         }
     }
 }
@@ -50,6 +54,8 @@ pub struct EpochState {
     /// Committed values read from the store, by full key (capped).
     before: HashMap<Vec<u8>, Option<Vec<u8>>>,
     before_bytes: usize,
+    /// Stored keys [`Self::forget`] deletes, for the key count.
+    pub(crate) forgotten: u64,
 }
 
 /// A namespace's key prefix.
@@ -109,6 +115,7 @@ impl EpochState {
             bytes: 0,
             before: HashMap::new(),
             before_bytes: 0,
+            forgotten: 0,
         }
     }
 
@@ -167,6 +174,33 @@ impl EpochState {
     /// Removes `key`.
     pub fn delete(&mut self, prefix: &[u8], key: &[u8]) {
         self.change(full_key(prefix, key), None);
+    }
+
+    /// Deletes a stored key (full key) whose old value a rollback need not
+    /// restore, because what it was is hidden by other state the rollback
+    /// restores (a list's clear mark): no pre-image is read or kept for the
+    /// undo record. The caller adds the keys to [`Self::forgotten`].
+    pub(crate) fn forget(&mut self, full: Vec<u8>) {
+        self.before.insert(full.clone(), None);
+        self.change(full, None);
+    }
+
+    /// How many live keys of the namespace with `prefix` lie in
+    /// `[start, end)` (committed ones and this epoch's), without reading a
+    /// value into memory.
+    pub(crate) fn count_keys(&self, prefix: &[u8], start: &[u8], end: &[u8]) -> Result<usize> {
+        let (lo, hi) = (full_key(prefix, start), full_key(prefix, end));
+        let mut n = 0;
+        self.store.range(&lo, Some(&hi), |k, _| {
+            n += usize::from(!self.changes.contains_key(k));
+            Ok(true)
+        })?;
+        n += self
+            .changes
+            .range(lo..hi)
+            .filter(|(_, v)| v.is_some())
+            .count();
+        Ok(n)
     }
 
     /// Keeps a committed value read from the store, while under the cap.
@@ -232,6 +266,7 @@ impl EpochState {
         Changes {
             writes: self.changes,
             before,
+            forgotten: self.forgotten,
         }
     }
 }

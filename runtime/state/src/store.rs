@@ -416,7 +416,11 @@ impl StateStore {
                 bail!("state is at epoch {at}; cannot commit epoch {epoch}");
             }
         }
-        let Changes { writes, mut before } = changes;
+        let Changes {
+            writes,
+            mut before,
+            forgotten,
+        } = changes;
         let unread: Vec<&[u8]> = writes
             .keys()
             .filter(|k| !before.contains_key(*k))
@@ -438,7 +442,7 @@ impl StateStore {
             keys += i64::from(new.is_some()) - i64::from(old.is_some());
             undo.push((key, old));
         }
-        let keys = keys.max(0) as u64;
+        let keys = (keys - forgotten as i64).max(0) as u64;
         batch.put(KEYS, keys.to_be_bytes());
         undo.push((KEYS.to_vec(), Some(self.keys.to_be_bytes().to_vec())));
         batch.put(undo_key(epoch), encode_undo(&undo));

@@ -243,16 +243,7 @@ impl Metrics {
                 }
             }
         }
-        let ph = &p.phases;
-        for (phase, d) in [
-            ("plan", ph.plan),
-            ("wal", ph.wal),
-            ("read", ph.read),
-            ("operator", ph.operator),
-            ("sink", ph.sink),
-            ("commit", ph.commit),
-            ("shadow", ph.shadow),
-        ] {
+        for (phase, d) in p.phases.named() {
             self.phase_seconds
                 .get_or_create(&PhaseLabel { phase })
                 .observe(d.as_secs_f64());

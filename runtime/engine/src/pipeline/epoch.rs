@@ -29,7 +29,7 @@ use super::{Pipeline, Prepared};
 use crate::config::TriggerConfig;
 use crate::dedup::Dropped;
 use crate::event_time::{EventTime, Observed};
-use crate::operator_state::{self, epoch_env};
+use crate::operator_state::{self, epoch_env, epoch_state};
 use anyhow::{Context, Result};
 use arrow_array::RecordBatch;
 use std::time::{Duration, Instant};
@@ -40,7 +40,6 @@ use weir_core::progress::{rate, EpochProgress, Phases, ShadowReport};
 use weir_core::source::{Backlog, DeadLetter, EpochInput, PlanLimit};
 use weir_core::wal::{CommitEntry, OffsetEntry, OperatorRef, ENTRY_FORMAT};
 use weir_host::{EpochEnv, WasmHost};
-use weir_state::EpochState;
 
 /// Runs `f` and adds the time it took to `phase`, a field of the progress
 /// record's [`Phases`]: the one way the epoch loop is timed.
@@ -246,7 +245,7 @@ impl Pipeline {
         entry: &OffsetEntry,
         batches: Vec<RecordBatch>,
     ) -> Result<Prepared> {
-        let mut state = EpochState::new(self.state.reader(), entry.epoch, entry.epoch_time_ms);
+        let mut state = epoch_state(self.state.reader(), &self.state_namespace, entry)?;
         let observed = match &self.event_time {
             Some(et) => et.observe(&batches, entry.watermark_ms)?,
             None => Observed::default(),

@@ -47,7 +47,7 @@ use super::epoch::{Done, EntryKind};
 use super::{EpochFailed, Pipeline};
 use crate::dedup::Dropped;
 use crate::event_time::Observed;
-use crate::operator_state::{self, epoch_env};
+use crate::operator_state::{self, epoch_env, epoch_state};
 use crate::runner::{EpochAt, Running};
 use anyhow::{Context, Result};
 use arrow_array::RecordBatch;
@@ -60,7 +60,6 @@ use weir_core::progress::{EpochProgress, Phases};
 use weir_core::source::{DeadLetter, PlanLimit};
 use weir_core::wal::OffsetEntry;
 use weir_host::WasmHost;
-use weir_state::EpochState;
 
 /// How long a real-time epoch waits between polls of a source that had
 /// nothing new: short, since it is the latency floor for a quiet source.
@@ -267,7 +266,7 @@ impl Pipeline {
     fn start_instance(&mut self, host: &WasmHost, entry: &OffsetEntry) -> Result<Running> {
         let operator = self.operator_for(host, &entry.operator.digest)?;
         let config = self.config_for(&entry.operator.config_digest)?;
-        let state = EpochState::new(self.state.reader(), entry.epoch, entry.epoch_time_ms);
+        let state = epoch_state(self.state.reader(), &self.state_namespace, entry)?;
         let env = epoch_env(state, &self.state_namespace, entry);
         self.runner
             .start(&operator, &config, EpochAt::of(entry), env)
