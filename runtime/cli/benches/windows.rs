@@ -116,8 +116,6 @@ fn one(variant: &str, input: &Path) {
             samples.lock().unwrap().push((now, status_kib("VmRSS:")));
             std::thread::sleep(Duration::from_millis(1));
         });
-    }
-    if trace {
         eprintln!(
             "opened: RSS {} KiB, peak {} KiB",
             status_kib("VmRSS:"),

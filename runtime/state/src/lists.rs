@@ -79,7 +79,8 @@ impl EpochState {
     /// The elements of the list under `key`, in the order appended.
     pub fn list(&mut self, space: &ListSpace, key: &[u8]) -> Result<Vec<Vec<u8>>> {
         let head = list_prefix(key);
-        let start = self.live_start(space, &head)?;
+        let mark = self.mark(space, &head)?;
+        let start = live_start(&head, mark.as_ref());
         let end = prefix_end(&head);
         Ok(self
             .scan(&space.prefix, &start, end.as_deref(), usize::MAX)?
@@ -93,7 +94,7 @@ impl EpochState {
     pub fn clear(&mut self, space: &ListSpace, key: &[u8]) -> Result<usize> {
         let head = list_prefix(key);
         let mark = self.mark(space, &head)?;
-        let start = self.live_start(space, &head)?;
+        let start = live_start(&head, mark.as_ref());
         let mut bound = [0u8; 12];
         bound[..8].copy_from_slice(&self.epoch.to_be_bytes());
         bound[8..].copy_from_slice(&self.appended.to_be_bytes());
@@ -146,15 +147,16 @@ impl EpochState {
             .map(|v| Mark::decode(&v))
             .transpose()
     }
+}
 
-    /// Where the list's live elements start: at its clear mark, if any.
-    fn live_start(&mut self, space: &ListSpace, head: &[u8]) -> Result<Vec<u8>> {
-        let mut start = head.to_vec();
-        if let Some(mark) = self.mark(space, head)? {
-            start.extend_from_slice(&mark.bound);
-        }
-        Ok(start)
+/// Where the list with key prefix `head` has its live elements: at its
+/// clear mark, if it has one.
+fn live_start(head: &[u8], mark: Option<&Mark>) -> Vec<u8> {
+    let mut start = head.to_vec();
+    if let Some(mark) = mark {
+        start.extend_from_slice(&mark.bound);
     }
+    start
 }
 
 #[cfg(test)]

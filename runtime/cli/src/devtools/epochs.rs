@@ -8,7 +8,7 @@
 //! the state before the first epoch.
 
 use super::TestOptions;
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, SystemTime};
@@ -30,10 +30,7 @@ pub struct EpochOutput {
 
 /// Runs `opts.inputs` through the component, one epoch per input.
 pub fn test_epochs(host: &WasmHost, opts: &TestOptions) -> Result<Vec<EpochOutput>> {
-    let scratch = std::env::temp_dir().join(format!("weir-operator-test-{}", uuid::Uuid::new_v4()));
-    let result = run_in(host, opts, &scratch);
-    let _ = std::fs::remove_dir_all(&scratch);
-    result
+    super::in_scratch(|scratch| run_in(host, opts, scratch))
 }
 
 fn run_in(host: &WasmHost, opts: &TestOptions, dir: &Path) -> Result<Vec<EpochOutput>> {
@@ -69,14 +66,10 @@ fn run_in(host: &WasmHost, opts: &TestOptions, dir: &Path) -> Result<Vec<EpochOu
         });
     }
     if let Some(path) = &opts.expect {
-        let expected = validate::parse_rows(&super::read(path)?)
-            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
         let all: Vec<String> = epochs.iter().flat_map(|e| e.lines.clone()).collect();
         let got = validate::parse_rows(all.join("\n").as_bytes())
             .map_err(|e| anyhow::anyhow!("reading the output: {e}"))?;
-        if let Err(why) = validate::compare(&expected, &got) {
-            bail!("{}: {why}", path.display());
-        }
+        super::check_expected(path, &got)?;
     }
     Ok(epochs)
 }

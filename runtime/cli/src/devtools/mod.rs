@@ -106,12 +106,11 @@ pub fn test_operator(host: &WasmHost, opts: &TestOptions) -> Result<TestReport> 
         [one] => read(one)?,
         _ => bail!("one input per run here; several go through `test_epochs`"),
     };
-    let scratch = std::env::temp_dir().join(format!("weir-operator-test-{}", uuid::Uuid::new_v4()));
-    let result = (|| {
+    in_scratch(|scratch| {
         if let Some(path) = &opts.state {
-            seed::seed_file(path, &scratch, &namespace)?;
+            seed::seed_file(path, scratch, &namespace)?;
         }
-        let (state, _) = StateStore::open(&scratch, SnapshotPolicy::default(), None)
+        let (state, _) = StateStore::open(scratch, SnapshotPolicy::default(), None)
             .context("creating a scratch state store")?;
         let checks = Checks {
             runner: Runner::new("operator-test", limits),
@@ -129,20 +128,33 @@ pub fn test_operator(host: &WasmHost, opts: &TestOptions) -> Result<TestReport> 
             .sample(&operator, &config, &input, "sample input")
             .map_err(|why| anyhow::anyhow!("{why}"))?;
         if let Some(path) = &opts.expect {
-            let expected = validate::parse_rows(&read(path)?)
-                .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-            if let Err(why) = validate::compare(&expected, &sampled.rows) {
-                bail!("{}: {why}", path.display());
-            }
+            check_expected(path, &sampled.rows)?;
         }
         Ok(TestReport {
             rows_in: sampled.rows_in,
             columns: sampled.columns,
             rows: sampled.rows,
         })
-    })();
+    })
+}
+
+/// Runs `f` in a new scratch directory under the system's temporary one,
+/// removed afterwards whatever `f` returned.
+fn in_scratch<T>(f: impl FnOnce(&Path) -> Result<T>) -> Result<T> {
+    let scratch = std::env::temp_dir().join(format!("weir-operator-test-{}", uuid::Uuid::new_v4()));
+    let result = f(&scratch);
     let _ = std::fs::remove_dir_all(&scratch);
     result
+}
+
+/// `got` must equal the rows of the `--expect` file at `path`, row by row.
+fn check_expected(path: &Path, got: &[Map<String, Value>]) -> Result<()> {
+    let expected = validate::parse_rows(&read(path)?)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    if let Err(why) = validate::compare(&expected, got) {
+        bail!("{}: {why}", path.display());
+    }
+    Ok(())
 }
 
 fn read(path: &Path) -> Result<Vec<u8>> {
