@@ -20,8 +20,9 @@
 //!
 //! Where the memory goes: `WEIR_WINDOWS_TRACE=1 WEIR_WINDOWS_ONE=timers
 //! WEIR_WINDOWS_INPUT=/tmp/input cargo bench -p weir-cli --bench windows`
-//! prints, per epoch, the RSS after it and the largest RSS sampled (every
-//! 1 ms) during each of its phases.
+//! prints, per epoch, the RSS after it (and how much of it is mapped
+//! files: the binary's code), glibc's heap in use and free, and the largest
+//! RSS sampled (every 1 ms) during each of its phases.
 
 #[path = "../../../tests/all/common/guests.rs"]
 mod guests;
@@ -32,6 +33,13 @@ use std::time::{Duration, Instant};
 use weir_cli::demo::{self, DemoOperator};
 
 const PER_EPOCH: u64 = 100_000;
+
+/// glibc's heap counters (in use, mapped on their own, free but kept).
+#[allow(unsafe_code)] // a libc call with no safe wrapper in std
+fn malloc_info() -> libc::mallinfo2 {
+    // SAFETY: mallinfo2 takes no arguments and only reads the counters.
+    unsafe { libc::mallinfo2() }
+}
 
 fn status_kib(field: &str) -> u64 {
     std::fs::read_to_string("/proc/self/status")
@@ -79,6 +87,8 @@ fn mean_ms(d: &[Duration]) -> f64 {
 
 /// Runs one variant over `input` in this process; prints one result line.
 fn one(variant: &str, input: &Path) {
+    // As `weir` itself does.
+    weir_core::memory::return_large_blocks_promptly();
     let dir = tempfile::tempdir().unwrap();
     let wasm = match variant {
         "timers" => DemoOperator::Windows.wasm().to_vec(),
@@ -117,8 +127,10 @@ fn one(variant: &str, input: &Path) {
             std::thread::sleep(Duration::from_millis(1));
         });
         eprintln!(
-            "opened: RSS {} KiB, peak {} KiB",
+            "opened: RSS {} KiB (anonymous {}, files {}), peak {} KiB",
             status_kib("VmRSS:"),
+            status_kib("RssAnon:"),
+            status_kib("RssFile:"),
             status_kib("VmHWM:")
         );
     }
@@ -140,12 +152,17 @@ fn one(variant: &str, input: &Path) {
                     line.push_str(&format!(" {name} {}", max / 1024));
                     at = end;
                 }
+                let heap = malloc_info();
                 eprintln!(
-                    "epoch {:3}: {:6} rows, RSS {} KiB, peak {} KiB; MiB max by phase:{line}",
+                    "epoch {:3}: {:6} rows, RSS {} KiB (files {}), peak {} KiB; \
+                     heap MiB in use {} free {}; MiB max by phase:{line}",
                     p.epoch,
                     p.rows_in,
                     status_kib("VmRSS:"),
-                    status_kib("VmHWM:")
+                    status_kib("RssFile:"),
+                    status_kib("VmHWM:"),
+                    (heap.uordblks + heap.hblkhd) >> 20,
+                    heap.fordblks >> 20,
                 );
             }
             epochs.push(p.clone())
@@ -229,7 +246,7 @@ fn main() {
         let rate = f[0] / f[3];
         let ratio = *baseline.get_or_insert(rate);
         println!(
-            "| {label} | {:.0} | {:.2}x | {} | {} | {:.0} MB | {:.0} MB | {:.0} → {:.0} | {:.0} → {:.0} |",
+            "| {label} | {:.0} | {:.2}x | {} | {} | {:.0} MiB | {:.0} MB | {:.0} → {:.0} | {:.0} → {:.0} |",
             rate,
             rate / ratio,
             f[1],

@@ -106,19 +106,6 @@ pub fn free_bytes(path: &Path) -> Option<u64> {
     Some(st.f_bavail.saturating_mul(st.f_frsize))
 }
 
-/// Hands memory the allocator holds free back to the operating system.
-/// A long-running pipeline's heap fragments (RocksDB's block cache churns
-/// next to each epoch's short-lived buffers), so glibc keeps ever more free
-/// pages resident; trimming now and then keeps the resident size flat.
-#[allow(unsafe_code)] // a libc call with no safe wrapper in std
-pub fn release_free_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only returns free pages to the kernel.
-    unsafe {
-        libc::malloc_trim(0);
-    }
-}
-
 /// `path` with `.` components dropped and `..` applied lexically, so one
 /// place has one spelling (`./in/../input` → `input`).
 pub fn normalize(path: &Path) -> std::path::PathBuf {

@@ -12,7 +12,13 @@ use arrow_json::reader::{ArrayDecoder, DecoderContext, DecoderFactory, Tape, Tap
 use arrow_json::ReaderBuilder;
 use arrow_schema::{ArrowError, DataType, FieldRef, SchemaRef};
 use serde::{Deserialize, Serialize};
+use std::io::Read;
 use std::sync::Arc;
+
+/// Bytes [`JsonDecoder::decode_lines_from`] reads at a time: large enough
+/// that reads are cheap, small next to an epoch's input, which is never
+/// held whole on the fast path.
+const READ_CHUNK: usize = 256 << 10;
 
 /// What to do with a line that does not parse or does not fit the schema.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -65,6 +71,54 @@ impl JsonDecoder {
     /// in dead letters and errors.
     pub fn decode_lines(&self, data: &[u8], origin: &str) -> Result<Decoded> {
         self.decode_records(data, non_blank_lines(data), || lines(data, origin))
+    }
+
+    /// Decodes the JSON lines `reader` yields (`len` bytes expected, for
+    /// sizing) as they are read, so an epoch's input file is never held
+    /// whole: the memory is the decoded rows plus one chunk. Only if that
+    /// fast path fails or miscounts does `whole` supply all the bytes at
+    /// once for the record-by-record path of [`JsonDecoder::decode_lines`].
+    /// Read errors are returned as they are (the reader names its input).
+    pub fn decode_lines_from(
+        &self,
+        reader: &mut dyn Read,
+        len: u64,
+        origin: &str,
+        whole: impl FnOnce() -> Result<Vec<u8>>,
+    ) -> Result<Decoded> {
+        if let Some(batches) = self.stream_lines(reader, len)? {
+            return Ok(Decoded {
+                batches,
+                ..Decoded::default()
+            });
+        }
+        let data = whole()?;
+        self.decode_lines(&data, origin)
+    }
+
+    /// The fast path of [`JsonDecoder::decode_lines_from`]: `None` when
+    /// the bytes do not decode or hold other than one row per line.
+    fn stream_lines(&self, reader: &mut dyn Read, len: u64) -> Result<Option<Vec<RecordBatch>>> {
+        let Ok(mut rows) = BatchStream::new(&self.schema, self.batch_rows, len) else {
+            return Ok(None);
+        };
+        let mut lines = LineCount::default();
+        let mut chunk = vec![0u8; READ_CHUNK.min(len as usize + 1)];
+        loop {
+            let n = match reader.read(&mut chunk) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e.into()),
+            };
+            lines.feed(&chunk[..n]);
+            if rows.feed(&chunk[..n]).is_err() {
+                return Ok(None);
+            }
+        }
+        Ok(rows.finish().ok().filter(|batches| {
+            batches.iter().map(RecordBatch::num_rows).sum::<usize>() == lines.finish()
+        }))
     }
 
     /// Decodes `records` records joined by newlines (message values, or the
@@ -170,45 +224,101 @@ pub fn lines<'a>(data: &'a [u8], origin: &str) -> Vec<Record<'a>> {
 
 /// How many records [`lines`] finds in `data` (its non-blank lines).
 pub fn non_blank_lines(data: &[u8]) -> usize {
-    let mut start = 0;
-    let mut count = 0;
-    for end in memchr::memchr_iter(b'\n', data).chain(std::iter::once(data.len())) {
-        // A record line starts with `{` almost always: one byte decides.
-        if !data[start..end].iter().all(u8::is_ascii_whitespace) {
-            count += 1;
-        }
-        start = end + 1;
-    }
-    count
+    let mut count = LineCount::default();
+    count.feed(data);
+    count.finish()
 }
 
-/// Decodes newline-separated JSON with arrow-json into batches of at most
-/// `batch_rows` rows; whitespace between records is ignored.
-fn decode_all(schema: &SchemaRef, data: &[u8], batch_rows: usize) -> Result<Vec<RecordBatch>> {
-    // The decoder allocates for a whole batch up front: size it by the
-    // records `data` can hold (each at least `{}`), not by the limit alone.
-    let batch_rows = batch_rows.min(data.len() / 2 + 1);
-    let mut decoder = ReaderBuilder::new(schema.clone())
-        .with_decoder_factory(Arc::new(ExactNumbers))
-        .with_batch_size(batch_rows)
-        .build_decoder()?;
-    let mut batches = Vec::new();
-    let mut pos = 0;
-    loop {
-        let consumed = decoder.decode(&data[pos..])?;
-        pos += consumed;
-        let done = pos >= data.len();
-        if consumed == 0 || done {
-            if let Some(batch) = decoder.flush()? {
-                if batch.num_rows() > 0 {
-                    batches.push(batch);
-                }
+/// Counts non-blank lines in text that arrives in pieces (a line may span
+/// two of them).
+#[derive(Debug, Default)]
+struct LineCount {
+    /// Complete non-blank lines so far.
+    lines: usize,
+    /// The line still open at the end of the last piece has a non-blank byte.
+    open: bool,
+}
+
+impl LineCount {
+    fn feed(&mut self, data: &[u8]) {
+        let mut start = 0;
+        for end in memchr::memchr_iter(b'\n', data) {
+            if self.open || !blank(&data[start..end]) {
+                self.lines += 1;
+            }
+            self.open = false;
+            start = end + 1;
+        }
+        self.open |= !blank(&data[start..]);
+    }
+
+    fn finish(self) -> usize {
+        self.lines + usize::from(self.open)
+    }
+}
+
+fn blank(text: &[u8]) -> bool {
+    // A record line starts with `{` almost always: one byte decides.
+    text.iter().all(u8::is_ascii_whitespace)
+}
+
+/// Newline-separated JSON fed in pieces to arrow-json, cut into batches of
+/// at most `batch_rows` rows; whitespace between records is ignored.
+struct BatchStream {
+    decoder: arrow_json::reader::Decoder,
+    batches: Vec<RecordBatch>,
+}
+
+impl BatchStream {
+    /// `len`: the bytes that will be fed, for sizing.
+    fn new(schema: &SchemaRef, batch_rows: usize, len: u64) -> Result<Self> {
+        // The decoder allocates for a whole batch up front: size it by the
+        // records `len` bytes can hold (each at least `{}`), not by the
+        // limit alone.
+        let batch_rows = batch_rows.min((len / 2) as usize + 1);
+        let decoder = ReaderBuilder::new(schema.clone())
+            .with_decoder_factory(Arc::new(ExactNumbers))
+            .with_batch_size(batch_rows)
+            .build_decoder()?;
+        Ok(BatchStream {
+            decoder,
+            batches: Vec::new(),
+        })
+    }
+
+    /// Decodes `data`; a record cut at its end is completed by the next piece.
+    fn feed(&mut self, mut data: &[u8]) -> Result<()> {
+        while !data.is_empty() {
+            let consumed = self.decoder.decode(data)?;
+            data = &data[consumed..];
+            if consumed == 0 {
+                // A full batch is buffered: take it out to go on.
+                self.flush()?;
             }
         }
-        if done {
-            return Ok(batches);
-        }
+        Ok(())
     }
+
+    fn flush(&mut self) -> Result<()> {
+        if let Some(batch) = self.decoder.flush()? {
+            if batch.num_rows() > 0 {
+                self.batches.push(batch);
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(mut self) -> Result<Vec<RecordBatch>> {
+        self.flush()?;
+        Ok(self.batches)
+    }
+}
+
+/// Decodes newline-separated JSON held whole (see [`BatchStream`]).
+fn decode_all(schema: &SchemaRef, data: &[u8], batch_rows: usize) -> Result<Vec<RecordBatch>> {
+    let mut stream = BatchStream::new(schema, batch_rows, data.len() as u64)?;
+    stream.feed(data)?;
+    stream.finish()
 }
 
 /// Makes number columns exact: arrow-json alone truncates `1.9` into an
@@ -302,5 +412,75 @@ mod tests {
         assert_eq!(d.dead_letters.len(), 1);
         assert_eq!(d.dead_letters[0].line, Some(1));
         assert!(d.dead_letters[0].reason.contains("exactly one JSON object"));
+    }
+
+    /// Hands out its bytes a few at a time, so records and lines are cut
+    /// between reads.
+    struct Trickle<'a>(&'a [u8], usize);
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            self.1 = self.1 % 7 + 1;
+            let n = self.1.min(buf.len()).min(self.0.len());
+            buf[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+
+    fn rows(d: &Decoded) -> Vec<RecordBatch> {
+        d.batches.clone()
+    }
+
+    #[test]
+    fn lines_read_in_pieces_decode_as_the_whole_text_does() {
+        let mut text = String::new();
+        for i in 0..45 {
+            text.push_str(&format!("{{\"id\":\"r{i}\",\"n\":{i}}}\n"));
+            if i % 9 == 0 {
+                text.push_str("  \n\n");
+            }
+        }
+        let data = text.as_bytes();
+        let whole = decoder().decode_lines(data, "in").unwrap();
+        let streamed = decoder()
+            .decode_lines_from(&mut Trickle(data, 0), data.len() as u64, "in", || {
+                panic!("the fast path should not need the whole text")
+            })
+            .unwrap();
+        assert_eq!(rows(&streamed), rows(&whole));
+        assert_eq!(streamed.batches.len(), 5, "45 rows in batches of 10");
+    }
+
+    #[test]
+    fn a_malformed_line_read_in_pieces_is_found_in_the_whole_text() {
+        for data in [
+            &b"{\"id\":\"a\",\"n\":1}\n{\"id\":\"b\",\"n\":\"x\"}\n{\"id\":\"c\"}"[..],
+            &b"{\"id\":\"a\",\"n\":1}{\"id\":\"b\",\"n\":2}\n{\"id\":\"c\"}\n"[..],
+            &b"{\"id\":\"a\",\"n\":1}\n{\"id\":\"b\",\"n\":"[..],
+        ] {
+            let mut asked = false;
+            let d = decoder()
+                .decode_lines_from(&mut Trickle(data, 0), data.len() as u64, "in", || {
+                    asked = true;
+                    Ok(data.to_vec())
+                })
+                .unwrap();
+            assert!(asked, "{}", String::from_utf8_lossy(data));
+            let expected = decoder().decode_lines(data, "in").unwrap();
+            assert_eq!(rows(&d), rows(&expected));
+            assert_eq!(d.dead_letters.len(), 1);
+        }
+    }
+
+    #[test]
+    fn non_blank_lines_counts_lines_cut_between_pieces() {
+        let data = b" \n{\"a\":1}\n\n {}\n\t\n{}";
+        for cut in 0..data.len() {
+            let mut count = LineCount::default();
+            count.feed(&data[..cut]);
+            count.feed(&data[cut..]);
+            assert_eq!(count.finish(), 3, "cut at {cut}");
+        }
     }
 }

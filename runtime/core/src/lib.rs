@@ -29,6 +29,7 @@ pub mod fsutil;
 pub mod guest_output;
 pub mod json;
 pub mod latency;
+pub mod memory;
 pub mod parts;
 pub mod progress;
 pub mod schema;

@@ -52,9 +52,9 @@ pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<
         );
     }
     let last_committed = checkpoint.commits.latest()?.map(|(e, _)| e);
-    let (state, state_opened) = StateStore::open(
+    let (state, state_opened) = StateStore::open_with(
         &checkpoint.root().join("state"),
-        cfg.state.policy(),
+        cfg.state.options()?,
         last_committed,
     )
     .context("opening the state store")?;

@@ -18,5 +18,8 @@ pub mod timers;
 pub use epoch::{namespace_prefix, Changes, EpochState};
 pub use lists::ListSpace;
 pub use scan::prefix_end;
-pub use store::{Opened, SnapshotPolicy, StateReader, StateStore};
+pub use store::{
+    Opened, SnapshotPolicy, StateReader, StateStore, StoreOptions, DEFAULT_STATE_MEMORY,
+    MIN_STATE_MEMORY,
+};
 pub use timers::{Fired, TimerSpace};

@@ -51,6 +51,41 @@ impl Default for SnapshotPolicy {
     }
 }
 
+/// How a store is opened: when it snapshots, and the memory RocksDB may
+/// keep for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StoreOptions {
+    /// When snapshots are taken and how many are kept.
+    pub snapshots: SnapshotPolicy,
+    /// Bytes for RocksDB's block cache and memtables (`[state] memory`):
+    /// half is block cache, a quarter each of the two memtables (one
+    /// filling while the other flushes). An epoch whose writes are larger
+    /// than a memtable still fits: RocksDB never splits a write.
+    pub memory: usize,
+}
+
+/// The default of [`StoreOptions::memory`]: an 8 MiB block cache holds
+/// the index and filter blocks of a few million keys and the hot data
+/// blocks, and 4 MiB memtables flush every epoch or two of a busy pipeline
+/// (an epoch's writes are one batch, which a memtable takes whole however
+/// large). The windows bench (issue 16) ran as fast with this as with 32
+/// MiB each, with 40 MB less resident; a state whose hot keys do not fit
+/// wants more (`[state] memory`).
+pub const DEFAULT_STATE_MEMORY: usize = 16 << 20;
+
+/// Smallest [`StoreOptions::memory`]: below it RocksDB's memtables are so
+/// small that every epoch flushes several files.
+pub const MIN_STATE_MEMORY: usize = 4 << 20;
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        StoreOptions {
+            snapshots: SnapshotPolicy::default(),
+            memory: DEFAULT_STATE_MEMORY,
+        }
+    }
+}
+
 /// What opening the store found, for the engine to act on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Opened {
@@ -77,7 +112,7 @@ pub struct StateStore {
 }
 
 /// Free space the state store needs to open: RocksDB preallocates its
-/// write-ahead log (about 1.1 × the 64 MiB write buffer), and when that
+/// write-ahead log (about 1.1 × the write buffer, up to 64 MiB), and when that
 /// fails it aborts the process (an assertion in its log writer) instead of
 /// returning ENOSPC. Checked before opening, so the user gets the reason.
 pub const MIN_FREE_BYTES: u64 = 128 << 20;
@@ -95,21 +130,18 @@ fn check_free_space(root: &Path) -> Result<()> {
     }
 }
 
-/// Block cache per store: index, filter and data blocks of the keys an
-/// epoch reads stay in memory, so reads do not go to disk per epoch.
-const BLOCK_CACHE_BYTES: usize = 32 << 20;
-/// Memtable size: an epoch's writes land here; smaller than RocksDB's
-/// 64 MiB default to keep a pipeline's resident memory small.
-const WRITE_BUFFER_BYTES: usize = 32 << 20;
-
-/// How the store is opened. RocksDB's defaults have no bloom filters and
+/// How the store is opened, within `memory` bytes (see
+/// [`StoreOptions::memory`]): the block cache keeps the index, filter and
+/// data blocks of the keys an epoch reads in memory, so reads do not go to
+/// disk per epoch; memtables smaller than RocksDB's 64 MiB default keep a
+/// pipeline's resident memory small. RocksDB's defaults have no bloom filters and
 /// an 8 MiB block cache that does not hold index or filter blocks, so a
 /// point read of a key that is not in the newest files reads a block of
 /// every level: the per-epoch `get` cost then grew with the state (issue
 /// 16 measured 61 ms → 950 ms per epoch at 45k keys). With whole-key bloom
 /// filters a read touches the one file that has the key, and with the
 /// cache it touches no disk at all once warm.
-fn db_options() -> rocksdb::Options {
+fn db_options(memory: usize) -> rocksdb::Options {
     let mut o = rocksdb::Options::default();
     o.create_if_missing(true);
     o.set_compression_type(rocksdb::DBCompressionType::Lz4);
@@ -117,13 +149,14 @@ fn db_options() -> rocksdb::Options {
     // to the process, and the machine runs other things.
     o.set_max_open_files(256);
     o.set_max_background_jobs(2);
-    o.set_write_buffer_size(WRITE_BUFFER_BYTES);
+    o.set_write_buffer_size(memory / 4);
+    o.set_max_write_buffer_number(2);
     o.set_level_compaction_dynamic_level_bytes(true);
     let mut table = rocksdb::BlockBasedOptions::default();
     table.set_bloom_filter(10.0, false);
     table.set_cache_index_and_filter_blocks(true);
     table.set_pin_l0_filter_and_index_blocks_in_cache(true);
-    match rocksdb::Cache::new_lru_cache(BLOCK_CACHE_BYTES) {
+    match rocksdb::Cache::new_lru_cache(memory / 2) {
         Ok(cache) => table.set_block_cache(&cache),
         Err(e) => tracing::warn!("state store: no block cache ({e}); reads go to disk"),
     }
@@ -238,11 +271,25 @@ impl StateStore {
         policy: SnapshotPolicy,
         last_committed: Option<u64>,
     ) -> Result<(Self, Opened)> {
+        let options = StoreOptions {
+            snapshots: policy,
+            ..StoreOptions::default()
+        };
+        Self::open_with(root, options, last_committed)
+    }
+
+    /// [`StateStore::open`] with every option given.
+    pub fn open_with(
+        root: &Path,
+        options: StoreOptions,
+        last_committed: Option<u64>,
+    ) -> Result<(Self, Opened)> {
         fsutil::create_dir_durable(root)?;
         check_free_space(root)?;
         let working = root.join("working");
         let origin = Self::origin(root, last_committed)?;
-        let usable = working.exists().then(|| DB::open(&db_options(), &working));
+        let db_options = db_options(options.memory);
+        let usable = working.exists().then(|| DB::open(&db_options, &working));
         let (db, opened) = match usable {
             Some(Ok(db)) => {
                 let marker = read_marker(&db)?;
@@ -258,7 +305,7 @@ impl StateStore {
                          committed; rebuilding it from a snapshot"
                     );
                     drop(db);
-                    Self::restore(root, last_committed)?
+                    Self::restore(root, &db_options, last_committed)?
                 } else {
                     (db, Opened::Working)
                 }
@@ -278,17 +325,17 @@ impl StateStore {
                     state = %working.display(),
                     "the state's working copy does not open ({e}); rebuilding it from a snapshot"
                 );
-                Self::restore(root, last_committed)?
+                Self::restore(root, &db_options, last_committed)?
             }
             None if last_committed.is_some_and(|c| c >= origin) => {
                 tracing::warn!(
                     state = %working.display(),
                     "the state's working copy is missing; rebuilding it from a snapshot"
                 );
-                Self::restore(root, last_committed)?
+                Self::restore(root, &db_options, last_committed)?
             }
             None => (
-                DB::open(&db_options(), &working)
+                DB::open(&db_options, &working)
                     .with_context(|| format!("creating the state store {}", working.display()))?,
                 Opened::Working,
             ),
@@ -299,7 +346,7 @@ impl StateStore {
             StateStore {
                 root: root.to_path_buf(),
                 db: Arc::new(db),
-                policy,
+                policy: options.snapshots,
                 epoch,
                 keys,
             },
@@ -344,7 +391,11 @@ impl StateStore {
 
     /// Replaces the working copy with the newest snapshot not past
     /// `last_committed`, or with an empty store if there is none.
-    fn restore(root: &Path, last_committed: Option<u64>) -> Result<(DB, Opened)> {
+    fn restore(
+        root: &Path,
+        db_options: &rocksdb::Options,
+        last_committed: Option<u64>,
+    ) -> Result<(DB, Opened)> {
         let working = root.join("working");
         if working.exists() {
             let aside = root.join(format!("working.broken-{}", std::process::id()));
@@ -369,7 +420,7 @@ impl StateStore {
         } else {
             tracing::info!("no state snapshot to restore; replaying from the state's origin");
         }
-        let db = DB::open(&db_options(), &working)
+        let db = DB::open(db_options, &working)
             .with_context(|| format!("opening the restored state {}", working.display()))?;
         Ok((db, Opened::Restored { from: snapshot }))
     }

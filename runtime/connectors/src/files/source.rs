@@ -117,33 +117,74 @@ impl FileSource {
                 .is_some_and(|age| age >= self.settle)
     }
 
-    /// The planned bytes of `file` and its path as an origin; an error if
-    /// the file shrank since it was planned (the epoch could not be
-    /// replayed exactly).
-    fn read_planned(&self, file: &PlannedFile) -> Result<(Vec<u8>, String)> {
+    /// A reader of the planned bytes of `file`, and its path as an origin.
+    fn open_planned(&self, file: &PlannedFile) -> Result<(PlannedReader, String)> {
         let path = self.dir.join(&file.name);
-        let mut data = Vec::with_capacity(file.size as usize);
-        std::fs::File::open(&path)
-            .with_context(|| format!("opening planned input {}", path.display()))?
-            .take(file.size)
-            .read_to_end(&mut data)
-            .with_context(|| format!("reading {}", path.display()))?;
-        if (data.len() as u64) < file.size {
-            bail!(
-                "input {} shrank to {} bytes after {} bytes were planned; \
-                 the epoch cannot be replayed exactly",
-                path.display(),
-                data.len(),
-                file.size
-            );
-        }
-        Ok((data, path.display().to_string()))
+        let origin = path.display().to_string();
+        let reader = std::fs::File::open(&path)
+            .with_context(|| format!("opening planned input {origin}"))?
+            .take(file.size);
+        let reader = PlannedReader {
+            reader,
+            planned: file.size,
+            origin: origin.clone(),
+        };
+        Ok((reader, origin))
     }
 
-    /// Decodes a file's JSON lines: one record per non-blank line, however
-    /// the neighbouring lines look.
+    /// The planned bytes of `file` at once, and its path as an origin.
+    fn read_planned(&self, file: &PlannedFile) -> Result<(Vec<u8>, String)> {
+        let (mut reader, origin) = self.open_planned(file)?;
+        let mut data = Vec::with_capacity(file.size as usize);
+        reader.read_to_end(&mut data)?;
+        Ok((data, origin))
+    }
+
+    /// Decodes a file's JSON lines as it is read (one record per non-blank
+    /// line, however the neighbouring lines look); the file is read whole
+    /// only when some line is malformed.
+    fn read_file(&self, file: &PlannedFile) -> Result<Decoded> {
+        let (mut reader, origin) = self.open_planned(file)?;
+        self.decoder
+            .decode_lines_from(&mut reader, file.size, &origin, || {
+                Ok(self.read_planned(file)?.0)
+            })
+    }
+
+    /// Decodes a file's JSON lines held whole (see [`FileSource::read_file`]).
     fn decode_file(&self, data: &[u8], origin: &str) -> Result<Decoded> {
         self.decoder.decode_lines(data, origin)
+    }
+}
+
+/// Reads the planned bytes of a file; an end before them is an error (the
+/// file shrank since it was planned, so the epoch could not be replayed
+/// exactly). Its errors name the file.
+struct PlannedReader {
+    reader: std::io::Take<std::fs::File>,
+    planned: u64,
+    origin: String,
+}
+
+impl Read for PlannedReader {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self
+            .reader
+            .read(buf)
+            .map_err(|e| std::io::Error::new(e.kind(), format!("reading {}: {e}", self.origin)))?;
+        if n == 0 && !buf.is_empty() && self.reader.limit() > 0 {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                format!(
+                    "input {} shrank to {} bytes after {} bytes were planned; \
+                     the epoch cannot be replayed exactly",
+                    self.origin,
+                    self.planned - self.reader.limit(),
+                    self.planned
+                ),
+            ));
+        }
+        Ok(n)
     }
 }
 
@@ -247,8 +288,7 @@ impl Source for FileSource {
     fn read(&mut self, range: &FileRange) -> Result<EpochInput> {
         let mut out = EpochInput::default();
         for file in &range.files {
-            let (data, origin) = self.read_planned(file)?;
-            let part = self.decode_file(&data, &origin)?;
+            let part = self.read_file(file)?;
             out.batches.extend(part.batches);
             out.dead_letters.extend(part.dead_letters);
         }
@@ -285,5 +325,37 @@ impl Source for FileSource {
             [one] => format!("1 file ({}, {bytes} B)", one.name),
             many => format!("{} files ({bytes} B)", many.len()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_schema::{DataType, Field, Schema};
+    use std::sync::Arc;
+
+    #[test]
+    fn a_file_that_shrank_after_planning_is_an_error_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.jsonl");
+        std::fs::write(&path, "{\"n\":1}\n{\"n\":2}\n").unwrap();
+        let schema = Arc::new(Schema::new(vec![Field::new("n", DataType::Int64, false)]));
+        let mut source = FileSource::new(
+            dir.path().to_path_buf(),
+            schema,
+            10,
+            100,
+            MalformedPolicy::Fail,
+        )
+        .unwrap();
+        let range = source.plan(PlanLimit::Unbounded).unwrap().unwrap();
+        let input = source.read(&range).unwrap();
+        assert_eq!(input.batches.iter().map(|b| b.num_rows()).sum::<usize>(), 2);
+        std::fs::write(&path, "{\"n\":1}\n").unwrap();
+        let err = format!("{:#}", source.read(&range).unwrap_err());
+        assert!(
+            err.contains("a.jsonl shrank to 8 bytes after 16 bytes"),
+            "{err}"
+        );
     }
 }

@@ -134,7 +134,7 @@ pub struct DedupConfig {
 
 /// Snapshots of the keyed state (`checkpoint/state/snapshots/<N>`), from
 /// which a lost or corrupt working copy is rebuilt.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct StateConfig {
     /// A snapshot after every this many epochs; 0 turns snapshots off.
@@ -143,6 +143,11 @@ pub struct StateConfig {
     /// How many snapshots are kept.
     #[serde(default = "default_snapshots_retained")]
     pub snapshots_retained: usize,
+    /// Memory RocksDB may keep for the state: half block cache, half
+    /// memtables (e.g. "16MiB", the default). More keeps more of a large
+    /// state's blocks in memory; the minimum is 4MiB.
+    #[serde(default = "default_state_memory")]
+    pub memory: String,
 }
 
 impl Default for StateConfig {
@@ -151,8 +156,13 @@ impl Default for StateConfig {
         StateConfig {
             snapshot_every: p.every,
             snapshots_retained: p.retain,
+            memory: default_state_memory(),
         }
     }
+}
+
+fn default_state_memory() -> String {
+    format!("{}MiB", weir_state::DEFAULT_STATE_MEMORY >> 20)
 }
 
 fn default_snapshot_every() -> u64 {
@@ -170,6 +180,36 @@ impl StateConfig {
             every: self.snapshot_every,
             retain: self.snapshots_retained,
         }
+    }
+
+    /// How the state store is opened (snapshots and memory).
+    pub fn options(&self) -> Result<weir_state::StoreOptions> {
+        Ok(weir_state::StoreOptions {
+            snapshots: self.policy(),
+            memory: parse_size(&self.memory).context("`state.memory`")?,
+        })
+    }
+
+    fn validate(&self) -> Result<()> {
+        if self.snapshot_every > 0 && self.snapshots_retained == 0 {
+            bail!("`state.snapshots_retained` must be at least 1 while snapshots are taken");
+        }
+        let memory = self.options()?.memory;
+        if memory < weir_state::MIN_STATE_MEMORY {
+            bail!(
+                "`state.memory` = {} is too small: RocksDB needs at least {}MiB",
+                self.memory,
+                weir_state::MIN_STATE_MEMORY >> 20
+            );
+        }
+        if let Some(total) = machine_memory().filter(|&t| memory > t) {
+            bail!(
+                "`state.memory` = {} is more than this machine's memory ({} MiB)",
+                self.memory,
+                total >> 20
+            );
+        }
+        Ok(())
     }
 }
 
@@ -512,9 +552,7 @@ impl PipelineConfig {
         if self.wal.retain == 0 {
             bail!("`wal.retain` must be at least 1");
         }
-        if self.state.snapshot_every > 0 && self.state.snapshots_retained == 0 {
-            bail!("`state.snapshots_retained` must be at least 1 while snapshots are taken");
-        }
+        self.state.validate()?;
         if self.operator.deadline.is_zero() {
             bail!("`operator.deadline` must be longer than zero");
         }
@@ -708,6 +746,23 @@ path = "out"
             let text = err_of(&GOOD.replace(from, to));
             assert!(text.contains(key), "{text}");
             assert!(text.contains("inside the source directory"), "{text}");
+        }
+    }
+
+    #[test]
+    fn the_state_memory_is_a_size_of_at_least_4mib() {
+        let parsed = PipelineConfig::parse(GOOD, Path::new("/base")).unwrap();
+        assert_eq!(parsed.state.options().unwrap().memory, 16 << 20);
+        let with = |memory: &str| GOOD.to_string() + &format!("\n[state]\nmemory = \"{memory}\"\n");
+        let parsed = PipelineConfig::parse(&with("64MiB"), Path::new("/base")).unwrap();
+        assert_eq!(parsed.state.options().unwrap().memory, 64 << 20);
+        for (memory, says) in [
+            ("1MiB", "`state.memory` = 1MiB is too small"),
+            ("lots", "`state.memory`"),
+            ("100000GiB", "more than this machine's memory"),
+        ] {
+            let text = err_of(&with(memory));
+            assert!(text.contains(says), "{memory}: {text}");
         }
     }
 

@@ -24,7 +24,7 @@
 //! harmless, and the state store undoes an uncommitted epoch
 //! ([`super::recovery`]). The SIGKILL tests (`tests/all/crash.rs`) check it.
 
-use super::resilience::Ran;
+use super::resilience::{PreparedInput, Ran};
 use super::{Pipeline, Prepared};
 use crate::config::TriggerConfig;
 use crate::dedup::Dropped;
@@ -138,6 +138,13 @@ impl Pipeline {
             migrated,
             isolated,
         } = ran;
+        // The input rows are not needed past the operator and its shadow:
+        // free them before the sink and the state commit need memory.
+        let PreparedInput {
+            batches: _,
+            observed,
+            dropped,
+        } = prepared;
         input.dead_letters.extend(isolated);
         timed(&mut phases.sink, || {
             self.write_sink(epoch, &input.dead_letters, &outputs)
@@ -148,7 +155,7 @@ impl Pipeline {
         let max_event_time_ms = self
             .event_time
             .as_ref()
-            .and_then(|et| et.max_through(&prepared.observed));
+            .and_then(|et| et.max_through(&observed));
         timed(&mut phases.commit, || -> Result<()> {
             self.commit_state(epoch, env)?;
             self.write_commit(epoch, rows_in, rows_out, max_event_time_ms)?;
@@ -168,8 +175,8 @@ impl Pipeline {
             rows_out,
             micro_batches,
             dead_letters: input.dead_letters.len() as u64,
-            observed: prepared.observed,
-            dropped: prepared.dropped,
+            observed,
+            dropped,
             backlog,
             phases,
             latency,
@@ -379,7 +386,7 @@ impl Pipeline {
         self.checkpoint
             .compact(epoch, source, keep_from)
             .with_context(|| format!("compacting the offset and commit logs at epoch {epoch}"))?;
-        fsutil::release_free_memory();
+        weir_core::memory::release_free_memory();
         Ok(())
     }
 
