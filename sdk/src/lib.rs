@@ -37,6 +37,7 @@
 //! ```
 
 mod batch;
+mod bytes;
 mod columns;
 mod error;
 mod output;
@@ -61,6 +62,7 @@ pub mod bindings {
 }
 
 pub use batch::{Batch, DataType, Field};
+pub use bytes::same_bytes;
 pub use columns::{BoolColumn, Float64Column, Int64Column, Utf8Column};
 pub use error::Error;
 pub use output::{BoolBuilder, ColumnBuilder, Float64Builder, Int64Builder, Output, Utf8Builder};

@@ -3,6 +3,7 @@
 
 use serde::Deserialize;
 use std::collections::HashSet;
+use weir_sdk::same_bytes;
 
 /// Read access to a batch of payments, by row. Strings are compared as
 /// UTF-8 bytes, which is all the rules need. Implemented over the SDK's
@@ -93,7 +94,7 @@ impl StrSet {
     #[inline]
     fn contains(&self, s: &[u8]) -> bool {
         match self {
-            StrSet::Few(items) => items.iter().any(|i| i.as_slice() == s),
+            StrSet::Few(items) => items.iter().any(|i| same_bytes(i, s)),
             StrSet::Many(set) => set.contains(s),
         }
     }
@@ -220,7 +221,7 @@ impl RuleSet {
                 Compiled::CountryMismatch => {
                     for row in 0..n {
                         let differs = match (payments.country(row), payments.card_country(row)) {
-                            (Some(a), Some(b)) => a != b,
+                            (Some(a), Some(b)) => !same_bytes(a, b),
                             _ => false,
                         };
                         mark(row, differs);
