@@ -88,7 +88,7 @@ fn mean_ms(d: &[Duration]) -> f64 {
 /// Runs one variant over `input` in this process; prints one result line.
 fn one(variant: &str, input: &Path) {
     // As `weir` itself does.
-    weir_core::memory::return_large_blocks_promptly();
+    weir_core::memory::tune_allocator();
     let dir = tempfile::tempdir().unwrap();
     let wasm = match variant {
         "timers" => DemoOperator::Windows.wasm().to_vec(),

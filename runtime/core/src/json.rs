@@ -60,6 +60,11 @@ impl JsonDecoder {
         }
     }
 
+    /// Most rows per decoded batch.
+    pub fn batch_rows(&self) -> usize {
+        self.batch_rows
+    }
+
     /// The target schema.
     pub fn schema(&self) -> &SchemaRef {
         &self.schema
@@ -86,7 +91,7 @@ impl JsonDecoder {
         origin: &str,
         whole: impl FnOnce() -> Result<Vec<u8>>,
     ) -> Result<Decoded> {
-        if let Some(batches) = self.stream_lines(reader, len)? {
+        if let Some(batches) = self.decode_lines_fast(reader, len)? {
             return Ok(Decoded {
                 batches,
                 ..Decoded::default()
@@ -96,9 +101,16 @@ impl JsonDecoder {
         self.decode_lines(&data, origin)
     }
 
-    /// The fast path of [`JsonDecoder::decode_lines_from`]: `None` when
-    /// the bytes do not decode or hold other than one row per line.
-    fn stream_lines(&self, reader: &mut dyn Read, len: u64) -> Result<Option<Vec<RecordBatch>>> {
+    /// The fast path of [`JsonDecoder::decode_lines_from`] alone: the rows
+    /// of the JSON lines `reader` yields, or `None` when the bytes do not
+    /// decode or hold other than one row per line (then the caller takes
+    /// the record-by-record path, which finds the bad lines). Read errors
+    /// are returned as they are.
+    pub fn decode_lines_fast(
+        &self,
+        reader: &mut dyn Read,
+        len: u64,
+    ) -> Result<Option<Vec<RecordBatch>>> {
         let Ok(mut rows) = BatchStream::new(&self.schema, self.batch_rows, len) else {
             return Ok(None);
         };

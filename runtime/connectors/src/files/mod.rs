@@ -4,6 +4,7 @@
 pub mod config;
 pub mod sink;
 pub mod source;
+pub mod split;
 
 pub use config::{FilesSinkConfig, FilesSourceConfig};
 pub use sink::FileSink;

@@ -5,11 +5,13 @@
 //! starts with `.` or `_` are ignored, so writers can create a file under a
 //! hidden name and rename it into place when it is complete.
 
+use super::split::{self, Piece};
 use anyhow::{bail, Context, Result};
+use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
-use std::io::Read;
+use std::io::{Read, Seek, SeekFrom};
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 use weir_core::json::MalformedPolicy;
@@ -117,15 +119,25 @@ impl FileSource {
                 .is_some_and(|age| age >= self.settle)
     }
 
-    /// A reader of the planned bytes of `file`, and its path as an origin.
-    fn open_planned(&self, file: &PlannedFile) -> Result<(PlannedReader, String)> {
+    /// A reader of bytes `start..end` of `file` (planned with `file.size`
+    /// bytes), and the file's path as an origin.
+    fn open_planned(
+        &self,
+        file: &PlannedFile,
+        start: u64,
+        end: u64,
+    ) -> Result<(PlannedReader, String)> {
         let path = self.dir.join(&file.name);
         let origin = path.display().to_string();
-        let reader = std::fs::File::open(&path)
-            .with_context(|| format!("opening planned input {origin}"))?
-            .take(file.size);
+        let mut f = std::fs::File::open(&path)
+            .with_context(|| format!("opening planned input {origin}"))?;
+        if start > 0 {
+            f.seek(SeekFrom::Start(start))
+                .with_context(|| format!("reading {origin}"))?;
+        }
         let reader = PlannedReader {
-            reader,
+            reader: f.take(end - start),
+            end,
             planned: file.size,
             origin: origin.clone(),
         };
@@ -134,24 +146,67 @@ impl FileSource {
 
     /// The planned bytes of `file` at once, and its path as an origin.
     fn read_planned(&self, file: &PlannedFile) -> Result<(Vec<u8>, String)> {
-        let (mut reader, origin) = self.open_planned(file)?;
+        let (mut reader, origin) = self.open_planned(file, 0, file.size)?;
         let mut data = Vec::with_capacity(file.size as usize);
         reader.read_to_end(&mut data)?;
         Ok((data, origin))
     }
 
-    /// Decodes a file's JSON lines as it is read (one record per non-blank
-    /// line, however the neighbouring lines look); the file is read whole
-    /// only when some line is malformed.
-    fn read_file(&self, file: &PlannedFile) -> Result<Decoded> {
-        let (mut reader, origin) = self.open_planned(file)?;
+    /// The rows of one piece of a planned file, decoded as it is read;
+    /// `None` if some line in it is malformed.
+    fn decode_piece(&self, file: &PlannedFile, piece: &Piece) -> Result<Option<Vec<RecordBatch>>> {
+        let (mut reader, _) = self.open_planned(file, piece.start, piece.end)?;
         self.decoder
-            .decode_lines_from(&mut reader, file.size, &origin, || {
-                Ok(self.read_planned(file)?.0)
-            })
+            .decode_lines_fast(&mut reader, piece.end - piece.start)
     }
 
-    /// Decodes a file's JSON lines held whole (see [`FileSource::read_file`]).
+    /// Decodes the planned files on every core (see [`split`]): one record
+    /// per non-blank line, however the neighbouring lines look. A file with
+    /// a malformed line is read again whole, to find and name its lines.
+    fn decode_files(&self, files: &[PlannedFile]) -> Result<Vec<Decoded>> {
+        let mut pieces = Vec::new();
+        for (i, file) in files.iter().enumerate() {
+            let path = self.dir.join(&file.name);
+            pieces.extend(
+                split::pieces_of(&path, i, file.size)
+                    .with_context(|| format!("reading {}", path.display()))?,
+            );
+        }
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let mut decoded =
+            split::decode_pieces(&pieces, threads, |p| self.decode_piece(&files[p.file], p))
+                .into_iter()
+                .zip(&pieces)
+                .peekable();
+        let mut out = Vec::with_capacity(files.len());
+        for (i, file) in files.iter().enumerate() {
+            let mut parts = Some(Vec::new());
+            while let Some((part, _)) = decoded.next_if(|(_, p)| p.file == i) {
+                match (part?, parts.as_mut()) {
+                    (Some(batches), Some(all)) => all.push(batches),
+                    _ => parts = None,
+                }
+            }
+            out.push(match parts {
+                Some(parts) if parts.len() == 1 => Decoded {
+                    batches: parts.into_iter().flatten().collect(),
+                    ..Decoded::default()
+                },
+                Some(parts) => Decoded {
+                    batches: split::rebatch(&self.decoder, parts)?,
+                    ..Decoded::default()
+                },
+                None => {
+                    let (data, origin) = self.read_planned(file)?;
+                    self.decode_file(&data, &origin)?
+                }
+            });
+        }
+        Ok(out)
+    }
+
+    /// Decodes a file's JSON lines held whole: the fast path, then record by
+    /// record if that fails.
     fn decode_file(&self, data: &[u8], origin: &str) -> Result<Decoded> {
         self.decoder.decode_lines(data, origin)
     }
@@ -162,6 +217,9 @@ impl FileSource {
 /// exactly). Its errors name the file.
 struct PlannedReader {
     reader: std::io::Take<std::fs::File>,
+    /// Where in the file the reader stops.
+    end: u64,
+    /// The file's planned size.
     planned: u64,
     origin: String,
 }
@@ -179,7 +237,7 @@ impl Read for PlannedReader {
                     "input {} shrank to {} bytes after {} bytes were planned; \
                      the epoch cannot be replayed exactly",
                     self.origin,
-                    self.planned - self.reader.limit(),
+                    self.end - self.reader.limit(),
                     self.planned
                 ),
             ));
@@ -287,8 +345,7 @@ impl Source for FileSource {
 
     fn read(&mut self, range: &FileRange) -> Result<EpochInput> {
         let mut out = EpochInput::default();
-        for file in &range.files {
-            let part = self.read_file(file)?;
+        for part in self.decode_files(&range.files)? {
             out.batches.extend(part.batches);
             out.dead_letters.extend(part.dead_letters);
         }
@@ -332,6 +389,7 @@ impl Source for FileSource {
 mod tests {
     use super::*;
     use arrow_schema::{DataType, Field, Schema};
+    use std::path::Path;
     use std::sync::Arc;
 
     #[test]
@@ -357,5 +415,58 @@ mod tests {
             err.contains("a.jsonl shrank to 8 bytes after 16 bytes"),
             "{err}"
         );
+    }
+
+    fn big_file(dir: &Path, bad_line: Option<usize>) -> (PathBuf, String) {
+        let mut text = String::new();
+        for i in 0..600_000 {
+            if Some(i + 1) == bad_line {
+                text.push_str("{\"n\":\"not a number\",\"s\":\"x\"}\n");
+            } else {
+                text.push_str(&format!("{{\"n\":{i},\"s\":\"{i:0>12}\"}}\n"));
+            }
+        }
+        let path = dir.join("big.jsonl");
+        std::fs::write(&path, &text).unwrap();
+        (path, text)
+    }
+
+    fn source_of(dir: &Path, policy: MalformedPolicy) -> (FileSource, JsonDecoder) {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("n", DataType::Int64, false),
+            Field::new("s", DataType::Utf8, false),
+        ]));
+        let source = FileSource::new(dir.to_path_buf(), schema.clone(), 10, 1000, policy).unwrap();
+        (source, JsonDecoder::new(schema, 1000, policy))
+    }
+
+    #[test]
+    fn a_large_file_decoded_in_pieces_gives_the_batches_of_one_decode() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, text) = big_file(dir.path(), None);
+        assert!(split::pieces_of(&path, 0, text.len() as u64).unwrap().len() >= 2);
+        let (mut source, decoder) = source_of(dir.path(), MalformedPolicy::Fail);
+        let range = source.plan(PlanLimit::Unbounded).unwrap().unwrap();
+        let input = source.read(&range).unwrap();
+        let whole = decoder.decode_lines(text.as_bytes(), "whole").unwrap();
+        assert_eq!(input.batches.len(), 600);
+        assert!(
+            input.batches == whole.batches,
+            "the same batches, row for row"
+        );
+    }
+
+    #[test]
+    fn a_malformed_line_in_a_later_piece_is_named_by_its_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, _) = big_file(dir.path(), Some(500_001));
+        let (mut source, _) = source_of(dir.path(), MalformedPolicy::DeadLetter);
+        let range = source.plan(PlanLimit::Unbounded).unwrap().unwrap();
+        let input = source.read(&range).unwrap();
+        let rows: usize = input.batches.iter().map(|b| b.num_rows()).sum();
+        assert_eq!(rows, 599_999);
+        assert_eq!(input.dead_letters.len(), 1);
+        assert_eq!(input.dead_letters[0].line, Some(500_001));
+        assert_eq!(input.dead_letters[0].origin, path.display().to_string());
     }
 }
