@@ -2,7 +2,9 @@
 //!
 //! 1. `process` on a 10,000-row batch: the `fraud-rules` logic compiled
 //!    natively over Arrow arrays vs the same crate as a Wasm component behind
-//!    the operator host (columns copied in, output validated back out);
+//!    the operator host (columns copied in, output validated back out), and
+//!    the cost of one call at 1, 10, 100 and 10k rows (real-time mode runs
+//!    on small parts);
 //! 2. the demo pipeline end to end (file source → WAL → operator → file sink
 //!    → commit), against parsing the same input alone in the same run.
 //!
@@ -210,6 +212,23 @@ fn main() {
         i.process("bench", 0, 0, batch.clone()).unwrap().num_rows()
     });
 
+    // 1b. The per-call cost at small batches (real-time mode's parts).
+    let per_call: Vec<(usize, Duration, Duration)> = [1usize, 10, 100, ROWS as usize]
+        .into_iter()
+        .map(|n| {
+            let part = batch.slice(0, n);
+            let iters = if n < 1000 { 3000 } else { 300 };
+            let native = time(iters, || native_process(&rules, &part, &mut hits));
+            let wasm = time(iters, || {
+                instance
+                    .process("bench", 0, 0, part.clone())
+                    .unwrap()
+                    .num_rows()
+            });
+            (n, native, wasm)
+        })
+        .collect();
+
     // 2. The demo pipeline end to end, and parsing alone as its baseline.
     let payments = 200_000u64;
     let run_demo = |operator: DemoOperator| {
@@ -279,6 +298,17 @@ fn main() {
         format!("{:.2}x", fresh.as_secs_f64() / native.as_secs_f64()),
         "what each epoch pays",
     );
+    for (n, native, wasm) in &per_call {
+        row(
+            &format!("process on {n} rows: native / Wasm per call"),
+            format!("{native:.2?} / {wasm:.2?}"),
+            &format!(
+                "{:.2}x; Wasm {:.0} ns/row",
+                wasm.as_secs_f64() / native.as_secs_f64(),
+                wasm.as_nanos() as f64 / *n as f64
+            ),
+        );
+    }
     let rate = |rows: u64, d: Duration| rows as f64 / d.as_secs_f64();
     row(
         "demo pipeline end to end (fraud-rules)",
