@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use std::io::Read;
 use std::sync::Arc;
 
-/// Bytes [`JsonDecoder::decode_lines_from`] reads at a time: large enough
+/// Bytes [`JsonDecoder::decode_lines_fast`] reads at a time: large enough
 /// that reads are cheap, small next to an epoch's input, which is never
 /// held whole on the fast path.
 const READ_CHUNK: usize = 256 << 10;
@@ -78,34 +78,13 @@ impl JsonDecoder {
         self.decode_records(data, non_blank_lines(data), || lines(data, origin))
     }
 
-    /// Decodes the JSON lines `reader` yields (`len` bytes expected, for
-    /// sizing) as they are read, so an epoch's input file is never held
-    /// whole: the memory is the decoded rows plus one chunk. Only if that
-    /// fast path fails or miscounts does `whole` supply all the bytes at
-    /// once for the record-by-record path of [`JsonDecoder::decode_lines`].
+    /// The rows of the JSON lines `reader` yields (`len` bytes expected,
+    /// for sizing), decoded as they are read, so an input file is never
+    /// held whole: the memory is the decoded rows plus one chunk. `None`
+    /// when the bytes do not decode or hold other than one row per line:
+    /// then the caller takes the record-by-record path of
+    /// [`JsonDecoder::decode_lines`], which finds and names the bad lines.
     /// Read errors are returned as they are (the reader names its input).
-    pub fn decode_lines_from(
-        &self,
-        reader: &mut dyn Read,
-        len: u64,
-        origin: &str,
-        whole: impl FnOnce() -> Result<Vec<u8>>,
-    ) -> Result<Decoded> {
-        if let Some(batches) = self.decode_lines_fast(reader, len)? {
-            return Ok(Decoded {
-                batches,
-                ..Decoded::default()
-            });
-        }
-        let data = whole()?;
-        self.decode_lines(&data, origin)
-    }
-
-    /// The fast path of [`JsonDecoder::decode_lines_from`] alone: the rows
-    /// of the JSON lines `reader` yields, or `None` when the bytes do not
-    /// decode or hold other than one row per line (then the caller takes
-    /// the record-by-record path, which finds the bad lines). Read errors
-    /// are returned as they are.
     pub fn decode_lines_fast(
         &self,
         reader: &mut dyn Read,
@@ -440,10 +419,6 @@ mod tests {
         }
     }
 
-    fn rows(d: &Decoded) -> Vec<RecordBatch> {
-        d.batches.clone()
-    }
-
     #[test]
     fn lines_read_in_pieces_decode_as_the_whole_text_does() {
         let mut text = String::new();
@@ -456,12 +431,11 @@ mod tests {
         let data = text.as_bytes();
         let whole = decoder().decode_lines(data, "in").unwrap();
         let streamed = decoder()
-            .decode_lines_from(&mut Trickle(data, 0), data.len() as u64, "in", || {
-                panic!("the fast path should not need the whole text")
-            })
-            .unwrap();
-        assert_eq!(rows(&streamed), rows(&whole));
-        assert_eq!(streamed.batches.len(), 5, "45 rows in batches of 10");
+            .decode_lines_fast(&mut Trickle(data, 0), data.len() as u64)
+            .unwrap()
+            .expect("the fast path decodes well-formed lines");
+        assert_eq!(streamed, whole.batches);
+        assert_eq!(streamed.len(), 5, "45 rows in batches of 10");
     }
 
     #[test]
@@ -471,17 +445,12 @@ mod tests {
             &b"{\"id\":\"a\",\"n\":1}{\"id\":\"b\",\"n\":2}\n{\"id\":\"c\"}\n"[..],
             &b"{\"id\":\"a\",\"n\":1}\n{\"id\":\"b\",\"n\":"[..],
         ] {
-            let mut asked = false;
-            let d = decoder()
-                .decode_lines_from(&mut Trickle(data, 0), data.len() as u64, "in", || {
-                    asked = true;
-                    Ok(data.to_vec())
-                })
+            let fast = decoder()
+                .decode_lines_fast(&mut Trickle(data, 0), data.len() as u64)
                 .unwrap();
-            assert!(asked, "{}", String::from_utf8_lossy(data));
-            let expected = decoder().decode_lines(data, "in").unwrap();
-            assert_eq!(rows(&d), rows(&expected));
-            assert_eq!(d.dead_letters.len(), 1);
+            assert!(fast.is_none(), "{}", String::from_utf8_lossy(data));
+            let whole = decoder().decode_lines(data, "in").unwrap();
+            assert_eq!(whole.dead_letters.len(), 1);
         }
     }
 

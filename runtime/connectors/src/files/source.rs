@@ -46,6 +46,8 @@ pub struct FileSource {
     settle: Duration,
     /// What the last `plan` found waiting.
     backlog: Option<Backlog>,
+    /// Threads an epoch's files are decoded on: one per core.
+    threads: usize,
 }
 
 impl FileSource {
@@ -84,6 +86,7 @@ impl FileSource {
             changed: HashSet::new(),
             settle,
             backlog: None,
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
         })
     }
 }
@@ -120,13 +123,8 @@ impl FileSource {
     }
 
     /// A reader of bytes `start..end` of `file` (planned with `file.size`
-    /// bytes), and the file's path as an origin.
-    fn open_planned(
-        &self,
-        file: &PlannedFile,
-        start: u64,
-        end: u64,
-    ) -> Result<(PlannedReader, String)> {
+    /// bytes).
+    fn open_planned(&self, file: &PlannedFile, start: u64, end: u64) -> Result<PlannedReader> {
         let path = self.dir.join(&file.name);
         let origin = path.display().to_string();
         let mut f = std::fs::File::open(&path)
@@ -135,27 +133,26 @@ impl FileSource {
             f.seek(SeekFrom::Start(start))
                 .with_context(|| format!("reading {origin}"))?;
         }
-        let reader = PlannedReader {
+        Ok(PlannedReader {
             reader: f.take(end - start),
             end,
             planned: file.size,
-            origin: origin.clone(),
-        };
-        Ok((reader, origin))
+            origin,
+        })
     }
 
     /// The planned bytes of `file` at once, and its path as an origin.
     fn read_planned(&self, file: &PlannedFile) -> Result<(Vec<u8>, String)> {
-        let (mut reader, origin) = self.open_planned(file, 0, file.size)?;
+        let mut reader = self.open_planned(file, 0, file.size)?;
         let mut data = Vec::with_capacity(file.size as usize);
         reader.read_to_end(&mut data)?;
-        Ok((data, origin))
+        Ok((data, reader.origin))
     }
 
     /// The rows of one piece of a planned file, decoded as it is read;
     /// `None` if some line in it is malformed.
     fn decode_piece(&self, file: &PlannedFile, piece: &Piece) -> Result<Option<Vec<RecordBatch>>> {
-        let (mut reader, _) = self.open_planned(file, piece.start, piece.end)?;
+        let mut reader = self.open_planned(file, piece.start, piece.end)?;
         self.decoder
             .decode_lines_fast(&mut reader, piece.end - piece.start)
     }
@@ -172,12 +169,12 @@ impl FileSource {
                     .with_context(|| format!("reading {}", path.display()))?,
             );
         }
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let mut decoded =
-            split::decode_pieces(&pieces, threads, |p| self.decode_piece(&files[p.file], p))
-                .into_iter()
-                .zip(&pieces)
-                .peekable();
+        let mut decoded = split::decode_pieces(&pieces, self.threads, |p| {
+            self.decode_piece(&files[p.file], p)
+        })
+        .into_iter()
+        .zip(&pieces)
+        .peekable();
         let mut out = Vec::with_capacity(files.len());
         for (i, file) in files.iter().enumerate() {
             let mut parts = Some(Vec::new());
@@ -188,10 +185,6 @@ impl FileSource {
                 }
             }
             out.push(match parts {
-                Some(parts) if parts.len() == 1 => Decoded {
-                    batches: parts.into_iter().flatten().collect(),
-                    ..Decoded::default()
-                },
                 Some(parts) => Decoded {
                     batches: split::rebatch(&self.decoder, parts)?,
                     ..Decoded::default()

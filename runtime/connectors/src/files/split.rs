@@ -118,8 +118,8 @@ pub fn decode_pieces<T: Send>(
 
 /// A file's rows, decoded in pieces, cut into batches of `decoder`'s
 /// `batch_rows` as one decode of the whole file cuts them (all full but
-/// the last). Full batches pass through; a batch that spans two pieces is
-/// copied together.
+/// the last). Full batches pass through (a zero-copy slice; a file of one
+/// piece is all such); a batch that spans two pieces is copied together.
 pub fn rebatch(decoder: &JsonDecoder, parts: Vec<Vec<RecordBatch>>) -> Result<Vec<RecordBatch>> {
     let rows = decoder.batch_rows().max(1);
     let mut out = Vec::new();

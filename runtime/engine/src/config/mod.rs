@@ -202,14 +202,7 @@ impl StateConfig {
                 weir_state::MIN_STATE_MEMORY >> 20
             );
         }
-        if let Some(total) = machine_memory().filter(|&t| memory > t) {
-            bail!(
-                "`state.memory` = {} is more than this machine's memory ({} MiB)",
-                self.memory,
-                total >> 20
-            );
-        }
-        Ok(())
+        fits_machine_memory("state.memory", &self.memory, memory)
     }
 }
 
@@ -230,6 +223,18 @@ fn machine_memory() -> Option<usize> {
     let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
     let kib: usize = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib * 1024)
+}
+
+/// An error if the size `text` of setting `key` (`bytes` parsed) is more
+/// than this machine's memory.
+fn fits_machine_memory(key: &str, text: &str, bytes: usize) -> Result<()> {
+    if let Some(total) = machine_memory().filter(|&t| bytes > t) {
+        bail!(
+            "`{key}` = {text} is more than this machine's memory ({} MiB)",
+            total >> 20
+        );
+    }
+    Ok(())
 }
 
 /// How epochs are triggered (Spark's `Trigger`).
@@ -573,13 +578,7 @@ impl PipelineConfig {
                 self.operator.memory
             );
         }
-        if let Some(total) = machine_memory().filter(|&t| memory > t) {
-            bail!(
-                "`operator.memory` = {} is more than this machine's memory ({} MiB)",
-                self.operator.memory,
-                total >> 20
-            );
-        }
+        fits_machine_memory("operator.memory", &self.operator.memory, memory)?;
         self.operator_config_json().context("`operator.config`")?;
         Ok(())
     }
