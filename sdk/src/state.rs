@@ -20,6 +20,47 @@
 
 use crate::bindings::weir::operator::{event_time, state as wit};
 
+/// How many key groups the host divides state into (the most tasks a
+/// pipeline can have). Part of the contract: the host computes the same.
+pub const KEY_GROUPS: u16 = 128;
+
+/// The first bytes of a key that names its key group ([`grouped_key`]).
+const GROUPED_KEY: &[u8; 3] = b"\xffkg";
+
+/// The key group of a routing key's bytes (the value of the pipeline's
+/// `key` column: text as UTF-8, int64 as 8 big-endian bytes), as the host
+/// routes rows: `xxh3_64(bytes) mod` [`KEY_GROUPS`].
+pub fn key_group(routing_key: &[u8]) -> u16 {
+    (xxhash_rust::xxh3::xxh3_64(routing_key) % u64::from(KEY_GROUPS)) as u16
+}
+
+/// A state, list or timer key in the key group of `routing_key`: `rest`
+/// behind a header naming the group. With parallel tasks, a task may only
+/// touch keys of its own groups; state keyed by the routing key itself
+/// needs nothing, but a key that gathers many routing keys (every card's
+/// window ending at one time) must be kept per group, each task writing
+/// the one of its rows' group.
+pub fn grouped_key(routing_key: &[u8], rest: &[u8]) -> Vec<u8> {
+    in_group(key_group(routing_key), rest)
+}
+
+/// `rest` in key group `group` (see [`grouped_key`]).
+pub fn in_group(group: u16, rest: &[u8]) -> Vec<u8> {
+    let mut k = Vec::with_capacity(GROUPED_KEY.len() + 2 + rest.len());
+    k.extend_from_slice(GROUPED_KEY);
+    k.extend_from_slice(&group.to_be_bytes());
+    k.extend_from_slice(rest);
+    k
+}
+
+/// `key` without a [`grouped_key`] header, if it has one.
+pub fn ungrouped(key: &[u8]) -> &[u8] {
+    match key.strip_prefix(GROUPED_KEY.as_slice()) {
+        Some(rest) if rest.len() >= 2 => &rest[2..],
+        _ => key,
+    }
+}
+
 /// The value of `key`, if set and not expired.
 pub fn get(key: &[u8]) -> Option<Vec<u8>> {
     wit::get(key)
@@ -225,4 +266,23 @@ pub fn watermark() -> Option<i64> {
 /// (Spark ≥ 3.4's rule; [`watermark`] is what closes windows now).
 pub fn previous_watermark() -> Option<i64> {
     event_time::previous_watermark()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn groups_match_the_hosts() {
+        // The host's `weir_state::key_groups` pins the same values.
+        let groups: Vec<u16> = ["", "card-1", "card-2", "4111-1111"]
+            .iter()
+            .map(|k| key_group(k.as_bytes()))
+            .collect();
+        assert_eq!(groups, [66, 113, 14, 8]);
+        let k = grouped_key(b"card-1", b"w:9");
+        assert_eq!(k, b"\xffkg\x00\x71w:9");
+        assert_eq!(ungrouped(&k), b"w:9");
+        assert_eq!(ungrouped(b"plain"), b"plain");
+    }
 }

@@ -16,6 +16,7 @@ mod event_time;
 mod hot_swap;
 mod kafka;
 mod observe;
+mod parallel;
 mod polyglot;
 mod postgres;
 mod realtime;

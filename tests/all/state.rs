@@ -13,14 +13,14 @@ use std::sync::atomic::AtomicBool;
 const PER_FILE: u64 = 400;
 
 /// Input files `first..first + count` of `PER_FILE` payments each.
-fn write_files(dir: &Path, first: u64, count: u64) {
+pub(crate) fn write_files(dir: &Path, first: u64, count: u64) {
     for f in first..first + count {
         crate::common::write_payments(dir, 3, f, f * PER_FILE..(f + 1) * PER_FILE);
     }
 }
 
 /// The `count` pipeline; `tables` are appended (e.g. a `[state]` table).
-fn count_toml(dir: &Path, tables: &str) -> String {
+pub(crate) fn count_toml(dir: &Path, tables: &str) -> String {
     let toml = pipeline_toml(
         dir,
         &guest("sandbox_tests"),
@@ -36,7 +36,7 @@ fn run(dir: &Path, toml: &str) -> anyhow::Result<Vec<weir_core::progress::EpochP
 }
 
 /// `txn_id -> seen` as the native reference computes it over files `0..files`.
-fn expected_counts(files: u64) -> BTreeMap<String, i64> {
+pub(crate) fn expected_counts(files: u64) -> BTreeMap<String, i64> {
     let mut per_card: HashMap<String, i64> = HashMap::new();
     let mut out = BTreeMap::new();
     for i in 0..files * PER_FILE {
@@ -49,7 +49,7 @@ fn expected_counts(files: u64) -> BTreeMap<String, i64> {
 }
 
 /// `txn_id -> seen` as the sink holds it; a txn_id twice is a failure.
-fn output_counts(dir: &Path) -> BTreeMap<String, i64> {
+pub(crate) fn output_counts(dir: &Path) -> BTreeMap<String, i64> {
     let mut out = BTreeMap::new();
     for (_, bytes) in sink_files(&dir.join("out")) {
         for line in String::from_utf8(bytes).unwrap().lines() {

@@ -133,8 +133,10 @@ fn check_with(
     size: i64,
     slide: i64,
     emit: &str,
+    tasks: &str,
 ) {
     let name = component.file_name().unwrap().to_string_lossy();
+    let name = format!("{name} {tasks:?}");
     let dir = tempfile::tempdir().unwrap();
     for n in 0..FILES {
         write_file(dir.path(), n, Disorder::Mild);
@@ -142,7 +144,8 @@ fn check_with(
     let config = format!(
         r#"{{ kind = "{kind}", size_ms = {size}, slide_ms = {slide}, gap_ms = {size}, emit = "{emit}" }}"#
     );
-    let toml = crate::common::pipeline_toml(dir.path(), component, &config, "", "")
+    let toml = tasks.to_string()
+        + &crate::common::pipeline_toml(dir.path(), component, &config, "", "")
         + "[event_time]\ncolumn = \"ts\"\nallowed_lateness = \"10s\"\n";
     let mut pipeline = crate::common::open_pipeline(dir.path(), &toml, host).unwrap();
     pipeline
@@ -204,10 +207,21 @@ fn check_with(
     }
 }
 
-/// The Rust guest.
+/// The Rust guest, as one task and as three (its windows are kept per key
+/// group, so each task closes those of its own cards).
 fn check(kind: &str, size: i64, slide: i64, emit: &str) {
     let host = weir_host::WasmHost::new(None).unwrap();
-    check_with(&guest("window_kinds"), &host, kind, size, slide, emit);
+    for tasks in ["", "parallelism = 3\nkey = \"card_id\"\n"] {
+        check_with(
+            &guest("window_kinds"),
+            &host,
+            kind,
+            size,
+            slide,
+            emit,
+            tasks,
+        );
+    }
 }
 
 #[test]
@@ -236,9 +250,9 @@ fn python_and_javascript_windows_close_as_computed_offline() {
     for file in ["window_kinds_py.wasm", "window_kinds_js.wasm"] {
         let component = crate::polyglot::polyglot(file);
         for emit in ["close", "update"] {
-            check_with(&component, &host, "tumbling", 60_000, 60_000, emit);
-            check_with(&component, &host, "sliding", 60_000, 20_000, emit);
-            check_with(&component, &host, "session", 15_000, 0, emit);
+            check_with(&component, &host, "tumbling", 60_000, 60_000, emit, "");
+            check_with(&component, &host, "sliding", 60_000, 20_000, emit, "");
+            check_with(&component, &host, "session", 15_000, 0, emit, "");
         }
     }
 }

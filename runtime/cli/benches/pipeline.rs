@@ -6,7 +6,13 @@
 //!    the cost of one call at 1, 10, 100 and 10k rows (real-time mode runs
 //!    on small parts);
 //! 2. the demo pipeline end to end (file source → WAL → operator → file sink
-//!    → commit), against parsing the same input alone in the same run.
+//!    → commit), against parsing the same input alone in the same run;
+//! 3. parallel tasks: the demo input (200k payments) and a 2M-payment
+//!    input through `fraud-rules` and `fraud-velocity` at `parallelism` 1,
+//!    2 and 4, routed by `card_id`: events/s, the speed-up over one task
+//!    and the cores kept busy (process CPU time over wall time).
+//!    `BENCH_PARALLEL=0` skips it; `BENCH_PARALLEL_PAYMENTS` sets the
+//!    larger input's size.
 //!
 //! Figures are medians; ratios compare runs made in this process, since
 //! absolute times on shared machines are noise.
@@ -14,6 +20,7 @@
 use arrow_array::builder::{Float64Builder, Int64Builder, StringBuilder};
 use arrow_array::{Array, Float64Array, Int64Array, RecordBatch, StringArray};
 use fraud_rules::rules::{Hit, Payments, RuleSet};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use weir_cli::demo::{self, generator, DemoOperator, DemoOptions};
@@ -147,6 +154,97 @@ fn decode(schema: arrow_schema::SchemaRef, bytes: &[u8], rows: usize) -> Vec<Rec
         }
     }
     out
+}
+
+/// User plus system CPU time of this process so far.
+fn cpu_time() -> Duration {
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: getrusage fills the struct it is given; RUSAGE_SELF is valid.
+    #[allow(unsafe_code)]
+    let usage = unsafe {
+        libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr());
+        usage.assume_init()
+    };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1_000);
+    tv(usage.ru_utime) + tv(usage.ru_stime)
+}
+
+/// One run of a prepared demo directory's pipeline at `tasks` tasks, in a
+/// checkpoint and sink of its own: (rows, wall time, cores busy).
+fn run_at(dir: &Path, host: &WasmHost, tasks: u16) -> (u64, Duration, f64) {
+    let text = std::fs::read_to_string(dir.join("pipeline.toml")).unwrap();
+    let text = format!("parallelism = {tasks}\n{text}")
+        .replace(
+            "checkpoint = \"checkpoint\"",
+            &format!("checkpoint = \"checkpoint-{tasks}\""),
+        )
+        .replace("path = \"alerts\"", &format!("path = \"alerts-{tasks}\""));
+    let cfg = PipelineConfig::parse(&text, dir).unwrap();
+    let opts = weir_engine::OpenOptions {
+        ephemeral_checkpoint_ok: true,
+    };
+    let mut pipeline = weir_engine::open(&cfg, host, opts).unwrap();
+    let (cpu, wall) = (cpu_time(), Instant::now());
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let summary = pipeline.run(host, &stop, &mut |_| {}).unwrap();
+    let (wall, cpu) = (wall.elapsed(), cpu_time() - cpu);
+    (
+        summary.rows_in,
+        wall,
+        cpu.as_secs_f64() / wall.as_secs_f64(),
+    )
+}
+
+/// Section 3: every (input, operator) at 1, 2 and 4 tasks.
+fn parallel_table(scratch: &Path, host: &WasmHost) {
+    if std::env::var("BENCH_PARALLEL").is_ok_and(|v| v == "0") {
+        return;
+    }
+    let large: u64 = std::env::var("BENCH_PARALLEL_PAYMENTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(2_000_000);
+    println!(
+        "\nparallel tasks (`key = \"card_id\"`; files decoded on every core at every task count)\n"
+    );
+    println!(
+        "| {:<12} | {:<14} | {:>5} | {:>12} | {:>8} | {:>10} |",
+        "input", "operator", "tasks", "events/s", "vs 1", "cores busy"
+    );
+    println!(
+        "|{}|{}|{}|{}|{}|{}|",
+        "-".repeat(14),
+        "-".repeat(16),
+        "-".repeat(7),
+        "-".repeat(14),
+        "-".repeat(10),
+        "-".repeat(12)
+    );
+    for (input, payments) in [("demo 200k", 200_000u64), ("2M", large)] {
+        for operator in [DemoOperator::Rules, DemoOperator::Velocity] {
+            let dir = scratch.join(format!("par-{payments}-{operator:?}"));
+            std::fs::create_dir_all(&dir).unwrap();
+            let opts = DemoOptions {
+                payments,
+                operator,
+                ..Default::default()
+            };
+            demo::prepare(&dir, &opts).unwrap();
+            let mut one = None;
+            for tasks in [1u16, 2, 4] {
+                let (rows, wall, busy) = run_at(&dir, host, tasks);
+                assert_eq!(rows, payments, "every payment read");
+                let rate = rows as f64 / wall.as_secs_f64();
+                let base = *one.get_or_insert(rate);
+                let name = format!("{operator:?}").to_lowercase();
+                println!(
+                    "| {input:<12} | {name:<14} | {tasks:>5} | {rate:>12.0} | {:>7.2}x | {busy:>10.2} |",
+                    rate / base
+                );
+            }
+            std::fs::remove_dir_all(&dir).ok();
+        }
+    }
 }
 
 fn row(name: &str, value: String, note: &str) {
@@ -338,4 +436,5 @@ fn main() {
         format!("{:.2}x", e2e.as_secs_f64() / parse.as_secs_f64()),
         "1.0x = runtime adds nothing",
     );
+    parallel_table(scratch.path(), &host);
 }

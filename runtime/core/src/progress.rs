@@ -137,6 +137,22 @@ pub struct EpochProgress {
     /// The same as a histogram, for `/metrics` (not kept on disk).
     #[serde(skip)]
     pub latency_histogram: Option<Histogram>,
+    /// Each task's share of the epoch, when the operator ran as more than
+    /// one task (`parallelism`); empty for one task.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tasks: Vec<TaskProgress>,
+}
+
+/// What one task of a parallel epoch did: its rows and the time its
+/// operator instance ran, to see whether the key spreads the load evenly.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TaskProgress {
+    pub task: u16,
+    pub rows_in: u64,
+    pub rows_out: u64,
+    /// The task's operator run: instance, `process`, timers.
+    #[serde(with = "millis")]
+    pub operator: Duration,
 }
 
 impl EpochProgress {
@@ -221,6 +237,7 @@ impl EpochProgress {
             total: Duration::ZERO,
             latency: None,
             latency_histogram: None,
+            tasks: Vec::new(),
         }
     }
 }

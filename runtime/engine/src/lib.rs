@@ -18,6 +18,7 @@ pub mod config;
 pub mod dedup;
 pub mod deploy;
 pub mod event_time;
+pub mod exchange;
 pub mod isolate;
 pub mod observe;
 pub mod open;

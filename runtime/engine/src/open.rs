@@ -9,7 +9,7 @@ use crate::deploy::validate::Checks;
 use crate::deploy::Control;
 use crate::event_time::EventTime;
 use crate::operator_cache::OperatorCache;
-use crate::pipeline::{ActiveOperator, Pipeline};
+use crate::pipeline::{ActiveOperator, Pipeline, Tasks};
 use crate::registry::{Origin, Registry, Version};
 use crate::runner::Runner;
 use anyhow::{Context, Result};
@@ -74,6 +74,7 @@ pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<
     let configs = HashMap::from([(from_file.config_digest, file_operator.config_json)]);
     let (registry, active, active_loaded) =
         choose_active(&checkpoint, &checks, from_file, file_operator.loaded)?;
+    let tasks = tasks_of(cfg, &source.schema(), &active_loaded)?;
     let operators = Arc::new(OperatorCache::default());
     operators.insert(active_loaded);
     let control = Arc::new(Control::new(
@@ -100,6 +101,8 @@ pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<
         query_id = %checkpoint.metadata.query_id,
         operator = %active.digest,
         version = active.number,
+        tasks = tasks.count,
+        key = tasks.key.as_deref().unwrap_or("(none: rows split evenly)"),
         "pipeline opened"
     );
     Ok(Pipeline {
@@ -132,6 +135,51 @@ pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<
         carried: None,
         failure: cfg.operator.failure_policy(),
         wal: cfg.wal,
+        tasks,
+        task_report: Vec::new(),
+    })
+}
+
+/// How many tasks run the operator, and what routes rows to them. The
+/// default is one task per core, but one when no `key` routes the rows
+/// and the operator imports keyed state: its state would be spread over
+/// tasks at random, and the first state call would fail.
+fn tasks_of(
+    cfg: &PipelineConfig,
+    schema: &arrow_schema::Schema,
+    operator: &LoadedOperator,
+) -> Result<Tasks> {
+    if let Some(key) = &cfg.key {
+        crate::exchange::check_key_column(schema, key)?;
+    }
+    let keyed_state = operator
+        .imports()
+        .iter()
+        .any(|i| i.starts_with("weir:operator/state"));
+    let count = match cfg.parallelism {
+        Some(n) => n,
+        None if cfg.key.is_none() && keyed_state => {
+            tracing::info!(
+                pipeline = %cfg.name,
+                "one task: the operator keeps keyed state and no `key` routes rows to tasks \
+                 (set `key` to the column its state is keyed by to use every core)"
+            );
+            1
+        }
+        None => std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(usize::from(weir_state::KEY_GROUPS)) as u16,
+    };
+    if count > 1 && matches!(cfg.trigger, TriggerConfig::RealTime { .. }) {
+        tracing::info!(
+            pipeline = %cfg.name,
+            "real-time epochs run as one task; micro-batch epochs (replays of deferred parts) \
+             run as {count}"
+        );
+    }
+    Ok(Tasks {
+        count,
+        key: cfg.key.clone(),
     })
 }
 

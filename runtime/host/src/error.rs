@@ -26,7 +26,19 @@ pub enum OperatorFailure {
     /// The guest returned output that breaks the contract.
     #[error("returned invalid output: {0}")]
     InvalidOutput(String),
+    /// The guest used a state key that belongs to another task of a
+    /// parallel pipeline ([`KeyNotOwned`]). It depends on how rows are
+    /// routed, not on one record, so no record is isolated for it.
+    #[error("used keyed state another task owns: {0}")]
+    KeyNotOwned(String),
 }
+
+/// A state call an embedder refuses because the key is another task's: a
+/// [`crate::KeyedState`] returns it, the host passes it through the guest
+/// as it is, and the failure becomes [`OperatorFailure::KeyNotOwned`].
+#[derive(Debug, Clone, Error)]
+#[error("{0}")]
+pub struct KeyNotOwned(pub String);
 
 fn stderr_suffix(stderr: &str) -> String {
     let trimmed = stderr.trim();

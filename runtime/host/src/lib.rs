@@ -61,7 +61,7 @@ mod store;
 
 pub use cache::default_cache_root;
 pub use columns::wit_type;
-pub use error::OperatorFailure;
+pub use error::{KeyNotOwned, OperatorFailure};
 pub use sandbox::Grants;
 pub use state_host::KeyedState;
 
@@ -549,6 +549,9 @@ impl OperatorInstance {
                 requested,
                 limit: self.limits.memory_bytes,
             };
+        }
+        if let Some(refused) = err.downcast_ref::<KeyNotOwned>() {
+            return OperatorFailure::KeyNotOwned(refused.0.clone());
         }
         if matches!(err.downcast_ref::<Trap>(), Some(Trap::Interrupt)) {
             return OperatorFailure::Deadline(self.limits.deadline);

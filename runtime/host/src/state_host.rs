@@ -6,6 +6,7 @@
 //! the guest, which fails the epoch and leaves the host as it was.
 
 use super::bindings::weir::operator::{event_time, state, timers};
+use super::error::KeyNotOwned;
 use super::store::HostState;
 use state::ByteStrings;
 use std::any::Any;
@@ -23,9 +24,9 @@ pub trait KeyedState: Send {
     /// The values under `keys`, in order.
     fn get_many(&mut self, keys: &[&[u8]]) -> anyhow::Result<Vec<Option<Vec<u8>>>>;
     /// Sets `key`, expiring `ttl_ms` after the epoch's time if given.
-    fn put(&mut self, key: &[u8], value: &[u8], ttl_ms: Option<u64>);
+    fn put(&mut self, key: &[u8], value: &[u8], ttl_ms: Option<u64>) -> anyhow::Result<()>;
     /// Removes `key`.
-    fn delete(&mut self, key: &[u8]);
+    fn delete(&mut self, key: &[u8]) -> anyhow::Result<()>;
     /// Live keys in `[start, end)` (`end = None`: to the last key) with
     /// their values, in key order, at most `limit`.
     fn scan(
@@ -35,15 +36,15 @@ pub trait KeyedState: Send {
         limit: usize,
     ) -> anyhow::Result<Vec<(Vec<u8>, Vec<u8>)>>;
     /// Appends `value` to the list under `key` (lists are apart from keys).
-    fn append(&mut self, key: &[u8], value: &[u8]);
+    fn append(&mut self, key: &[u8], value: &[u8]) -> anyhow::Result<()>;
     /// The list under `key`, in append order.
     fn list(&mut self, key: &[u8]) -> anyhow::Result<Vec<Vec<u8>>>;
     /// Removes the list under `key`.
     fn clear(&mut self, key: &[u8]) -> anyhow::Result<()>;
     /// Sets a timer for `key` at event time `at_ms`.
-    fn set_timer(&mut self, key: &[u8], at_ms: i64);
+    fn set_timer(&mut self, key: &[u8], at_ms: i64) -> anyhow::Result<()>;
     /// Removes `key`'s timer at `at_ms`.
-    fn delete_timer(&mut self, key: &[u8], at_ms: i64);
+    fn delete_timer(&mut self, key: &[u8], at_ms: i64) -> anyhow::Result<()>;
     /// The times of `key`'s timers, ascending.
     fn timers(&mut self, key: &[u8]) -> anyhow::Result<Vec<i64>>;
     /// Removes and returns the earliest timers at or before `watermark`,
@@ -119,8 +120,13 @@ fn split_pairs<'a>(
     Ok(keys.into_iter().zip(values).collect())
 }
 
+/// An embedder's state error as the guest's trap: a refused key passes
+/// through typed, for [`crate::OperatorFailure::KeyNotOwned`].
 fn host_error(e: anyhow::Error) -> wasmtime::Error {
-    format_err!("state store: {e:#}")
+    match e.downcast_ref::<KeyNotOwned>() {
+        Some(refused) => wasmtime::Error::new(refused.clone()),
+        None => format_err!("state store: {e:#}"),
+    }
 }
 
 impl state::Host for HostState {
@@ -131,13 +137,13 @@ impl state::Host for HostState {
 
     fn put(&mut self, key: Vec<u8>, value: Vec<u8>, ttl_ms: Option<u64>) -> Result<()> {
         let s = self.epoch_state()?;
-        s.put(&key, &value, ttl_ms);
+        s.put(&key, &value, ttl_ms).map_err(host_error)?;
         self.check_budget()
     }
 
     fn delete(&mut self, key: Vec<u8>) -> Result<()> {
         let s = self.epoch_state()?;
-        s.delete(&key);
+        s.delete(&key).map_err(host_error)?;
         self.check_budget()
     }
 
@@ -170,7 +176,7 @@ impl state::Host for HostState {
         let pairs = split_pairs("put-many", &keys, &values)?;
         let s = self.epoch_state()?;
         for (k, v) in pairs {
-            s.put(k, v, ttl_ms);
+            s.put(k, v, ttl_ms).map_err(host_error)?;
         }
         self.check_budget()
     }
@@ -179,7 +185,7 @@ impl state::Host for HostState {
         let keys = split(&keys)?;
         let s = self.epoch_state()?;
         for k in keys {
-            s.delete(k);
+            s.delete(k).map_err(host_error)?;
         }
         self.check_budget()
     }
@@ -194,7 +200,9 @@ impl state::Host for HostState {
     }
 
     fn append(&mut self, key: Vec<u8>, value: Vec<u8>) -> Result<()> {
-        self.epoch_state()?.append(&key, &value);
+        self.epoch_state()?
+            .append(&key, &value)
+            .map_err(host_error)?;
         self.check_budget()
     }
 
@@ -247,7 +255,7 @@ impl HostState {
         let pairs = split_pairs("append-many", &keys, &values)?;
         let s = self.epoch_state()?;
         for (k, v) in pairs {
-            s.append(k, v);
+            s.append(k, v).map_err(host_error)?;
         }
         self.check_budget()
     }
@@ -255,12 +263,16 @@ impl HostState {
 
 impl timers::Host for HostState {
     fn set(&mut self, key: Vec<u8>, at_ms: i64) -> Result<()> {
-        self.epoch_state()?.set_timer(&key, at_ms);
+        self.epoch_state()?
+            .set_timer(&key, at_ms)
+            .map_err(host_error)?;
         self.check_budget()
     }
 
     fn delete(&mut self, key: Vec<u8>, at_ms: i64) -> Result<()> {
-        self.epoch_state()?.delete_timer(&key, at_ms);
+        self.epoch_state()?
+            .delete_timer(&key, at_ms)
+            .map_err(host_error)?;
         self.check_budget()
     }
 

@@ -39,6 +39,25 @@ impl Changes {
     }
 }
 
+impl Changes {
+    /// Adds `other`'s changes to these: the tasks of a parallel epoch
+    /// change disjoint keys (their own key groups), and their changes are
+    /// committed as one. Where both hold a pre-image of a key, the first
+    /// is kept: it was read from the committed store too.
+    pub fn merge(&mut self, other: Changes) {
+        self.writes.extend(other.writes);
+        for (k, v) in other.before {
+            self.before.entry(k).or_insert(v);
+        }
+        self.forgotten += other.forgotten;
+    }
+
+    /// Whether there is nothing to commit.
+    pub fn is_empty(&self) -> bool {
+        self.writes.is_empty() && self.forgotten == 0
+    }
+}
+
 /// The state one epoch reads and writes.
 pub struct EpochState {
     pub(crate) store: StateReader,
@@ -117,6 +136,13 @@ impl EpochState {
             before_bytes: 0,
             forgotten: 0,
         }
+    }
+
+    /// A fresh overlay over the same committed store, for the same epoch
+    /// and epoch time: one per task of a parallel epoch. Its changes are
+    /// its own, to be merged with [`Changes::merge`].
+    pub fn sibling(&self) -> Self {
+        EpochState::new(self.store.clone(), self.epoch, self.now_ms)
     }
 
     /// Epoch time in Unix ms.

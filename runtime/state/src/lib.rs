@@ -3,6 +3,7 @@
 //! `checkpoint/state/` and advanced with the epochs, so it is exactly as
 //! durable and as replayable as the output.
 //!
+//! [`key_groups`] divides the state among a pipeline's tasks;
 //! [`store`] is the database and its epoch protocol (atomic commit with a
 //! marker, undo of an uncommitted epoch, snapshots); [`epoch`] is what one
 //! epoch reads and writes before it is committed; [`scan`], [`lists`] and
@@ -10,12 +11,14 @@
 //! top of it.
 
 pub mod epoch;
+pub mod key_groups;
 pub mod lists;
 pub mod scan;
 pub mod store;
 pub mod timers;
 
 pub use epoch::{namespace_prefix, Changes, EpochState};
+pub use key_groups::{group_of_key, key_group, KeyGroups, GROUPED_KEY, KEY_GROUPS};
 pub use lists::ListSpace;
 pub use scan::prefix_end;
 pub use store::{

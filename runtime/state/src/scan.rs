@@ -71,6 +71,20 @@ impl EpochState {
         end: Option<&[u8]>,
         limit: usize,
     ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        self.scan_where(prefix, start, end, limit, |_| true)
+    }
+
+    /// [`Self::scan`] over the keys `keep` accepts (given without the
+    /// namespace prefix); the others are skipped and do not count against
+    /// `limit`. A task of a parallel pipeline scans its own key groups so.
+    pub fn scan_where(
+        &self,
+        prefix: &[u8],
+        start: &[u8],
+        end: Option<&[u8]>,
+        limit: usize,
+        keep: impl Fn(&[u8]) -> bool,
+    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
         let lo = full_key(prefix, start);
         let hi = match end {
             Some(e) => Some(full_key(prefix, e)),
@@ -83,8 +97,12 @@ impl EpochState {
         .peekable();
         let mut out = Vec::new();
         let emit = |out: &mut Vec<(Vec<u8>, Vec<u8>)>, key: &[u8], stored: &[u8]| {
+            let key = &key[prefix.len()..];
+            if !keep(key) {
+                return anyhow::Ok(true);
+            }
             if let Some(v) = decode(stored, self.now_ms)? {
-                out.push((key[prefix.len()..].to_vec(), v.to_vec()));
+                out.push((key.to_vec(), v.to_vec()));
             }
             anyhow::Ok(out.len() < limit)
         };

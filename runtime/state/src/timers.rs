@@ -46,6 +46,11 @@ fn time_entry(key: &[u8], at: i64) -> Vec<u8> {
     k
 }
 
+/// The timer's key in a by-time entry (`at ++ key`).
+fn timer_key(entry: &[u8]) -> &[u8] {
+    entry.get(8..).unwrap_or_default()
+}
+
 fn key_entry(key: &[u8], at: i64) -> Vec<u8> {
     let mut k = key_prefix(key);
     k.extend_from_slice(&sortable(at));
@@ -101,7 +106,17 @@ impl EpochState {
 
     /// The earliest timer's time (the epoch's changes included).
     pub fn next_timer(&self, space: &TimerSpace) -> Result<Option<i64>> {
-        match self.scan(&space.by_time, b"", None, 1)?.first() {
+        self.next_timer_where(space, |_| true)
+    }
+
+    /// The earliest time of a timer whose key `keep` accepts.
+    pub fn next_timer_where(
+        &self,
+        space: &TimerSpace,
+        keep: impl Fn(&[u8]) -> bool,
+    ) -> Result<Option<i64>> {
+        let first = self.scan_where(&space.by_time, b"", None, 1, |e| keep(timer_key(e)))?;
+        match first.first() {
             Some((entry, _)) => Ok(Some(unsortable(entry.get(..8).unwrap_or(entry))?)),
             None => Ok(None),
         }
@@ -115,8 +130,21 @@ impl EpochState {
         watermark: i64,
         limit: usize,
     ) -> Result<Vec<Fired>> {
+        self.take_due_timers_where(space, watermark, limit, |_| true)
+    }
+
+    /// [`Self::take_due_timers`] of the keys `keep` accepts: a task of a
+    /// parallel pipeline fires the timers of its own key groups.
+    pub fn take_due_timers_where(
+        &mut self,
+        space: &TimerSpace,
+        watermark: i64,
+        limit: usize,
+        keep: impl Fn(&[u8]) -> bool,
+    ) -> Result<Vec<Fired>> {
         let end = watermark.checked_add(1).map(sortable);
-        let due = self.scan(&space.by_time, b"", end.as_ref().map(|e| &e[..]), limit)?;
+        let end = end.as_ref().map(|e| &e[..]);
+        let due = self.scan_where(&space.by_time, b"", end, limit, |e| keep(timer_key(e)))?;
         let mut fired = Vec::with_capacity(due.len());
         for (entry, _) in due {
             if entry.len() < 8 {
@@ -170,5 +198,33 @@ mod tests {
         assert_eq!(e.next_timer(&space).unwrap(), Some(9_000));
         let mut e2 = EpochState::new(store.reader(), 2, 0);
         assert_eq!(e2.take_due_timers(&space, i64::MAX, 1).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_task_fires_only_the_timers_its_filter_accepts() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut store, _) = StateStore::open(dir.path(), SnapshotPolicy::default(), None).unwrap();
+        let space = TimerSpace::of("op");
+        let mut e0 = EpochState::new(store.reader(), 0, 0);
+        for (key, at) in [("a1", 5), ("b1", 1), ("a2", 3), ("b2", 2)] {
+            e0.set_timer(&space, key.as_bytes(), at);
+        }
+        store.commit(0, e0.into_changes()).unwrap();
+        let mut e1 = EpochState::new(store.reader(), 1, 0);
+        let ours = |k: &[u8]| k.starts_with(b"a");
+        assert_eq!(e1.next_timer_where(&space, ours).unwrap(), Some(3));
+        let fired = e1.take_due_timers_where(&space, 10, 1, ours).unwrap();
+        assert_eq!(
+            fired,
+            [(b"a2".to_vec(), 3)],
+            "the limit counts accepted timers"
+        );
+        let fired = e1.take_due_timers_where(&space, 10, 9, ours).unwrap();
+        assert_eq!(fired, [(b"a1".to_vec(), 5)]);
+        assert_eq!(
+            e1.next_timer(&space).unwrap(),
+            Some(1),
+            "other keys' timers stay"
+        );
     }
 }

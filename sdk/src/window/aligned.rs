@@ -3,7 +3,9 @@
 //! is kept **per end**, not per window. Each batch appends one chunk per
 //! end it touched (each key's partial aggregate and, collecting, its
 //! payloads) to that end's list and sets one timer at the end; closing an
-//! end reads its few chunks and merges them per key. A window costs no
+//! end reads its few chunks and merges them per key. An end has one list
+//! and timer per key group its keys fall in, so that each task of a
+//! parallel pipeline writes and closes the windows of its own keys. A window costs no
 //! state key of its own — the per-window reads, writes, timers and deletes
 //! a key-per-window layout pays are what made hand-buffered windows slow.
 //! Update mode also keeps each window's running aggregate under its own
@@ -30,16 +32,17 @@ impl Windows {
         closed_through: Option<i64>,
     ) -> Result<Added, Error> {
         let mut late = Vec::new();
-        let mut by_end: BTreeMap<i64, BTreeMap<&[u8], Part<'_>>> = BTreeMap::new();
+        let mut by_end: BTreeMap<(i64, u16), BTreeMap<&[u8], Part<'_>>> = BTreeMap::new();
         for (i, row) in rows.iter().enumerate() {
             let mut kept = false;
+            let group = state::key_group(row.key);
             for end in ends(row.ts_ms, size, slide) {
                 if closed_through.is_some_and(|w| end <= w) {
                     continue;
                 }
                 kept = true;
                 let part = by_end
-                    .entry(end)
+                    .entry((end, group))
                     .or_default()
                     .entry(row.key)
                     .or_insert_with(|| Part {
@@ -56,12 +59,12 @@ impl Windows {
             }
         }
         let mut chunks = Vec::with_capacity(by_end.len());
-        for (&end, parts) in &by_end {
+        for (&(end, group), parts) in &by_end {
             let mut chunk = Vec::new();
             for (key, part) in parts {
                 push_part(&mut chunk, key, &part.agg, &part.payloads);
             }
-            let list = self.end_key(end);
+            let list = self.end_key(group, end);
             timers::set(&list, end);
             chunks.push((list, chunk));
         }
@@ -76,12 +79,12 @@ impl Windows {
     /// Update mode: each touched window's aggregate so far, stored back.
     fn update_aggregates(
         &self,
-        by_end: &BTreeMap<i64, BTreeMap<&[u8], Part<'_>>>,
+        by_end: &BTreeMap<(i64, u16), BTreeMap<&[u8], Part<'_>>>,
         size: i64,
     ) -> Result<Vec<Window>, Error> {
         let touched: Vec<(i64, &[u8], &Part<'_>)> = by_end
             .iter()
-            .flat_map(|(&end, parts)| parts.iter().map(move |(k, p)| (end, *k, p)))
+            .flat_map(|(&(end, _), parts)| parts.iter().map(move |(k, p)| (end, *k, p)))
             .collect();
         let keys: Vec<Vec<u8>> = touched
             .iter()
@@ -112,10 +115,12 @@ impl Windows {
     /// aggregation's end timers, in key order; their state is removed.
     pub(super) fn close_end(&self, timer: &Timer, size: i64) -> Result<Vec<Window>, Error> {
         let end = timer.at_ms;
-        let list = self.end_key(end);
-        if timer.key != list {
+        // The timer names the list: one group's (or, written before key
+        // groups, every key's) windows ending at `end`.
+        if state::ungrouped(&timer.key) != self.end_name(end) {
             return Ok(Vec::new());
         }
+        let list = timer.key.clone();
         let mut merged: BTreeMap<Vec<u8>, (Aggregate, Vec<Vec<u8>>)> = BTreeMap::new();
         for chunk in state::read_list(&list) {
             read_parts(&chunk, |key, agg, rows| {

@@ -204,18 +204,19 @@ impl Windows {
     /// Whether `timer` is one of this aggregation's (for operators that
     /// also set timers of their own).
     pub fn owns(&self, timer: &Timer) -> bool {
-        timer.key.starts_with(&self.prefix)
+        state::ungrouped(&timer.key).starts_with(&self.prefix)
     }
 
     /// Where a key's own windows live: sessions, and update mode's running
-    /// aggregates.
+    /// aggregates. In the key group of `key` (the routing key), so that
+    /// the task that gets `key`'s rows owns them.
     fn key_prefix(&self, key: &[u8]) -> Vec<u8> {
         let mut k = Vec::with_capacity(self.prefix.len() + 5 + key.len() + 8);
         k.extend_from_slice(&self.prefix);
         k.push(b'k');
         k.extend_from_slice(&(key.len() as u32).to_be_bytes());
         k.extend_from_slice(key);
-        k
+        state::grouped_key(key, &k)
     }
 
     /// The state key (and session timer key) of `key`'s window at `start`.
@@ -227,7 +228,7 @@ impl Windows {
 
     /// The key and start a [`Self::window_key`] names.
     fn parse(&self, window_key: &[u8]) -> Option<(Vec<u8>, i64)> {
-        let rest = window_key.strip_prefix(self.prefix.as_slice())?;
+        let rest = state::ungrouped(window_key).strip_prefix(self.prefix.as_slice())?;
         let rest = rest.strip_prefix(b"k")?;
         let len = u32::from_be_bytes(rest.get(..4)?.try_into().ok()?) as usize;
         let key = rest.get(4..4 + len)?.to_vec();
@@ -235,9 +236,15 @@ impl Windows {
         Some((key, start))
     }
 
-    /// The list (and timer key) of every window ending at `end`
-    /// (tumbling and sliding).
-    fn end_key(&self, end: i64) -> Vec<u8> {
+    /// The list (and timer key) of the windows ending at `end` whose keys
+    /// are in key group `group` (tumbling and sliding): one per group, so
+    /// that each task of a parallel pipeline keeps its own.
+    fn end_key(&self, group: u16, end: i64) -> Vec<u8> {
+        state::in_group(group, &self.end_name(end))
+    }
+
+    /// [`Self::end_key`] without its group.
+    fn end_name(&self, end: i64) -> Vec<u8> {
         let mut k = Vec::with_capacity(self.prefix.len() + 9);
         k.extend_from_slice(&self.prefix);
         k.push(b'e');
@@ -275,6 +282,9 @@ impl Windows {
                 Kind::Session { .. } => closed.extend(self.close_session(timer)?),
             }
         }
+        // Timers fire by time, then by key group: put each end's windows
+        // in key order again.
+        closed.sort_by(|a, b| (a.end_ms, &a.key).cmp(&(b.end_ms, &b.key)));
         Ok(closed)
     }
 }

@@ -176,6 +176,9 @@ pub fn pipeline_toml(files_per_epoch: usize, operator: DemoOperator) -> String {
         r#"# Written by `weir demo`; run it again with `weir run pipeline.toml`.
 name = "fraud-demo"
 checkpoint = "checkpoint"
+# One task per core (`parallelism`); each card's payments meet one task,
+# which keeps that card's state.
+key = "card_id"
 
 [trigger]
 mode = "available-now"

@@ -22,6 +22,17 @@ pub struct PipelineConfig {
     pub name: String,
     /// Checkpoint directory (offset WAL, commit WAL, state, metadata).
     pub checkpoint: PathBuf,
+    /// Tasks that run the operator side by side, each on a thread of its
+    /// own over its share of every epoch (default: one per core; see
+    /// [`PipelineConfig::tasks`]). Changing it between runs rescales: the
+    /// tasks own other ranges of key groups, nothing stored moves.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parallelism: Option<u16>,
+    /// The input column whose value decides which task a row goes to, so
+    /// that all rows of one key (a card) meet the same task and its state.
+    /// Without it rows are split evenly, which suits stateless operators.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
     /// When epochs run.
     #[serde(default)]
     pub trigger: TriggerConfig,
@@ -536,6 +547,18 @@ impl PipelineConfig {
                 bail!("`trigger.checkpoint_interval` must be longer than zero");
             }
             _ => {}
+        }
+        if let Some(n) = self.parallelism {
+            if n == 0 || n > weir_state::KEY_GROUPS {
+                bail!(
+                    "`parallelism` must be between 1 and {} (the number of key groups the \
+                     state is divided into)",
+                    weir_state::KEY_GROUPS
+                );
+            }
+        }
+        if self.key.as_deref().is_some_and(|k| k.trim().is_empty()) {
+            bail!("`key` must name an input column (or be left out)");
         }
         self.source.validate()?;
         self.sink.validate()?;

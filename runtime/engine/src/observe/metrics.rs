@@ -25,6 +25,11 @@ struct PhaseLabel {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TaskLabel {
+    task: u16,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct UnitLabel {
     unit: &'static str,
 }
@@ -71,6 +76,9 @@ pub struct Metrics {
     version: Gauge,
     trigger_interval: FloatGauge,
     backlog_growing: Gauge,
+    task_rows_in: Family<TaskLabel, Counter>,
+    task_rows_out: Family<TaskLabel, Counter>,
+    task_operator_seconds: Family<TaskLabel, Counter<f64, AtomicU64>>,
 }
 
 impl Metrics {
@@ -103,6 +111,9 @@ impl Metrics {
             version: Gauge::default(),
             trigger_interval: FloatGauge::default(),
             backlog_growing: Gauge::default(),
+            task_rows_in: Family::default(),
+            task_rows_out: Family::default(),
+            task_operator_seconds: Family::default(),
         };
         let r = m
             .registry
@@ -216,6 +227,21 @@ impl Metrics {
             "1 while the backlog grows (see the dashboard's verdict)",
             m.backlog_growing.clone(),
         );
+        r.register(
+            "task_input_rows",
+            "Rows each task's operator instance got (with `parallelism` above 1)",
+            m.task_rows_in.clone(),
+        );
+        r.register(
+            "task_output_rows",
+            "Rows each task's operator instance produced",
+            m.task_rows_out.clone(),
+        );
+        r.register(
+            "task_operator_seconds",
+            "Time each task's operator instance ran (instance, process, timers)",
+            m.task_operator_seconds.clone(),
+        );
         m.registry.sub_registry_with_prefix("weir").register(
             "log_events",
             "Warnings and errors logged",
@@ -242,6 +268,14 @@ impl Metrics {
                     self.latency_seconds.observe(upper_us as f64 / 1e6);
                 }
             }
+        }
+        for t in &p.tasks {
+            let task = TaskLabel { task: t.task };
+            self.task_rows_in.get_or_create(&task).inc_by(t.rows_in);
+            self.task_rows_out.get_or_create(&task).inc_by(t.rows_out);
+            self.task_operator_seconds
+                .get_or_create(&task)
+                .inc_by(t.operator.as_secs_f64());
         }
         for (phase, d) in p.phases.named() {
             self.phase_seconds
@@ -338,5 +372,36 @@ mod tests {
             ),
             "{text}"
         );
+    }
+}
+
+#[cfg(test)]
+mod task_tests {
+    use super::*;
+    use weir_core::progress::TaskProgress;
+
+    #[test]
+    fn each_task_has_its_own_series() {
+        let m = Metrics::new("p");
+        let mut p = EpochProgress::sample(0);
+        p.tasks = (0..2)
+            .map(|t| TaskProgress {
+                task: t,
+                rows_in: 100 + u64::from(t),
+                rows_out: 3,
+                operator: std::time::Duration::from_millis(250),
+            })
+            .collect();
+        m.epoch(&p);
+        m.epoch(&p);
+        let text = m.encode();
+        for want in [
+            "weir_task_input_rows_total{pipeline=\"p\",task=\"0\"} 200",
+            "weir_task_input_rows_total{pipeline=\"p\",task=\"1\"} 202",
+            "weir_task_output_rows_total{pipeline=\"p\",task=\"1\"} 6",
+            "weir_task_operator_seconds_total{pipeline=\"p\",task=\"0\"} 0.5",
+        ] {
+            assert!(text.contains(want), "no {want} in\n{text}");
+        }
     }
 }

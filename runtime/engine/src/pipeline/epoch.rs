@@ -79,6 +79,8 @@ pub(super) struct Done {
     pub latency: Histogram,
     /// A real-time epoch's part count (its range is its parts).
     pub parts: Option<u32>,
+    /// Each task's share, when more than one ran the operator.
+    pub tasks: Vec<weir_core::progress::TaskProgress>,
 }
 
 impl Pipeline {
@@ -127,6 +129,8 @@ impl Pipeline {
         let ran = timed(&mut phases.operator, || {
             self.run_resilient(host, entry, batches)
         })?;
+        // The last operator run was the epoch's (the shadow's comes next).
+        let tasks = std::mem::take(&mut self.task_report);
         let shadow = timed(&mut phases.shadow, || {
             self.shadow_hook(host, &ran.entry, &ran.prepared.batches, &ran.outputs)
         });
@@ -181,6 +185,7 @@ impl Pipeline {
             phases,
             latency,
             parts: None,
+            tasks,
         };
         Ok(self.report(done, &entry, migrated, shadow))
     }
@@ -445,6 +450,7 @@ impl Pipeline {
             total,
             latency: done.latency.summary(),
             latency_histogram: Some(done.latency),
+            tasks: done.tasks,
         };
         self.control.epoch_done(&progress);
         self.telemetry.epoch_done(&progress);

@@ -14,6 +14,9 @@ mod realtime;
 mod recovery;
 mod resilience;
 mod shadow_hook;
+mod tasks;
+
+pub use tasks::Tasks;
 
 use crate::config::{FailurePolicy, OnError, TriggerConfig, WalConfig};
 use crate::dedup::{Dedup, Dropped};
@@ -53,7 +56,8 @@ pub struct EpochFailed {
     pub pipeline: String,
     pub epoch: u64,
     pub digest: Digest,
-    #[source]
+    /// Shown in the message, not chained as its source: `{:#}` would
+    /// print it twice.
     pub cause: OperatorFailure,
 }
 
@@ -148,6 +152,11 @@ pub struct Pipeline {
     /// The range of a real-time part the operator failed on live: it runs
     /// next, as a micro-batch epoch of its own ([`weir_core::parts`]).
     pub(crate) carried: Option<serde_json::Value>,
+    /// How epochs are divided among tasks ([`tasks`]).
+    pub(crate) tasks: Tasks,
+    /// The tasks' share of the last parallel operator run, for the epoch's
+    /// progress record.
+    pub(crate) task_report: Vec<weir_core::progress::TaskProgress>,
 }
 
 /// An epoch's input as the operator gets it, with the state view.
@@ -476,7 +485,25 @@ impl Pipeline {
     ) -> Result<Result<RunOutput, OperatorFailure>> {
         let operator = self.operator_for(host, &run.operator.digest)?;
         let config = self.config_for(&run.operator.config_digest)?;
-        Ok(self.runner.run(&operator, &config, run.at, batches, env))
+        if self.tasks.count <= 1 {
+            return Ok(self.runner.run(&operator, &config, run.at, batches, env));
+        }
+        let (out, report) = tasks::run_tasks(
+            &self.runner,
+            &operator,
+            &config,
+            run.at,
+            batches,
+            env,
+            &self.tasks,
+        )?;
+        self.task_report = report;
+        Ok(out)
+    }
+
+    /// How the pipeline's epochs are divided among tasks.
+    pub fn tasks(&self) -> &Tasks {
+        &self.tasks
     }
 
     fn operator_for(&mut self, host: &WasmHost, digest: &Digest) -> Result<Arc<LoadedOperator>> {

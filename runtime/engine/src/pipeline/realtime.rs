@@ -176,6 +176,7 @@ impl Pipeline {
             phases,
             latency: totals.latency,
             parts: Some(totals.parts),
+            tasks: Vec::new(),
         };
         Ok(self.report(done, &entry, migrated, shadow))
     }

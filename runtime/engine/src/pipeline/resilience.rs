@@ -10,7 +10,8 @@
 //!    the version before it handles the same input. The new version is
 //!    rolled back in the registry (`auto-rollback` in its history) and the
 //!    epoch is re-planned with the old one.
-//! 3. **A bad record**: under `operator.on_error = "dead-letter"` the rows
+//! 3. **A bad record** (not a state key outside the task's key groups,
+//!    which no record causes alone): under `operator.on_error = "dead-letter"` the rows
 //!    the version fails on alone are found by bisection
 //!    ([`crate::isolate`]) and recorded in `offsets/N`; the epoch runs
 //!    without them and they go to the dead-letter output.
@@ -92,7 +93,10 @@ impl Pipeline {
                 entry = self.replan(entry, &target)?;
                 continue;
             }
-            if self.failure.on_error == OnError::Fail {
+            // A state key outside the task's groups is a fault of how rows
+            // are routed, not of any one record: nothing to isolate.
+            let routing = matches!(failure, OperatorFailure::KeyNotOwned(_));
+            if self.failure.on_error == OnError::Fail || routing {
                 return Err(self.epoch_failed(&entry, failure));
             }
             let found = self.isolate_rows(host, &entry, &input, &failure)?;

@@ -1,0 +1,136 @@
+//! Parallel tasks: one epoch's operator run divided among `parallelism`
+//! tasks, each a fresh operator instance on a thread of its own.
+//!
+//! The epoch protocol does not change: one `offsets/N` before anything is
+//! read, one `commits/N` after the sink and the state. Only the **run**
+//! phase fans out:
+//!
+//! 1. the exchange deals the epoch's rows to the tasks
+//!    ([`crate::exchange`]): by the key group of the routing key, or evenly;
+//! 2. each task runs the epoch's version (the one in `offsets/N`, so all
+//!    tasks swap together) over its rows, with its own view of the state
+//!    limited to its key groups ([`crate::operator_state::task_envs`]): a
+//!    state call outside them fails the epoch
+//!    ([`weir_host::OperatorFailure::KeyNotOwned`]);
+//! 3. the tasks' outputs are joined in task order and their state changes
+//!    merged into the epoch's, to be written and committed as one.
+//!
+//! A failing task fails the epoch, which runs again as a whole: a task is
+//! not a unit of recovery. Per key, a task sees exactly the rows and the
+//! state one task would, so every parallelism gives the same output rows
+//! (as a multiset) and the same state.
+
+use crate::operator_state;
+use crate::runner::{EpochAt, Runner};
+use anyhow::{anyhow, Result};
+use arrow_array::RecordBatch;
+use std::time::{Duration, Instant};
+use weir_core::progress::TaskProgress;
+use weir_host::{EpochEnv, LoadedOperator, OperatorFailure, RunOutput};
+
+/// How a pipeline's epochs are divided among tasks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tasks {
+    /// How many tasks (1: the whole epoch on the epoch loop's thread).
+    pub count: u16,
+    /// The input column rows are routed by (`key` in the pipeline file).
+    pub key: Option<String>,
+}
+
+impl Tasks {
+    /// One task, as before parallelism.
+    pub fn one() -> Self {
+        Tasks {
+            count: 1,
+            key: None,
+        }
+    }
+}
+
+/// One epoch's run of `operator` over `batches`, divided among `tasks`.
+/// The outer error is the host's (routing, a thread); the inner one the
+/// operator's, of the first failing task.
+pub(super) fn run_tasks(
+    runner: &Runner,
+    operator: &LoadedOperator,
+    config: &str,
+    at: EpochAt,
+    batches: &[RecordBatch],
+    mut env: EpochEnv,
+    tasks: &Tasks,
+) -> Result<(Result<RunOutput, OperatorFailure>, Vec<TaskProgress>)> {
+    let key = tasks.key.as_deref();
+    let routed = crate::exchange::route(batches, key, tasks.count)?;
+    let envs = operator_state::task_envs(&mut env, tasks.count, key).unwrap_or_else(|| {
+        (0..tasks.count)
+            .map(|_| EpochEnv {
+                state: None,
+                watermark: env.watermark,
+                previous_watermark: env.previous_watermark,
+            })
+            .collect()
+    });
+    let ran = std::thread::scope(|scope| -> Result<Vec<_>> {
+        let mut running = Vec::with_capacity(routed.len());
+        for (task, (rows, task_env)) in routed.iter().zip(envs).enumerate() {
+            let handle = std::thread::Builder::new()
+                .name(format!("weir-task-{task}"))
+                .spawn_scoped(scope, move || {
+                    let started = Instant::now();
+                    let out = runner.run(operator, config, at, rows, task_env);
+                    (out, started.elapsed())
+                })?;
+            running.push(handle);
+        }
+        running
+            .into_iter()
+            .enumerate()
+            .map(|(t, h)| h.join().map_err(|_| anyhow!("task {t}'s thread panicked")))
+            .collect()
+    })?;
+    Ok(join(env, &routed, ran))
+}
+
+/// The tasks' runs as the epoch's: outputs in task order, state changes
+/// merged into `env`; or the first failure, by task number.
+fn join(
+    mut env: EpochEnv,
+    routed: &[Vec<RecordBatch>],
+    ran: Vec<(Result<RunOutput, OperatorFailure>, Duration)>,
+) -> (Result<RunOutput, OperatorFailure>, Vec<TaskProgress>) {
+    let mut batches = Vec::new();
+    let mut migrated = false;
+    let mut report = Vec::with_capacity(ran.len());
+    let mut failed = None;
+    for (task, ((out, took), rows)) in ran.into_iter().zip(routed).enumerate() {
+        let rows_in = rows.iter().map(|b| b.num_rows() as u64).sum();
+        let mut progress = TaskProgress {
+            task: task as u16,
+            rows_in,
+            rows_out: 0,
+            operator: took,
+        };
+        match out {
+            Ok(out) if failed.is_none() => {
+                progress.rows_out = out.batches.iter().map(|b| b.num_rows() as u64).sum();
+                migrated |= out.migrated;
+                batches.extend(out.batches);
+                operator_state::absorb(&mut env, out.env);
+            }
+            Ok(_) => {}
+            Err(f) => {
+                failed.get_or_insert(f);
+            }
+        }
+        report.push(progress);
+    }
+    let result = match failed {
+        Some(f) => Err(f),
+        None => Ok(RunOutput {
+            batches,
+            env,
+            migrated,
+        }),
+    };
+    (result, report)
+}
