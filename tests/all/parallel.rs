@@ -113,24 +113,7 @@ fn rescaling_2_to_1_to_3_carries_the_counts_on() {
 
 #[test]
 fn sigkill_with_two_tasks_leaves_the_state_and_output_of_an_uninterrupted_run() {
-    let setup = |dir: &Path, _run: &str| {
-        write_files(dir, 0, crate::common::crash_epochs(40));
-        let file = dir.join("pipeline.toml");
-        let extra = "[state]\nsnapshot_every = 3\n[wal]\ncompact_every = 5\nretain = 2";
-        std::fs::write(&file, tasks(2, "card_id") + &count_toml(dir, extra)).unwrap();
-        file
-    };
-    let (clean, crashy) =
-        crate::common::uninterrupted_and_killed(setup, crate::common::crash_kills());
-    assert_eq!(
-        sink_files(&crashy.path().join("out")),
-        sink_files(&clean.path().join("out"))
-    );
-    assert_eq!(
-        output_counts(crashy.path()),
-        expected_counts(crate::common::crash_epochs(40))
-    );
-    assert_eq!(state_dump(crashy.path()), state_dump(clean.path()));
+    crate::state::killed_runs_end_as_an_uninterrupted_one("parallelism = 2\nkey = \"card_id\"\n");
 }
 
 #[test]

@@ -177,11 +177,18 @@ fn a_deleted_working_copy_is_rebuilt_from_a_snapshot_and_replay() {
 
 #[test]
 fn sigkill_at_random_moments_leaves_the_state_and_output_of_an_uninterrupted_run() {
+    killed_runs_end_as_an_uninterrupted_one("");
+}
+
+/// The `count` pipeline (with `top` in front of it: e.g. `parallelism`),
+/// SIGKILLed at random moments: its output, counts and state end as an
+/// uninterrupted run's.
+pub(crate) fn killed_runs_end_as_an_uninterrupted_one(top: &'static str) {
     let setup = |dir: &Path, _run: &str| {
         write_files(dir, 0, crate::common::crash_epochs(40));
         let file = dir.join("pipeline.toml");
         let extra = "[state]\nsnapshot_every = 3\n[wal]\ncompact_every = 5\nretain = 2";
-        std::fs::write(&file, count_toml(dir, extra)).unwrap();
+        std::fs::write(&file, format!("{top}{}", count_toml(dir, extra))).unwrap();
         file
     };
     let (clean, crashy) =
