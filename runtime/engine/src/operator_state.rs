@@ -89,11 +89,13 @@ impl OperatorState {
             None => Ok(()),
         }
     }
+}
 
-    /// Whether this task owns `key` (every key when it is the only task).
-    fn owns(&self, key: &[u8]) -> bool {
-        self.scope.as_ref().is_none_or(|s| s.groups.owns_key(key))
-    }
+/// Whether the task of `scope` owns `key` (every key when one task runs
+/// the epoch): the filter of its scans and due timers. A free function so
+/// that it borrows the scope alone, beside the state being scanned.
+fn in_scope(scope: &Option<TaskScope>, key: &[u8]) -> bool {
+    scope.as_ref().is_none_or(|s| s.groups.owns_key(key))
 }
 
 impl KeyedState for OperatorState {
@@ -127,9 +129,9 @@ impl KeyedState for OperatorState {
         end: Option<&[u8]>,
         limit: usize,
     ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
-        let scope = self.scope.clone();
-        let owns = |k: &[u8]| scope.as_ref().is_none_or(|s| s.groups.owns_key(k));
-        self.state.scan_where(&self.prefix, start, end, limit, owns)
+        let scope = &self.scope;
+        self.state
+            .scan_where(&self.prefix, start, end, limit, |k| in_scope(scope, k))
     }
 
     fn append(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
@@ -166,18 +168,15 @@ impl KeyedState for OperatorState {
     }
 
     fn take_due_timers(&mut self, watermark: i64, limit: usize) -> Result<Vec<(Vec<u8>, i64)>> {
-        let scope = self.scope.clone();
-        let owns = |k: &[u8]| scope.as_ref().is_none_or(|s| s.groups.owns_key(k));
+        let scope = &self.scope;
         self.state
-            .take_due_timers_where(&self.timers, watermark, limit, owns)
+            .take_due_timers_where(&self.timers, watermark, limit, |k| in_scope(scope, k))
     }
 
     fn next_timer(&mut self) -> Result<Option<i64>> {
-        if self.scope.is_none() {
-            return self.state.next_timer(&self.timers);
-        }
-        let owns = |k: &[u8]| self.owns(k);
-        self.state.next_timer_where(&self.timers, owns)
+        let scope = &self.scope;
+        self.state
+            .next_timer_where(&self.timers, |k| in_scope(scope, k))
     }
 
     fn pending_bytes(&self) -> usize {

@@ -51,11 +51,6 @@ impl Changes {
         }
         self.forgotten += other.forgotten;
     }
-
-    /// Whether there is nothing to commit.
-    pub fn is_empty(&self) -> bool {
-        self.writes.is_empty() && self.forgotten == 0
-    }
 }
 
 /// The state one epoch reads and writes.
