@@ -16,7 +16,15 @@
 //!    larger input's size.
 //!
 //! Figures are medians; ratios compare runs made in this process, since
-//! absolute times on shared machines are noise.
+//! absolute times on shared machines are noise. Native and Wasm calls are
+//! timed in alternation and the ratio is the median of each pair's, so a
+//! shift of the machine's speed during the run moves both sides alike.
+//!
+//! `BENCH_BASELINE_WASM=<component>` also times another build of
+//! `fraud-rules` (say, the previous commit's `target/guests/.../
+//! fraud_rules.wasm`) in the same run: a before/after of a guest or SDK
+//! change. `BENCH_PROCESS_ONLY=1` stops after table 1 (for profiling:
+//! `WEIR_WASM_PERFMAP=1 perf record ...` names the guest's functions).
 
 use arrow_array::builder::{Float64Builder, Int64Builder, StringBuilder};
 use arrow_array::{Array, Float64Array, Int64Array, RecordBatch, StringArray};
@@ -138,6 +146,38 @@ fn time<T>(iters: usize, mut f: impl FnMut() -> T) -> Duration {
             })
             .collect(),
     )
+}
+
+/// Times `a` and `b` in alternation: their medians and the median of the
+/// per-pair ratio `b / a`.
+fn time_pair<A, B>(
+    iters: usize,
+    mut a: impl FnMut() -> A,
+    mut b: impl FnMut() -> B,
+) -> (Duration, Duration, f64) {
+    for _ in 0..iters / 10 + 1 {
+        std::hint::black_box(a());
+        std::hint::black_box(b());
+    }
+    let mut pairs: Vec<(Duration, Duration)> = (0..iters)
+        .map(|_| {
+            let t = Instant::now();
+            std::hint::black_box(a());
+            let ta = t.elapsed();
+            let t = Instant::now();
+            std::hint::black_box(b());
+            (ta, t.elapsed())
+        })
+        .collect();
+    let mut ratios: Vec<f64> = pairs
+        .iter()
+        .map(|(a, b)| b.as_secs_f64() / a.as_secs_f64().max(1e-9))
+        .collect();
+    ratios.sort_by(f64::total_cmp);
+    let ratio = ratios[ratios.len() / 2];
+    let b_median = median(pairs.iter().map(|p| p.1).collect());
+    pairs.sort();
+    (pairs[pairs.len() / 2].0, b_median, ratio)
 }
 
 fn decode(schema: arrow_schema::SchemaRef, bytes: &[u8], rows: usize) -> Vec<RecordBatch> {
@@ -273,6 +313,70 @@ fn parallel_table(scratch: &Path, host: &WasmHost) {
     }
 }
 
+fn per_row(d: Duration, rows: u64) -> String {
+    format!("{:.1} ns/row", d.as_nanos() as f64 / rows as f64)
+}
+
+/// Table 1: `process` native against Wasm, per call at each batch size,
+/// and against a baseline build when one was given.
+fn print_process_table(
+    alerts: usize,
+    (native, wasm, ratio, fresh): (Duration, Duration, f64, Duration),
+    per_call: &[(usize, Duration, Duration, f64)],
+    baseline: Option<&(String, f64, f64)>,
+) {
+    println!("\nweir benchmarks ({ROWS}-row batches, {alerts} alerts per batch)\n");
+    println!("| {:<44} | {:>16} | note", "measure", "value");
+    println!("|{}|{}|------", "-".repeat(46), "-".repeat(18));
+    row(
+        "process, native (same crate, Arrow arrays)",
+        format!("{native:.2?}"),
+        &per_row(native, ROWS),
+    );
+    row(
+        "process, Wasm (columns in + output validated)",
+        format!("{wasm:.2?}"),
+        &per_row(wasm, ROWS),
+    );
+    row(
+        "process, Wasm incl. fresh instance + init",
+        format!("{fresh:.2?}"),
+        &per_row(fresh, ROWS),
+    );
+    row(
+        "Wasm / native ratio",
+        format!("{ratio:.2}x"),
+        "target <= 1.3x; median of paired calls",
+    );
+    row(
+        "Wasm+instantiate / native ratio",
+        format!("{:.2}x", fresh.as_secs_f64() / native.as_secs_f64()),
+        "what each epoch pays",
+    );
+    for (n, native, wasm, ratio) in per_call {
+        row(
+            &format!("process on {n} rows: native / Wasm per call"),
+            format!("{native:.2?} / {wasm:.2?}"),
+            &format!(
+                "{ratio:.2}x; Wasm {:.0} ns/row",
+                wasm.as_nanos() as f64 / *n as f64
+            ),
+        );
+    }
+    if let Some((path, before_ratio, after_over_before)) = baseline {
+        row(
+            "baseline build: Wasm / native ratio",
+            format!("{before_ratio:.2}x"),
+            path,
+        );
+        row(
+            "this build / baseline build (Wasm)",
+            format!("{after_over_before:.2}x"),
+            "below 1.0x = this build is faster",
+        );
+    }
+}
+
 fn row(name: &str, value: String, note: &str) {
     println!("| {name:<44} | {value:>16} | {note}");
 }
@@ -305,53 +409,81 @@ fn main() {
     let rules = RuleSet::from_json(&rules_json).unwrap();
     let mut hits = Vec::new();
     let native_alerts = native_process(&rules, &batch, &mut hits);
-    let native = time(300, || native_process(&rules, &batch, &mut hits));
 
     let host = WasmHost::new(None).unwrap();
-    let loaded = host
-        .load(weir_cli::FRAUD_RULES_WASM, Default::default())
-        .unwrap();
     let limits = Limits::default();
-    let mut instance = loaded
-        .instantiate("bench", 0, limits, &rules_json, Default::default())
-        .unwrap();
-    let wasm_alerts = instance
-        .process("bench", 0, 0, batch.clone())
-        .unwrap()
-        .num_rows();
-    assert_eq!(
-        wasm_alerts, native_alerts,
-        "both sides find the same alerts"
-    );
-    let wasm = time(300, || {
+    let instantiate = |wasm: &[u8]| {
+        let loaded = host.load(wasm, Default::default()).unwrap();
+        let instance = loaded
+            .instantiate("bench", 0, limits, &rules_json, Default::default())
+            .unwrap();
+        (loaded, instance)
+    };
+    let (loaded, mut instance) = instantiate(weir_cli::FRAUD_RULES_WASM);
+    let wasm_process = |instance: &mut weir_host::OperatorInstance, part: &RecordBatch| {
         instance
-            .process("bench", 0, 0, batch.clone())
+            .process("bench", 0, 0, part.clone())
             .unwrap()
             .num_rows()
+    };
+    assert_eq!(
+        wasm_process(&mut instance, &batch),
+        native_alerts,
+        "both sides find the same alerts"
+    );
+    let (native, wasm, ratio) = time_pair(
+        300,
+        || native_process(&rules, &batch, &mut hits),
+        || wasm_process(&mut instance, &batch),
+    );
+    let baseline = std::env::var("BENCH_BASELINE_WASM").ok().map(|path| {
+        let bytes = std::fs::read(&path).expect("BENCH_BASELINE_WASM: a readable component");
+        let (_, mut before) = instantiate(&bytes);
+        let (_, _, before_ratio) = time_pair(
+            300,
+            || native_process(&rules, &batch, &mut hits),
+            || wasm_process(&mut before, &batch),
+        );
+        let (_, _, after_over_before) = time_pair(
+            300,
+            || wasm_process(&mut before, &batch),
+            || wasm_process(&mut instance, &batch),
+        );
+        (path, before_ratio, after_over_before)
     });
     let fresh = time(100, || {
         let mut i = loaded
             .instantiate("bench", 0, limits, &rules_json, Default::default())
             .unwrap();
-        i.process("bench", 0, 0, batch.clone()).unwrap().num_rows()
+        wasm_process(&mut i, &batch)
     });
 
     // 1b. The per-call cost at small batches (real-time mode's parts).
-    let per_call: Vec<(usize, Duration, Duration)> = [1usize, 10, 100, ROWS as usize]
+    let per_call: Vec<(usize, Duration, Duration, f64)> = [1usize, 10, 100, ROWS as usize]
         .into_iter()
         .map(|n| {
             let part = batch.slice(0, n);
             let iters = if n < 1000 { 3000 } else { 300 };
-            let native = time(iters, || native_process(&rules, &part, &mut hits));
-            let wasm = time(iters, || {
-                instance
-                    .process("bench", 0, 0, part.clone())
-                    .unwrap()
-                    .num_rows()
-            });
-            (n, native, wasm)
+            let (native, wasm, ratio) = time_pair(
+                iters,
+                || native_process(&rules, &part, &mut hits),
+                || wasm_process(&mut instance, &part),
+            );
+            (n, native, wasm, ratio)
         })
         .collect();
+    let process_table = || {
+        print_process_table(
+            native_alerts,
+            (native, wasm, ratio, fresh),
+            &per_call,
+            baseline.as_ref(),
+        )
+    };
+    if std::env::var_os("BENCH_PROCESS_ONLY").is_some() {
+        process_table();
+        return;
+    }
 
     // 2. The demo pipeline end to end, and parsing alone as its baseline.
     let payments = 200_000u64;
@@ -389,50 +521,7 @@ fn main() {
             .len()
     });
 
-    let per_row =
-        |d: Duration, rows: u64| format!("{:.1} ns/row", d.as_nanos() as f64 / rows as f64);
-    println!(
-        "\nweir benchmarks ({ROWS}-row batches, {} alerts per batch)\n",
-        native_alerts
-    );
-    println!("| {:<44} | {:>16} | note", "measure", "value");
-    println!("|{}|{}|------", "-".repeat(46), "-".repeat(18));
-    row(
-        "process, native (same crate, Arrow arrays)",
-        format!("{native:.2?}"),
-        &per_row(native, ROWS),
-    );
-    row(
-        "process, Wasm (columns in + output validated)",
-        format!("{wasm:.2?}"),
-        &per_row(wasm, ROWS),
-    );
-    row(
-        "process, Wasm incl. fresh instance + init",
-        format!("{fresh:.2?}"),
-        &per_row(fresh, ROWS),
-    );
-    row(
-        "Wasm / native ratio",
-        format!("{:.2}x", wasm.as_secs_f64() / native.as_secs_f64()),
-        "target <= 1.3x",
-    );
-    row(
-        "Wasm+instantiate / native ratio",
-        format!("{:.2}x", fresh.as_secs_f64() / native.as_secs_f64()),
-        "what each epoch pays",
-    );
-    for (n, native, wasm) in &per_call {
-        row(
-            &format!("process on {n} rows: native / Wasm per call"),
-            format!("{native:.2?} / {wasm:.2?}"),
-            &format!(
-                "{:.2}x; Wasm {:.0} ns/row",
-                wasm.as_secs_f64() / native.as_secs_f64(),
-                wasm.as_nanos() as f64 / *n as f64
-            ),
-        );
-    }
+    process_table();
     let rate = |rows: u64, d: Duration| rows as f64 / d.as_secs_f64();
     row(
         "demo pipeline end to end (fraud-rules)",

@@ -165,6 +165,11 @@ impl WasmHost {
         config.wasm_component_model(true);
         config.epoch_interruption(true);
         config.cranelift_opt_level(wasmtime::OptLevel::Speed);
+        // For profiling guests: `perf` then names their functions (from
+        // the component's name section, if the build kept it).
+        if std::env::var_os("WEIR_WASM_PERFMAP").is_some() {
+            config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+        }
         let engine = Engine::new(&config).wasm_context("creating the wasmtime engine")?;
         config.parallel_compilation(false);
         let background =
