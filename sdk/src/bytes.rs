@@ -45,7 +45,7 @@ fn by_words(a: &[u8], b: &[u8]) -> bool {
                 }
                 i += 8;
             }
-            ends::<8>(a, b)
+            word::<8>(&a[n - 8..]) == word::<8>(&b[n - 8..])
         }
     }
 }

@@ -159,7 +159,7 @@ fn time_pair<A, B>(
         std::hint::black_box(a());
         std::hint::black_box(b());
     }
-    let mut pairs: Vec<(Duration, Duration)> = (0..iters)
+    let pairs: Vec<(Duration, Duration)> = (0..iters)
         .map(|_| {
             let t = Instant::now();
             std::hint::black_box(a());
@@ -175,9 +175,11 @@ fn time_pair<A, B>(
         .collect();
     ratios.sort_by(f64::total_cmp);
     let ratio = ratios[ratios.len() / 2];
-    let b_median = median(pairs.iter().map(|p| p.1).collect());
-    pairs.sort();
-    (pairs[pairs.len() / 2].0, b_median, ratio)
+    (
+        median(pairs.iter().map(|p| p.0).collect()),
+        median(pairs.iter().map(|p| p.1).collect()),
+        ratio,
+    )
 }
 
 fn decode(schema: arrow_schema::SchemaRef, bytes: &[u8], rows: usize) -> Vec<RecordBatch> {
