@@ -104,13 +104,19 @@ fn epochs(checkpoint: &Path) -> Vec<u64> {
     e
 }
 
-/// Output rows of `epoch` (the file sink writes one file per epoch).
+/// Output rows of `epoch` (the file sink writes a file per epoch and task).
 fn output_rows(dir: &Path, epoch: u64) -> Vec<Value> {
-    let path = dir.join("out").join(format!("epoch-{epoch:010}.jsonl"));
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
+    let out = dir.join("out");
+    let files = weir_connectors::files::FileSink::epoch_files(&out, epoch).unwrap_or_default();
+    files
+        .iter()
+        .flat_map(|f| {
+            std::fs::read_to_string(f)
+                .unwrap()
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect::<Vec<Value>>()
+        })
         .collect()
 }
 

@@ -141,7 +141,9 @@ fn an_uncommitted_epoch_replays_the_same_records() {
 
     // Crash between offsets/2 and commits/2; meanwhile more data arrives.
     std::fs::remove_file(dir.path().join("checkpoint/commits/2")).unwrap();
-    std::fs::remove_file(dir.path().join("out/epoch-0000000002.jsonl")).unwrap();
+    for file in weir_connectors::files::FileSink::epoch_files(&dir.path().join("out"), 2).unwrap() {
+        std::fs::remove_file(file).unwrap();
+    }
     let more: Vec<Vec<u8>> = (300..400)
         .map(|i| serde_json::to_vec(&weir_cli::demo::generator::payment(11, i).0).unwrap())
         .collect();
@@ -152,11 +154,60 @@ fn an_uncommitted_epoch_replays_the_same_records() {
     assert_eq!(ranges(dir.path(), 2), planned, "offsets/2 unchanged");
     let after = sink_files(&dir.path().join("out"));
     assert_eq!(
-        after[..3],
+        after[..before.len()],
         before[..],
         "replayed epoch 2 wrote the same records"
     );
     assert_eq!(output_ids(dir.path()).len(), 400);
+}
+
+#[test]
+fn without_a_key_each_partition_is_read_by_one_task() {
+    let broker = Broker::start();
+    broker.create_topic("spread", 3);
+    broker.produce("spread", &payments(300), |i| (i % 3) as i32);
+    let dir = tempfile::tempdir().unwrap();
+    let toml = format!(
+        "parallelism = 2\n{}",
+        kafka_toml(dir.path(), &broker.bootstrap(), "spread", "")
+    );
+    let epochs = run(dir.path(), &toml);
+    assert_eq!(epochs.len(), 1);
+    let shares: Vec<u64> = epochs[0].tasks.iter().map(|t| t.rows_in).collect();
+    assert_eq!(
+        shares,
+        [200, 100],
+        "partitions 0 and 2 to task 0, 1 to task 1"
+    );
+    // Each task's file holds exactly its partitions' records (record `i`
+    // went to partition `i mod 3`).
+    let partition_of: BTreeMap<String, u64> = (0..300u64)
+        .map(|i| {
+            let p = weir_cli::demo::generator::payment(11, i).0;
+            (p.txn_id.to_string(), i % 3)
+        })
+        .collect();
+    for (name, bytes) in sink_files(&dir.path().join("out")) {
+        let partitions: std::collections::BTreeSet<u64> = String::from_utf8(bytes)
+            .unwrap()
+            .lines()
+            .map(|l| {
+                let row: serde_json::Value = serde_json::from_str(l).unwrap();
+                partition_of[row["txn_id"].as_str().unwrap()]
+            })
+            .collect();
+        let expected: Vec<u64> = if name.contains("-task-001") {
+            vec![1]
+        } else {
+            vec![0, 2]
+        };
+        assert_eq!(
+            partitions.into_iter().collect::<Vec<_>>(),
+            expected,
+            "{name}"
+        );
+    }
+    assert_eq!(output_ids(dir.path()).len(), 300);
 }
 
 fn open_err(dir: &Path, toml: &str) -> String {
@@ -203,10 +254,17 @@ fn the_kafka_sink_writes_each_epoch_once() {
             &format!("kind = \"files\"\npath = \"{}/out\"", dir.path().display()),
             &format!("kind = \"kafka\"\nbootstrap_servers = \"{}\"\ntopic = \"alerts\"\nkey_column = \"txn_id\"\ntimeout = \"5s\"", broker.bootstrap()),
         );
+    // Two tasks, each with a producer of its own.
+    let toml = format!("parallelism = 2\n{toml}");
     let epochs = run(dir.path(), &toml);
     assert_eq!(epochs.len(), 3);
     let records = broker.consume_all("alerts");
     assert_eq!(records.len(), 1_200);
+    let task_1 = records
+        .iter()
+        .filter(|(_, _, h, _)| h.contains(&("weir-task".into(), "1".into())))
+        .count();
+    assert_eq!(task_1, 600, "task 1 sent its half, tagged");
     let query: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dir.path().join("checkpoint/metadata")).unwrap())
             .unwrap();

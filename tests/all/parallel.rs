@@ -56,6 +56,14 @@ fn parallelism_1_2_and_4_give_the_same_rows_and_state() {
             assert!(e.tasks.iter().all(|t| t.rows_in > 0), "{:?}", e.tasks);
         }
         assert_eq!(output_counts(dir.path()), expected_counts(6), "{n} tasks");
+        let files: Vec<String> = sink_files(&dir.path().join("out"))
+            .into_iter()
+            .map(|(name, _)| name)
+            .collect();
+        for task in 1..n {
+            let own = format!("epoch-0000000000-task-{task:03}.jsonl");
+            assert!(files.contains(&own), "task {task} wrote {own}: {files:?}");
+        }
         runs.push((n, sorted_rows(dir.path()), state_dump(dir.path()), dir));
     }
     let (_, rows, state, _) = &runs[0];
@@ -109,6 +117,45 @@ fn rescaling_2_to_1_to_3_carries_the_counts_on() {
     write_files(single.path(), 0, 6);
     run(single.path(), &count_toml(single.path(), "")).unwrap();
     assert!(state_dump(dir.path()) == state_dump(single.path()));
+}
+
+#[test]
+fn a_replay_divides_its_epoch_as_offsets_recorded_whatever_the_new_parallelism() {
+    let dir = tempfile::tempdir().unwrap();
+    write_files(dir.path(), 0, 3);
+    let base = count_toml(dir.path(), "");
+    run(dir.path(), &(tasks(2, "card_id") + &base)).unwrap();
+    let before = sink_files(&dir.path().join("out"));
+    let names: Vec<&str> = before.iter().map(|(n, _)| n.as_str()).collect();
+    assert!(
+        names.contains(&"epoch-0000000002-task-001.jsonl"),
+        "{names:?}"
+    );
+    let offsets: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("checkpoint/offsets/2")).unwrap())
+            .unwrap();
+    assert_eq!(
+        offsets["tasks"],
+        serde_json::json!({ "count": 2, "key": "card_id" })
+    );
+
+    // A crash after every task's share of epoch 2 was written, before
+    // commits/2; the restart asks for 3 tasks.
+    std::fs::remove_file(dir.path().join("checkpoint/commits/2")).unwrap();
+    let epochs = run(dir.path(), &(tasks(3, "card_id") + &base)).unwrap();
+    assert_eq!((epochs[0].epoch, epochs[0].replay), (2, true));
+    assert_eq!(epochs[0].tasks.len(), 2, "the replay ran as offsets/2 says");
+    assert!(
+        sink_files(&dir.path().join("out")) == before,
+        "each task's file rewritten with its own rows, no third share"
+    );
+    assert_eq!(output_counts(dir.path()), expected_counts(3));
+
+    // New epochs take up the new parallelism.
+    write_files(dir.path(), 3, 1);
+    let epochs = run(dir.path(), &(tasks(3, "card_id") + &base)).unwrap();
+    assert_eq!((epochs[0].epoch, epochs[0].tasks.len()), (3, 3));
+    assert_eq!(output_counts(dir.path()), expected_counts(4));
 }
 
 #[test]

@@ -58,8 +58,12 @@ fn every_row_lands_once_and_a_replayed_epoch_is_skipped() {
     let dir = tempfile::tempdir().unwrap();
     write_input(dir.path(), 7, 4, 250);
     // The URL comes from the default variable, WEIR_POSTGRES_URL; the
-    // pipeline file holds no password.
-    let toml = pg_toml(dir.path(), None, "alerts", "");
+    // pipeline file holds no password. Two tasks, each writing its share
+    // of an epoch in a transaction of its own, claimed on its own.
+    let toml = format!(
+        "parallelism = 2\n{}",
+        pg_toml(dir.path(), None, "alerts", "")
+    );
     let file = dir.path().join("pipeline.toml");
     std::fs::write(&file, &toml).unwrap();
     let cache = tempfile::tempdir().unwrap();
@@ -102,8 +106,12 @@ fn every_row_lands_once_and_a_replayed_epoch_is_skipped() {
     let qid = query_id(dir.path());
     assert_eq!(
         pg.rows("SELECT query_id, sink_name, epoch, rows FROM weir_sink_progress"),
-        (0..4)
-            .map(|e| format!("({qid},alerts,{e},250)"))
+        ["alerts", "alerts/task-1"]
+            .iter()
+            .flat_map(|name| {
+                let qid = &qid;
+                (0..4).map(move |e| format!("({qid},{name},{e},125)"))
+            })
             .collect::<Vec<_>>()
     );
     let metadata = std::fs::read_to_string(dir.path().join("checkpoint/metadata")).unwrap();
@@ -114,8 +122,10 @@ fn every_row_lands_once_and_a_replayed_epoch_is_skipped() {
     assert!(!metadata.contains(crate::common::pg::PASSWORD));
     let before = pg.rows("SELECT * FROM alerts");
 
-    // The run "crashed" after the table had epoch 3 but before commits/3.
+    // The run "crashed" after the table had epoch 3 but before commits/3;
+    // the restart asks for 3 tasks, but epoch 3 replays as its 2.
     std::fs::remove_file(dir.path().join("checkpoint/commits/3")).unwrap();
+    std::fs::write(&file, toml.replace("parallelism = 2", "parallelism = 3")).unwrap();
     let log = run();
     assert!(log.contains("epoch already in the table"), "{log}");
     assert!(dir.path().join("checkpoint/commits/3").exists());
@@ -265,7 +275,13 @@ fn refused_writes_name_the_column_or_constraint_and_commit_nothing() {
     for (table, extra, expected) in cases {
         let dir = tempfile::tempdir().unwrap();
         write_input(dir.path(), 5, 1, 200);
-        let toml = pg_toml(dir.path(), Some(&pg.url("postgres")), table, extra);
+        // One task: the epoch is one transaction, so a refusal commits
+        // none of it. (With tasks, each task's share is a transaction of
+        // its own; the shares that were not refused stay claimed.)
+        let toml = format!(
+            "parallelism = 1\n{}",
+            pg_toml(dir.path(), Some(&pg.url("postgres")), table, extra)
+        );
         let err = err_text(run_in_process(dir.path(), &toml));
         assert!(err.contains(expected), "{table}: {err}");
         assert!(
@@ -386,7 +402,10 @@ fn server_down_for_30_seconds_mid_run_loses_and_duplicates_nothing() {
         pg.count("SELECT count(DISTINCT txn_id) FROM alerts"),
         20 * PER_FILE as i64
     );
-    assert_eq!(pg.count("SELECT count(*) FROM weir_sink_progress"), 20);
+    assert_eq!(
+        pg.count("SELECT count(DISTINCT epoch) FROM weir_sink_progress"),
+        20
+    );
 }
 
 #[test]

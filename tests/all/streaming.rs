@@ -43,7 +43,11 @@ fn new_files_are_picked_up_while_running() {
     let summary = runner.stop().unwrap();
     assert_eq!(summary.epochs, 2);
     assert_eq!(summary.rows_in, 4_000);
-    assert_eq!(sink_files(&out).len(), 2);
+    let first_tasks = sink_files(&out)
+        .into_iter()
+        .filter(|(name, _)| !name.contains("-task-"))
+        .count();
+    assert_eq!(first_tasks, 2, "one epoch per file");
 }
 
 #[test]

@@ -33,6 +33,11 @@ pub struct SinkContext<'a> {
     /// tell its own earlier writes of an epoch (transactional ids, the
     /// progress table) from another query's.
     pub query_id: &'a str,
+    /// Which parallel task's writer this is (0 for the first, and for a
+    /// pipeline of one task). Each task's writer writes that task's share
+    /// of an epoch and makes *its* repeated write harmless: a file, a
+    /// claim or a transactional id of its own.
+    pub task: u16,
 }
 
 /// A source connector: its `[source]` table, typed. Implemented by the

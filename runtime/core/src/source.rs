@@ -174,6 +174,13 @@ pub trait Source: Send {
         false
     }
 
+    /// The int64 column holding each row's source partition, if the source
+    /// has partitions (Kafka): without a routing `key`, parallel tasks
+    /// share the partitions, each read by one task.
+    fn partition_column(&self) -> Option<&str> {
+        None
+    }
+
     /// Called after `commits/<N>` is durable for `range`. Progress lives in
     /// the WAL; this is only for mirroring it elsewhere (e.g. a Kafka
     /// consumer group for lag tools), and must not affect correctness.
@@ -209,6 +216,8 @@ pub trait DynSource: Send {
     fn committed(&mut self, range: &Value) -> anyhow::Result<()>;
     /// See [`Source::is_exhausted`].
     fn is_exhausted(&self) -> bool;
+    /// See [`Source::partition_column`].
+    fn partition_column(&self) -> Option<&str>;
 }
 
 /// A range from `offsets/N`, typed for source `S`.
@@ -272,5 +281,9 @@ impl<S: Source> DynSource for S {
 
     fn is_exhausted(&self) -> bool {
         Source::is_exhausted(self)
+    }
+
+    fn partition_column(&self) -> Option<&str> {
+        Source::partition_column(self)
     }
 }

@@ -62,6 +62,23 @@ pub struct OffsetEntry {
     /// source had nothing new, or ended (Spark's no-data micro-batch).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub no_data: bool,
+    /// How the epoch's rows were divided among parallel tasks; `None`: one
+    /// task. Recorded so that a replay divides them the same way whatever
+    /// `parallelism` the restart has: each task's sink write (a file, a
+    /// claim, a transaction) then holds the same rows as before the crash.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tasks: Option<TaskSplit>,
+}
+
+/// How an epoch's rows are dealt to its tasks ([`OffsetEntry::tasks`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TaskSplit {
+    /// How many tasks ran the epoch (at least 2).
+    pub count: u16,
+    /// The input column rows were routed by; `None`: by source partition
+    /// where the source has them, else in even shares.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
 }
 
 /// A row of an epoch's input that the operator failed on: left out of the

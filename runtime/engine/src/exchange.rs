@@ -4,8 +4,10 @@
 //! With a routing key (`key = "card_id"`), a row goes to the task that owns
 //! the key group of its key's bytes ([`weir_state::key_group`]), so every
 //! row of one card meets the same task, and that task owns the card's
-//! state. Without one, rows are split into even contiguous shares (for
-//! stateless operators). Either way a task's rows keep their input order,
+//! state. Without one, a source with partitions (Kafka) has each
+//! partition read by one task (partition `p` by task `p mod N`, as Kafka
+//! consumers share a group's partitions), and other sources' rows are
+//! split into even contiguous shares (for stateless operators). Either way a task's rows keep their input order,
 //! and input batch `i` gives each task at most one batch, so every task
 //! sees the batch boundaries a single task would.
 
@@ -35,23 +37,41 @@ pub fn check_key_column(schema: &Schema, column: &str) -> Result<()> {
     }
 }
 
+/// What decides a row's task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Routing<'a> {
+    /// The key group of this column's value.
+    Key(&'a str),
+    /// This int64 column's source partition, modulo the task count.
+    Partition(&'a str),
+    /// Even contiguous shares.
+    Even,
+}
+
 /// `batches` dealt out to `tasks` tasks: one list of batches per task.
 pub fn route(
     batches: &[RecordBatch],
-    key: Option<&str>,
+    routing: Routing<'_>,
     tasks: u16,
 ) -> Result<Vec<Vec<RecordBatch>>> {
     let tasks = tasks.max(1);
-    match key {
-        Some(column) => by_key(batches, column, tasks),
-        None => Ok(evenly(batches, tasks)),
+    match routing {
+        Routing::Key(column) => deal(batches, tasks, |b| owners(b, column, tasks)),
+        Routing::Partition(column) => deal(batches, tasks, |b| partitions(b, column, tasks)),
+        Routing::Even => Ok(evenly(batches, tasks)),
     }
 }
 
-fn by_key(batches: &[RecordBatch], column: &str, tasks: u16) -> Result<Vec<Vec<RecordBatch>>> {
+/// Each row of `batches` to the task `task_of` names for it, keeping the
+/// rows' order within each task.
+fn deal(
+    batches: &[RecordBatch],
+    tasks: u16,
+    task_of: impl Fn(&RecordBatch) -> Result<Vec<u16>>,
+) -> Result<Vec<Vec<RecordBatch>>> {
     let mut out = vec![Vec::new(); usize::from(tasks)];
     for batch in batches {
-        let owners = owners(batch, column, tasks)?;
+        let owners = task_of(batch)?;
         let mut rows: Vec<Vec<u32>> = vec![Vec::new(); usize::from(tasks)];
         for (row, owner) in owners.into_iter().enumerate() {
             rows[usize::from(owner)].push(row as u32);
@@ -98,6 +118,21 @@ fn owners(batch: &RecordBatch, column: &str, tasks: u16) -> Result<Vec<u16>> {
         "the routing key column `{column}` is of type {}; it must be text or int64",
         values.data_type()
     )
+}
+
+/// The task of each row of `batch` by its source partition (`p mod
+/// tasks`; a null partition: task 0).
+fn partitions(batch: &RecordBatch, column: &str, tasks: u16) -> Result<Vec<u16>> {
+    let values = batch
+        .column_by_name(column)
+        .with_context(|| format!("the partition column `{column}` is not in the input"))?;
+    let values = values
+        .as_primitive_opt::<Int64Type>()
+        .with_context(|| format!("the partition column `{column}` is not int64"))?;
+    Ok(values
+        .iter()
+        .map(|p| p.map_or(0, |p| p.rem_euclid(i64::from(tasks)) as u16))
+        .collect())
 }
 
 /// Task `t` gets rows `[t·R/N, (t+1)·R/N)` of the epoch's `R` rows, as
@@ -155,7 +190,7 @@ mod tests {
         let cards: Vec<String> = (0..200).map(|i| format!("card-{}", i % 17)).collect();
         let cards: Vec<Option<&str>> = cards.iter().map(|c| Some(c.as_str())).collect();
         let input = vec![batch(&cards[..120], 0..120), batch(&cards[120..], 120..200)];
-        let routed = route(&input, Some("card"), 3).unwrap();
+        let routed = route(&input, Routing::Key("card"), 3).unwrap();
         let mut all: Vec<i64> = routed.iter().flat_map(|t| seqs(t)).collect();
         all.sort();
         assert_eq!(all, (0..200).collect::<Vec<_>>(), "every row once");
@@ -169,14 +204,17 @@ mod tests {
             }
         }
         let nulls = batch(&[None, None], 0..2);
-        assert_eq!(seqs(&route(&[nulls], Some("card"), 4).unwrap()[0]), [0, 1]);
+        assert_eq!(
+            seqs(&route(&[nulls], Routing::Key("card"), 4).unwrap()[0]),
+            [0, 1]
+        );
     }
 
     #[test]
     fn without_a_key_rows_are_split_evenly_and_contiguously() {
         let cards = [Some("x"); 10];
         let input = vec![batch(&cards[..3], 0..3), batch(&cards[3..], 3..10)];
-        let routed = route(&input, None, 4).unwrap();
+        let routed = route(&input, Routing::Even, 4).unwrap();
         let shares: Vec<Vec<i64>> = routed.iter().map(|t| seqs(t)).collect();
         assert_eq!(
             shares,
@@ -185,9 +223,25 @@ mod tests {
     }
 
     #[test]
+    fn without_a_key_each_partition_goes_to_one_task() {
+        // `seq` stands for Kafka's partition column here: 0, 1, …, 6.
+        let cards = [Some("x"); 7];
+        let input = vec![batch(&cards[..4], 0..4), batch(&cards[4..], 4..7)];
+        let routed = route(&input, Routing::Partition("seq"), 3).unwrap();
+        let shares: Vec<Vec<i64>> = routed.iter().map(|t| seqs(t)).collect();
+        assert_eq!(shares, [vec![0, 3, 6], vec![1, 4], vec![2, 5]]);
+        let err = route(&input, Routing::Partition("card"), 2)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("`card` is not int64"), "{err}");
+    }
+
+    #[test]
     fn a_bad_key_column_is_named() {
         let input = vec![batch(&[Some("a")], 0..1)];
-        let err = route(&input, Some("nope"), 2).unwrap_err().to_string();
+        let err = route(&input, Routing::Key("nope"), 2)
+            .unwrap_err()
+            .to_string();
         assert!(err.contains("`nope` is not in the input"), "{err}");
         let schema = input[0].schema();
         let err = check_key_column(&schema, "nope").unwrap_err().to_string();

@@ -9,14 +9,14 @@ use crate::deploy::validate::Checks;
 use crate::deploy::Control;
 use crate::event_time::EventTime;
 use crate::operator_cache::OperatorCache;
-use crate::pipeline::{ActiveOperator, Pipeline, Tasks};
+use crate::pipeline::{ActiveOperator, Pipeline, TaskSinks, Tasks};
 use crate::registry::{Origin, Registry, Version};
 use crate::runner::Runner;
 use anyhow::{Context, Result};
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
-use weir_connectors::connector::{SinkContext, SourceContext};
+use weir_connectors::connector::SourceContext;
 use weir_core::checkpoint::{Checkpoint, Metadata, SchemaColumn, FORMAT_VERSION};
 use weir_core::source::DynSource;
 use weir_host::LoadedOperator;
@@ -41,11 +41,8 @@ pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<
     })?;
     let (event_time, dedup) = input_preparation(cfg, source.as_ref())?;
     let checkpoint = open_checkpoint(cfg, source.as_ref(), opts)?;
-    let sink = cfg.sink.open(&SinkContext {
-        pipeline: &cfg.name,
-        query_id: &checkpoint.metadata.query_id,
-    })?;
-    if matches!(cfg.trigger, TriggerConfig::RealTime { .. }) && !sink.supports_parts() {
+    let mut sinks = TaskSinks::open(&*cfg.sink, &cfg.name, &checkpoint.metadata.query_id)?;
+    if matches!(cfg.trigger, TriggerConfig::RealTime { .. }) && !sinks.first().supports_parts() {
         anyhow::bail!(
             "the `{}` sink cannot write real-time parts; use a micro-batch trigger with it",
             cfg.sink.kind()
@@ -74,7 +71,7 @@ pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<
     let configs = HashMap::from([(from_file.config_digest, file_operator.config_json)]);
     let (registry, active, active_loaded) =
         choose_active(&checkpoint, &checks, from_file, file_operator.loaded)?;
-    let tasks = tasks_of(cfg, &source.schema(), &active_loaded)?;
+    let tasks = tasks_of(cfg, source.as_ref(), &active_loaded)?;
     let operators = Arc::new(OperatorCache::default());
     operators.insert(active_loaded);
     let control = Arc::new(Control::new(
@@ -102,14 +99,14 @@ pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<
         operator = %active.digest,
         version = active.number,
         tasks = tasks.count,
-        key = tasks.key.as_deref().unwrap_or("(none: rows split evenly)"),
+        routing = %tasks.describe_routing(),
         "pipeline opened"
     );
     Ok(Pipeline {
         name: cfg.name.clone(),
         checkpoint,
         source,
-        sink,
+        sinks,
         trigger: cfg.trigger,
         active: ActiveOperator {
             version: active.number,
@@ -136,7 +133,7 @@ pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<
         failure: cfg.operator.failure_policy(),
         wal: cfg.wal,
         tasks,
-        task_report: Vec::new(),
+        task_run: Default::default(),
     })
 }
 
@@ -146,11 +143,11 @@ pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<
 /// tasks at random, and the first state call would fail.
 fn tasks_of(
     cfg: &PipelineConfig,
-    schema: &arrow_schema::Schema,
+    source: &dyn DynSource,
     operator: &LoadedOperator,
 ) -> Result<Tasks> {
     if let Some(key) = &cfg.key {
-        crate::exchange::check_key_column(schema, key)?;
+        crate::exchange::check_key_column(&source.schema(), key)?;
     }
     let keyed_state = operator
         .imports()
@@ -180,6 +177,7 @@ fn tasks_of(
     Ok(Tasks {
         count,
         key: cfg.key.clone(),
+        partition_column: source.partition_column().map(str::to_string),
     })
 }
 

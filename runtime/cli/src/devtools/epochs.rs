@@ -52,12 +52,11 @@ fn run_in(host: &WasmHost, opts: &TestOptions, dir: &Path) -> Result<Vec<EpochOu
     drop(pipeline);
     let mut epochs = Vec::with_capacity(progress.len());
     for p in progress {
-        let file = FileSink::epoch_file(&dir.join("out"), p.epoch);
-        let text = match std::fs::read_to_string(&file) {
-            Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-            Err(e) => return Err(e).with_context(|| format!("reading {}", file.display())),
-        };
+        let mut text = String::new();
+        for file in FileSink::epoch_files(&dir.join("out"), p.epoch)? {
+            text += &std::fs::read_to_string(&file)
+                .with_context(|| format!("reading {}", file.display()))?;
+        }
         epochs.push(EpochOutput {
             epoch: p.epoch,
             rows_in: p.rows_in,

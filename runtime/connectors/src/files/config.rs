@@ -107,7 +107,7 @@ impl SinkConnector for FilesSinkConfig {
         Ok(format!("files:{}", self.path.display()))
     }
 
-    fn open(&self, _: &SinkContext<'_>) -> Result<Box<dyn Sink>> {
-        Ok(Box::new(FileSink::new(self.path.clone())?))
+    fn open(&self, ctx: &SinkContext<'_>) -> Result<Box<dyn Sink>> {
+        Ok(Box::new(FileSink::new(self.path.clone(), ctx.task)?))
     }
 }

@@ -162,6 +162,7 @@ impl SinkConnector for KafkaSinkConfig {
             options: self.options.clone(),
             timeout: self.timeout,
             query_id: ctx.query_id.to_string(),
+            task: ctx.task,
         })?))
     }
 }

@@ -7,6 +7,11 @@
 //! topic's committed tail for this query's highest epoch and skips a replayed
 //! epoch that is already there: exactly-once for `read_committed` consumers.
 //!
+//! With parallel tasks, each task's writer is a producer of its own: its
+//! transactional id is `weir-<query>-task-<T>` (task 0 keeps
+//! `weir-<query>`), its messages carry a `weir-task` header (tasks after
+//! the first), and the committed tail it skips replays by is its own.
+//!
 //! In real-time mode each part is sent at once with a `weir-part` header too:
 //! at-least-once, acknowledged before the part counts as written; with
 //! `transactional = true` the parts of an epoch share its transaction,
@@ -64,6 +69,28 @@ pub struct KafkaSinkSettings {
     /// The checkpoint's query id: names the transactional producer and tags
     /// every message.
     pub query_id: String,
+    /// Which parallel task's writer this is (0: the first, or the only).
+    pub task: u16,
+}
+
+impl KafkaSinkSettings {
+    /// The transactional id of this task's producer.
+    fn transactional_id(&self) -> String {
+        match self.task {
+            0 => format!("weir-{}", self.query_id),
+            t => format!("weir-{}-task-{t}", self.query_id),
+        }
+    }
+
+    /// Whether a record of the topic was written by this query and task.
+    fn wrote(&self, r: &super::source::Fetched) -> bool {
+        let task = r.header("weir-task");
+        r.header("weir-query").as_deref() == Some(self.query_id.as_str())
+            && match self.task {
+                0 => task.is_none(),
+                t => task.as_deref() == Some(t.to_string().as_str()),
+            }
+    }
 }
 
 /// Delivery reports, as the producer's thread receives them.
@@ -117,7 +144,7 @@ impl KafkaSink {
         let deliveries = Deliveries::default();
         let mut cfg = brokers(&s).producer();
         if s.transactional {
-            cfg.set("transactional.id", format!("weir-{}", s.query_id));
+            cfg.set("transactional.id", s.transactional_id());
         }
         let producer: ThreadedProducer<Deliveries> = cfg
             .create_with_context(deliveries.clone())
@@ -146,9 +173,13 @@ impl KafkaSink {
         self.transactional
     }
 
-    /// The highest epoch this query has committed to the topic, read from
-    /// the last few committed records of every partition.
-    fn read_committed_tail(&self) -> Result<Option<u64>> {
+    /// The highest epoch this query's task has committed to the topic, as
+    /// far as it matters for replaying `epoch` (the first written after a
+    /// start). Each partition is read backwards, in growing windows, until
+    /// a record of this query older than `epoch` shows up: every record of
+    /// `epoch` (of any task) was produced after every older one, since the
+    /// epoch before committed first.
+    fn read_committed_tail(&self, epoch: u64) -> Result<Option<u64>> {
         let consumer: BaseConsumer = brokers(&self.s)
             .committed_reader(&format!("weir-tail-{}", self.s.query_id))
             .create()
@@ -161,31 +192,53 @@ impl KafkaSink {
             .iter()
             .flat_map(|t| t.partitions().iter().map(|p| p.id()))
             .collect();
-        let mut tail = Vec::new();
+        let mut highest = None;
         for p in parts {
             let (low, high) = consumer
                 .fetch_watermarks(&self.s.topic, p, self.s.timeout)
                 .map_err(|e| anyhow!("offsets of sink topic `{}`-{p}: {e}", self.s.topic))?;
-            tail.push(PartitionRange {
-                topic: self.s.topic.clone(),
-                partition: p,
-                start: (high - 16).max(low),
-                end: high,
-            });
+            let mut end = high;
+            let mut window = 16;
+            while end > low {
+                let range = PartitionRange {
+                    topic: self.s.topic.clone(),
+                    partition: p,
+                    start: (end - window).max(low),
+                    end,
+                };
+                // Retention cannot take the newest records; skip rather than fail.
+                let records = fetch_ranges(
+                    &consumer,
+                    std::slice::from_ref(&range),
+                    &self.s.bootstrap_servers,
+                    self.s.timeout,
+                    false,
+                )?;
+                let ours = |r: &&super::source::Fetched| {
+                    r.header("weir-query").as_deref() == Some(self.s.query_id.as_str())
+                };
+                let epoch_of = |r: &super::source::Fetched| {
+                    r.header("weir-epoch").and_then(|e| e.parse::<u64>().ok())
+                };
+                let task_high = records
+                    .iter()
+                    .filter(|r| self.s.wrote(r))
+                    .filter_map(epoch_of)
+                    .max();
+                highest = highest.max(task_high);
+                let older = records
+                    .iter()
+                    .filter(ours)
+                    .filter_map(epoch_of)
+                    .any(|e| e < epoch);
+                if older || task_high.is_some_and(|e| e >= epoch) {
+                    break;
+                }
+                end = range.start;
+                window = window.saturating_mul(4);
+            }
         }
-        // Retention cannot take the newest records; skip rather than fail.
-        let records = fetch_ranges(
-            &consumer,
-            &tail,
-            &self.s.bootstrap_servers,
-            self.s.timeout,
-            false,
-        )?;
-        Ok(records
-            .iter()
-            .filter(|r| r.header("weir-query").as_deref() == Some(self.s.query_id.as_str()))
-            .filter_map(|r| r.header("weir-epoch")?.parse::<u64>().ok())
-            .max())
+        Ok(highest)
     }
 
     fn take_failures(&self) -> Vec<String> {
@@ -202,7 +255,7 @@ impl KafkaSink {
     /// a restart): its replay is skipped.
     fn already_committed(&mut self, epoch: u64) -> Result<bool> {
         if self.committed_tail.is_none() {
-            self.committed_tail = Some(self.read_committed_tail()?);
+            self.committed_tail = Some(self.read_committed_tail(epoch)?);
         }
         Ok(self.committed_tail.flatten().is_some_and(|t| t >= epoch))
     }
@@ -237,6 +290,7 @@ impl KafkaSink {
         let keys = self.keys(batches)?;
         let epoch_text = epoch.to_string();
         let part_text = part.map(|p| p.to_string());
+        let task_text = (self.s.task > 0).then(|| self.s.task.to_string());
         for (i, line) in lines
             .split(|&b| b == b'\n')
             .filter(|l| !l.is_empty())
@@ -255,6 +309,12 @@ impl KafkaSink {
                 headers = headers.insert(Header {
                     key: "weir-part",
                     value: Some(p.as_str()),
+                });
+            }
+            if let Some(t) = &task_text {
+                headers = headers.insert(Header {
+                    key: "weir-task",
+                    value: Some(t.as_str()),
                 });
             }
             let mut record = BaseRecord::<str, [u8]>::to(&self.s.topic)

@@ -620,6 +620,13 @@ impl Source for KafkaSource {
         self.schema.clone()
     }
 
+    fn partition_column(&self) -> Option<&str> {
+        Some(match self.s.value_format {
+            ValueFormat::Raw => "partition",
+            ValueFormat::Json => "kafka_partition",
+        })
+    }
+
     fn identity(&self) -> String {
         format!(
             "kafka:{}/{}",

@@ -133,7 +133,7 @@ impl SinkConnector for PostgresSinkConfig {
             url: self.url()?,
             table: table(&self.table),
             progress_table: table(&self.progress_table),
-            sink_name: self.name.clone().unwrap_or_else(|| self.table.clone()),
+            sink_name: task_sink_name(self.name.as_deref().unwrap_or(&self.table), ctx.task),
             create_table: self.create_table,
             write_method: self.write_method,
             copy_threshold: self.copy_threshold,
@@ -141,5 +141,16 @@ impl SinkConnector for PostgresSinkConfig {
             query_id: ctx.query_id.to_string(),
             application_name: format!("weir:{}", ctx.pipeline),
         })?))
+    }
+}
+
+/// The name task `task`'s writer claims epochs under in the progress
+/// table: the sink's own for task 0, `<name>/task-<T>` for the others, so
+/// each task's share of an epoch is claimed, written and skipped on replay
+/// on its own.
+fn task_sink_name(name: &str, task: u16) -> String {
+    match task {
+        0 => name.to_string(),
+        t => format!("{name}/task-{t}"),
     }
 }

@@ -130,7 +130,7 @@ impl Pipeline {
             self.run_resilient(host, entry, batches)
         })?;
         // The last operator run was the epoch's (the shadow's comes next).
-        let tasks = std::mem::take(&mut self.task_report);
+        let task_run = std::mem::take(&mut self.task_run);
         let shadow = timed(&mut phases.shadow, || {
             self.shadow_hook(host, &ran.entry, &ran.prepared.batches, &ran.outputs)
         });
@@ -151,7 +151,7 @@ impl Pipeline {
         } = prepared;
         input.dead_letters.extend(isolated);
         timed(&mut phases.sink, || {
-            self.write_sink(epoch, &input.dead_letters, &outputs)
+            self.write_sink(epoch, &input.dead_letters, &task_run.shares(&outputs))
         })?;
         let mut latency = Histogram::default();
         self.measure_latency(&outputs, &mut latency);
@@ -185,7 +185,7 @@ impl Pipeline {
             phases,
             latency,
             parts: None,
-            tasks,
+            tasks: task_run.progress,
         };
         Ok(self.report(done, &entry, migrated, shadow))
     }
@@ -213,6 +213,11 @@ impl Pipeline {
             isolated: Vec::new(),
             real_time: kind == EntryKind::RealTime,
             no_data: kind == EntryKind::NoData,
+            // Real-time epochs run as one task.
+            tasks: match kind {
+                EntryKind::RealTime => None,
+                _ => self.tasks.split(),
+            },
         };
         self.checkpoint
             .offsets
@@ -275,16 +280,18 @@ impl Pipeline {
         })
     }
 
-    /// Phase 6: the epoch's dead letters, then its output. Both writes are
-    /// idempotent per epoch, so a replay after a crash repeats them safely.
+    /// Phase 6: the epoch's dead letters, then its output, each task's
+    /// share by that task's writer ([`super::sinks`]). Every write is
+    /// idempotent per epoch and task, so a replay after a crash repeats
+    /// them safely.
     fn write_sink(
         &mut self,
         epoch: u64,
         dead_letters: &[DeadLetter],
-        outputs: &[RecordBatch],
+        shares: &[&[RecordBatch]],
     ) -> Result<()> {
         self.write_dead_letters(epoch, dead_letters)?;
-        self.sink.write_epoch(epoch, outputs).with_context(|| {
+        self.sinks.write_epoch(epoch, shares).with_context(|| {
             format!(
                 "pipeline `{}` epoch {epoch}: writing to the sink",
                 self.name

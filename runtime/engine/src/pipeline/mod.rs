@@ -14,8 +14,11 @@ mod realtime;
 mod recovery;
 mod resilience;
 mod shadow_hook;
+mod sinks;
 mod tasks;
 
+pub(crate) use sinks::TaskSinks;
+use tasks::TaskRun;
 pub use tasks::Tasks;
 
 use crate::config::{FailurePolicy, OnError, TriggerConfig, WalConfig};
@@ -38,7 +41,6 @@ use weir_core::backoff::Backoff;
 use weir_core::checkpoint::Checkpoint;
 use weir_core::latency::Histogram;
 use weir_core::progress::{EpochProgress, Phases};
-use weir_core::sink::Sink;
 use weir_core::source::DynSource;
 use weir_core::wal::{OffsetEntry, OperatorRef};
 use weir_core::Digest;
@@ -110,7 +112,8 @@ pub struct Pipeline {
     pub(crate) name: String,
     pub(crate) checkpoint: Checkpoint,
     pub(crate) source: Box<dyn DynSource>,
-    pub(crate) sink: Box<dyn Sink>,
+    /// The sink's writers, one per task ([`sinks`]).
+    pub(crate) sinks: TaskSinks,
     pub(crate) trigger: TriggerConfig,
     pub(crate) active: ActiveOperator,
     /// How every version is run (name and limits): epochs, replays, shadow.
@@ -154,9 +157,9 @@ pub struct Pipeline {
     pub(crate) carried: Option<serde_json::Value>,
     /// How epochs are divided among tasks ([`tasks`]).
     pub(crate) tasks: Tasks,
-    /// The tasks' share of the last parallel operator run, for the epoch's
-    /// progress record.
-    pub(crate) task_report: Vec<weir_core::progress::TaskProgress>,
+    /// What the last operator run's tasks did: their shares for the
+    /// progress record and their outputs for the sink writers.
+    pub(crate) task_run: TaskRun,
 }
 
 /// An epoch's input as the operator gets it, with the state view.
@@ -461,7 +464,8 @@ impl Pipeline {
         batches: &[RecordBatch],
         env: EpochEnv,
     ) -> Result<RunOutput> {
-        match self.run_version(host, &VersionRun::of(entry), batches, env)? {
+        let run = VersionRun::of(entry, &self.tasks);
+        match self.run_version(host, &run, batches, env)? {
             Ok(done) => Ok(done),
             Err(cause) => Err(EpochFailed {
                 pipeline: self.name.clone(),
@@ -485,7 +489,8 @@ impl Pipeline {
     ) -> Result<Result<RunOutput, OperatorFailure>> {
         let operator = self.operator_for(host, &run.operator.digest)?;
         let config = self.config_for(&run.operator.config_digest)?;
-        if self.tasks.count <= 1 {
+        if run.tasks.count <= 1 {
+            self.task_run = TaskRun::default();
             return Ok(self.runner.run(&operator, &config, run.at, batches, env));
         }
         let (out, report) = tasks::run_tasks(
@@ -495,9 +500,9 @@ impl Pipeline {
             run.at,
             batches,
             env,
-            &self.tasks,
+            &run.tasks,
         )?;
-        self.task_report = report;
+        self.task_run = report;
         Ok(out)
     }
 
@@ -530,18 +535,22 @@ impl Pipeline {
     }
 }
 
-/// Which version to run over an epoch's batches, and as which epoch.
+/// Which version to run over an epoch's batches, as which epoch, and as
+/// how many tasks.
 struct VersionRun {
     operator: OperatorRef,
     at: EpochAt,
+    tasks: Tasks,
 }
 
 impl VersionRun {
-    /// The run an offsets entry records.
-    fn of(entry: &OffsetEntry) -> Self {
+    /// The run an offsets entry records (its task split included; the
+    /// pipeline's `tasks` add what the source decides, its partitions).
+    fn of(entry: &OffsetEntry, tasks: &Tasks) -> Self {
         VersionRun {
             operator: entry.operator,
             at: EpochAt::of(entry),
+            tasks: tasks.of_entry(entry),
         }
     }
 }

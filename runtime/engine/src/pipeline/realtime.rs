@@ -299,7 +299,8 @@ impl Pipeline {
             if let Some(log) = log {
                 log.sync()?;
             }
-            self.sink
+            self.sinks
+                .first()
                 .write_part(entry.epoch, part.part, &outputs)
                 .with_context(|| {
                     format!(
@@ -380,7 +381,9 @@ impl Pipeline {
             return Ok(());
         }
         super::epoch::timed(&mut phases.sink, || {
-            self.sink.write_part(entry.epoch, totals.parts, &outputs)
+            self.sinks
+                .first()
+                .write_part(entry.epoch, totals.parts, &outputs)
         })
         .with_context(|| {
             format!(
@@ -408,7 +411,7 @@ impl Pipeline {
         let epoch = entry.epoch;
         super::epoch::timed(&mut phases.sink, || -> Result<()> {
             self.write_dead_letters(epoch, &totals.dead_letters)?;
-            self.sink.end_epoch(epoch)
+            self.sinks.first().end_epoch(epoch)
         })?;
         let max_event_time_ms = self
             .event_time

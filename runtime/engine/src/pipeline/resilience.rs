@@ -70,7 +70,7 @@ impl Pipeline {
                 observed,
                 dropped,
             } = prepared;
-            let run = VersionRun::of(&entry);
+            let run = VersionRun::of(&entry, &self.tasks);
             let failure = match self.run_version(host, &run, &batches, env)? {
                 Ok(output) => {
                     let isolated = self.isolated_letters(&entry, &input)?;
@@ -301,7 +301,7 @@ impl Pipeline {
         batches: Vec<RecordBatch>,
     ) -> Result<Option<OperatorFailure>> {
         let prepared = self.prepare(entry, batches)?;
-        let run = VersionRun::of(entry);
+        let run = VersionRun::of(entry, &self.tasks);
         Ok(self
             .run_version(host, &run, &prepared.batches, prepared.env)?
             .err())

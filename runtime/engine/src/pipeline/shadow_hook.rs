@@ -47,6 +47,7 @@ impl Pipeline {
                 migrate_from: None,
                 ..EpochAt::of(entry)
             },
+            tasks: self.tasks.of_entry(entry),
         };
         let result = self.run_version(host, &run, batches, env);
         let mut report = match result {

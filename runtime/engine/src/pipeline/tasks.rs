@@ -20,12 +20,14 @@
 //! state one task would, so every parallelism gives the same output rows
 //! (as a multiset) and the same state.
 
+use crate::exchange::Routing;
 use crate::operator_state;
 use crate::runner::{EpochAt, Runner};
 use anyhow::{anyhow, Result};
 use arrow_array::RecordBatch;
 use std::time::{Duration, Instant};
 use weir_core::progress::TaskProgress;
+use weir_core::wal::{OffsetEntry, TaskSplit};
 use weir_host::{EpochEnv, LoadedOperator, OperatorFailure, RunOutput};
 
 /// How a pipeline's epochs are divided among tasks.
@@ -35,6 +37,9 @@ pub struct Tasks {
     pub count: u16,
     /// The input column rows are routed by (`key` in the pipeline file).
     pub key: Option<String>,
+    /// The source's partition column (Kafka's), which routes rows when no
+    /// `key` does: partition `p` goes to task `p mod count`.
+    pub partition_column: Option<String>,
 }
 
 impl Tasks {
@@ -43,7 +48,77 @@ impl Tasks {
         Tasks {
             count: 1,
             key: None,
+            partition_column: None,
         }
+    }
+
+    /// What a new epoch's `offsets/N` records of the split (nothing for
+    /// one task).
+    pub fn split(&self) -> Option<TaskSplit> {
+        (self.count > 1).then(|| TaskSplit {
+            count: self.count,
+            key: self.key.clone(),
+        })
+    }
+
+    /// The tasks epoch `entry` runs as: the split it recorded, whatever
+    /// this run's `parallelism` is.
+    pub fn of_entry(&self, entry: &OffsetEntry) -> Tasks {
+        match &entry.tasks {
+            Some(split) => Tasks {
+                count: split.count,
+                key: split.key.clone(),
+                partition_column: self.partition_column.clone(),
+            },
+            None => Tasks::one(),
+        }
+    }
+
+    /// How rows reach the tasks, for the log.
+    pub fn describe_routing(&self) -> String {
+        match self.routing() {
+            Routing::Key(key) => format!("by the key group of `{key}`"),
+            Routing::Partition(_) => "by source partition (p mod tasks)".into(),
+            Routing::Even => "in even shares".into(),
+        }
+    }
+
+    /// How the exchange deals rows to these tasks.
+    fn routing(&self) -> Routing<'_> {
+        match (&self.key, &self.partition_column) {
+            (Some(key), _) => Routing::Key(key),
+            (None, Some(column)) => Routing::Partition(column),
+            (None, None) => Routing::Even,
+        }
+    }
+}
+
+/// What one parallel operator run left for the rest of the epoch: each
+/// task's share for the progress record, and how many of the joined
+/// output batches each task produced (in task order), so that each task's
+/// output goes to its own sink writer.
+#[derive(Debug, Default)]
+pub(crate) struct TaskRun {
+    pub progress: Vec<TaskProgress>,
+    pub batches: Vec<usize>,
+}
+
+impl TaskRun {
+    /// `outputs` (the joined output of this run) cut into each task's
+    /// share; one share of everything after a one-task run.
+    pub fn shares<'a>(&self, outputs: &'a [RecordBatch]) -> Vec<&'a [RecordBatch]> {
+        if self.batches.is_empty() {
+            return vec![outputs];
+        }
+        let mut rest = outputs;
+        self.batches
+            .iter()
+            .map(|&n| {
+                let (share, after) = rest.split_at(n.min(rest.len()));
+                rest = after;
+                share
+            })
+            .collect()
     }
 }
 
@@ -58,9 +133,9 @@ pub(super) fn run_tasks(
     batches: &[RecordBatch],
     mut env: EpochEnv,
     tasks: &Tasks,
-) -> Result<(Result<RunOutput, OperatorFailure>, Vec<TaskProgress>)> {
+) -> Result<(Result<RunOutput, OperatorFailure>, TaskRun)> {
     let key = tasks.key.as_deref();
-    let routed = crate::exchange::route(batches, key, tasks.count)?;
+    let routed = crate::exchange::route(batches, tasks.routing(), tasks.count)?;
     let envs = operator_state::task_envs(&mut env, tasks.count, key).unwrap_or_else(|| {
         (0..tasks.count)
             .map(|_| EpochEnv {
@@ -97,10 +172,10 @@ fn join(
     mut env: EpochEnv,
     routed: &[Vec<RecordBatch>],
     ran: Vec<(Result<RunOutput, OperatorFailure>, Duration)>,
-) -> (Result<RunOutput, OperatorFailure>, Vec<TaskProgress>) {
+) -> (Result<RunOutput, OperatorFailure>, TaskRun) {
     let mut batches = Vec::new();
     let mut migrated = false;
-    let mut report = Vec::with_capacity(ran.len());
+    let mut report = TaskRun::default();
     let mut failed = None;
     for (task, ((out, took), rows)) in ran.into_iter().zip(routed).enumerate() {
         let rows_in = rows.iter().map(|b| b.num_rows() as u64).sum();
@@ -113,6 +188,7 @@ fn join(
         match out {
             Ok(out) if failed.is_none() => {
                 progress.rows_out = out.batches.iter().map(|b| b.num_rows() as u64).sum();
+                report.batches.push(out.batches.len());
                 migrated |= out.migrated;
                 batches.extend(out.batches);
                 operator_state::absorb(&mut env, out.env);
@@ -122,7 +198,7 @@ fn join(
                 failed.get_or_insert(f);
             }
         }
-        report.push(progress);
+        report.progress.push(progress);
     }
     let result = match failed {
         Some(f) => Err(f),

@@ -1,0 +1,96 @@
+//! The sink's writers: one per task, so that the tasks of an epoch write
+//! their shares side by side, each to a file, a claim or a transaction of
+//! its own ([`weir_connectors::connector::SinkContext::task`]).
+//!
+//! The epoch protocol is unchanged: phase 6 returns only after **every**
+//! task's writer has the epoch, and only then do the state and
+//! `commits/N` follow. Each writer makes its own repeated write harmless,
+//! and a replay gives each task the same rows, since `offsets/N` records
+//! how the epoch was divided ([`weir_core::wal::TaskSplit`]).
+
+use anyhow::{anyhow, Context, Result};
+use arrow_array::RecordBatch;
+use weir_connectors::connector::{SinkContext, SinkSettings};
+use weir_core::sink::Sink;
+
+/// The sink's writers by task, opened as tasks first need them.
+pub(crate) struct TaskSinks {
+    settings: Box<dyn SinkSettings>,
+    pipeline: String,
+    query_id: String,
+    writers: Vec<Box<dyn Sink>>,
+}
+
+impl TaskSinks {
+    /// Opens the first task's writer at once, so that a sink that cannot
+    /// be reached or configured fails the start.
+    pub fn open(settings: &dyn SinkSettings, pipeline: &str, query_id: &str) -> Result<Self> {
+        let mut sinks = TaskSinks {
+            settings: settings.clone_box(),
+            pipeline: pipeline.to_string(),
+            query_id: query_id.to_string(),
+            writers: Vec::new(),
+        };
+        sinks.ensure(1)?;
+        Ok(sinks)
+    }
+
+    /// The first task's writer: the one a one-task epoch (and real-time
+    /// mode) writes with.
+    pub fn first(&mut self) -> &mut dyn Sink {
+        self.writers[0].as_mut()
+    }
+
+    /// Opens writers up to task `count - 1`.
+    fn ensure(&mut self, count: usize) -> Result<()> {
+        while self.writers.len() < count {
+            let task = u16::try_from(self.writers.len()).context("too many tasks")?;
+            let writer = self
+                .settings
+                .open(&SinkContext {
+                    pipeline: &self.pipeline,
+                    query_id: &self.query_id,
+                    task,
+                })
+                .with_context(|| format!("opening task {task}'s sink writer"))?;
+            self.writers.push(writer);
+        }
+        Ok(())
+    }
+
+    /// Writes each task's share of `epoch` (`shares[t]` is task `t`'s) with
+    /// that task's writer, side by side; returns once every one is written,
+    /// or with the first task's error that failed.
+    pub fn write_epoch(&mut self, epoch: u64, shares: &[&[RecordBatch]]) -> Result<()> {
+        self.ensure(shares.len())?;
+        if let [only] = shares {
+            return self.writers[0].write_epoch(epoch, only);
+        }
+        let results = std::thread::scope(|scope| {
+            let running: Vec<_> = self
+                .writers
+                .iter_mut()
+                .zip(shares)
+                .enumerate()
+                .map(|(task, (writer, share))| {
+                    std::thread::Builder::new()
+                        .name(format!("weir-sink-{task}"))
+                        .spawn_scoped(scope, move || writer.write_epoch(epoch, share))
+                })
+                .collect();
+            running
+                .into_iter()
+                .enumerate()
+                .map(|(task, spawned)| {
+                    let handle =
+                        spawned.with_context(|| format!("starting task {task}'s writer"))?;
+                    handle
+                        .join()
+                        .map_err(|_| anyhow!("task {task}'s sink writer panicked"))?
+                        .with_context(|| format!("task {task}'s share"))
+                })
+                .collect::<Vec<Result<()>>>()
+        });
+        results.into_iter().collect()
+    }
+}
