@@ -218,6 +218,27 @@ function unpack({ offsets, data }) {
   return out;
 }
 
+// The header of a key that names its key group (two big-endian bytes after
+// it): with parallel tasks, a key that gathers many routing keys (every
+// card's window ending at one time) is kept once per group, so that each
+// task touches its own (the Rust SDK's `state::grouped_key`).
+const GROUPED = Uint8Array.from([0xff, 0x6b, 0x67]);
+
+function inGroup(group, rest) {
+  return concat(GROUPED, [group >> 8, group & 0xff], rest);
+}
+
+// `rest` in the key group of `routingKey`, as the host routes its rows.
+function grouped(routingKey, rest) {
+  return inGroup(state.keyGroup(routingKey), rest);
+}
+
+function ungrouped(key) {
+  return startsWith(key, GROUPED) && key.length >= GROUPED.length + 2
+    ? key.subarray(GROUPED.length + 2)
+    : key;
+}
+
 function prefixEnd(prefix) {
   const end = Array.from(prefix);
   while (end.length) {
@@ -313,16 +334,19 @@ export class Windows {
 
   /** Whether a fired timer is this aggregation's. */
   owns(timer) {
-    return startsWith(timer.key, this.prefix);
+    return startsWith(ungrouped(timer.key), this.prefix);
   }
 
+  // In the key group of the routing key: the task that gets the key's rows
+  // owns its sessions and running aggregates.
   keyPrefix(key) {
-    return concat(this.prefix, [0x6b], u32be(key.length), key);
+    return grouped(key, concat(this.prefix, [0x6b], u32be(key.length), key));
   }
   windowKey(key, start) {
     return concat(this.keyPrefix(key), sortable(start));
   }
   parse(wkey) {
+    wkey = ungrouped(wkey);
     const head = concat(this.prefix, [0x6b]);
     const rest = wkey.subarray(head.length);
     if (!startsWith(wkey, head) || rest.length < 4) throw new WindowError("window state key is corrupt");
@@ -330,7 +354,11 @@ export class Windows {
     if (rest.length !== 4 + n + 8) throw new WindowError("window state key is corrupt");
     return { key: rest.slice(4, 4 + n), start: unsortable(rest.subarray(4 + n)) };
   }
-  endKey(end) {
+  // The list (and timer) of key group `group`'s windows ending at `end`.
+  endKey(group, end) {
+    return inGroup(group, this.endName(end));
+  }
+  endName(end) {
     return concat(this.prefix, [0x65], sortable(end));
   }
 
@@ -363,20 +391,26 @@ export class Windows {
     return closed;
   }
 
-  // Tumbling and sliding: state per window end (see the Rust SDK's
-  // aligned.rs): one chunk per end per batch, one timer per end.
+  // Tumbling and sliding: state per window end and key group (see the
+  // Rust SDK's aligned.rs): one chunk per (end, group) per batch, one timer
+  // per (end, group).
 
   addAligned(rows, closedThrough) {
     const late = [];
+    // By (end, group): `${end}/${group}` → {end, group, parts}.
     const byEnd = new Map();
+    const groups = new Map();
     rows.forEach((row, i) => {
       let kept = false;
+      const k = tag(row.key);
+      if (!groups.has(k)) groups.set(k, state.keyGroup(row.key));
+      const group = groups.get(k);
       for (const end of ends(row.tsMs, this.size, this.slide)) {
         if (closedThrough !== undefined && end <= closedThrough) continue;
         kept = true;
-        if (!byEnd.has(end)) byEnd.set(end, new Map());
-        const parts = byEnd.get(end);
-        const k = tag(row.key);
+        const slot = `${end}/${group}`;
+        if (!byEnd.has(slot)) byEnd.set(slot, { end, group, parts: new Map() });
+        const parts = byEnd.get(slot).parts;
         if (!parts.has(k)) parts.set(k, { key: row.key, agg: new Aggregate(), payloads: [] });
         const part = parts.get(k);
         part.agg.add(row.value);
@@ -384,19 +418,19 @@ export class Windows {
       }
       if (!kept) late.push(i);
     });
-    const sortedEnds = [...byEnd.keys()].sort((a, b) => a - b);
-    const sortedParts = (end) => [...byEnd.get(end).values()].sort((a, b) => compare(a.key, b.key));
+    const slots = [...byEnd.values()].sort((a, b) => a.end - b.end || a.group - b.group);
+    const sortedParts = (slot) => [...slot.parts.values()].sort((a, b) => compare(a.key, b.key));
     const lists = [];
     const chunks = [];
-    for (const end of sortedEnds) {
+    for (const slot of slots) {
       const w = new Writer();
-      for (const p of sortedParts(end)) pushPart(w, p.key, p.agg, p.payloads);
-      lists.push(this.endKey(end));
+      for (const p of sortedParts(slot)) pushPart(w, p.key, p.agg, p.payloads);
+      lists.push(this.endKey(slot.group, slot.end));
       chunks.push(w.done());
-      timers.set(lists[lists.length - 1], BigInt(end));
+      timers.set(lists[lists.length - 1], BigInt(slot.end));
     }
     if (lists.length) state.appendMany(pack(lists), pack(chunks));
-    const touched = sortedEnds.flatMap((end) => sortedParts(end).map((p) => ({ end, ...p })));
+    const touched = slots.flatMap((slot) => sortedParts(slot).map((p) => ({ end: slot.end, ...p })));
     return { late, updated: this.onUpdate ? this.updateAggregates(touched) : [] };
   }
 
@@ -417,8 +451,10 @@ export class Windows {
 
   closeEnd(timer) {
     const end = Number(timer.atMs);
-    const list = this.endKey(end);
-    if (!equal(timer.key, list)) return [];
+    // The timer names the list: one group's (or, written before key
+    // groups, every key's) windows ending at `end`.
+    if (!equal(ungrouped(timer.key), this.endName(end))) return [];
+    const list = timer.key;
     const merged = new Map();
     for (const chunk of unpack(state.readList(list))) {
       for (const { key, agg, rows } of readParts(chunk)) {

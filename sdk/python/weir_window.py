@@ -55,6 +55,29 @@ def _unsortable(b):
     return v - (1 << 64) if v >= 1 << 63 else v
 
 
+# The header of a key that names its key group (two big-endian bytes after
+# it): with parallel tasks, a key that gathers many routing keys (every
+# card's window ending at one time) is kept once per group, so that each
+# task touches its own (the Rust SDK's `state::grouped_key`).
+_GROUPED = b"\xffkg"
+
+
+def _in_group(group, rest):
+    return _GROUPED + group.to_bytes(2, "big") + rest
+
+
+def _grouped(routing_key, rest):
+    """rest in the key group of routing_key, as the host routes its rows."""
+    return _in_group(state.key_group(routing_key), rest)
+
+
+def _ungrouped(key):
+    key = bytes(key)
+    if key.startswith(_GROUPED) and len(key) >= len(_GROUPED) + 2:
+        return key[len(_GROUPED) + 2:]
+    return key
+
+
 def _pack(strings):
     """Byte strings in the host's Arrow binary layout."""
     offsets, data = [0], bytearray()
@@ -222,22 +245,29 @@ class Windows:
 
     def owns(self, timer):
         """Whether a fired timer is this aggregation's."""
-        return bytes(timer.key).startswith(self.prefix)
+        return _ungrouped(timer.key).startswith(self.prefix)
 
     def _key_prefix(self, key):
-        return self.prefix + b"k" + len(key).to_bytes(4, "big") + key
+        # In the key group of the routing key: the task that gets the key's
+        # rows owns its sessions and running aggregates.
+        return _grouped(key, self.prefix + b"k" + len(key).to_bytes(4, "big") + key)
 
     def _window_key(self, key, start):
         return self._key_prefix(key) + _sortable(start)
 
     def _parse(self, wkey):
+        wkey = _ungrouped(wkey)
         rest = wkey[len(self.prefix) + 1:]
         n = int.from_bytes(rest[:4], "big")
         if not wkey.startswith(self.prefix + b"k") or len(rest) != 4 + n + 8:
             raise WindowError("window state key is corrupt")
         return bytes(rest[4:4 + n]), _unsortable(rest[4 + n:])
 
-    def _end_key(self, end):
+    def _end_key(self, group, end):
+        """The list (and timer) of key group group's windows ending at end."""
+        return _in_group(group, self._end_name(end))
+
+    def _end_name(self, end):
         return self.prefix + b"e" + _sortable(end)
 
     def add(self, rows):
@@ -263,32 +293,37 @@ class Windows:
                 closed.extend(self._close_end(timer))
         return closed
 
-    # Tumbling and sliding: state per window end (see the Rust SDK's
-    # aligned.rs): one chunk per end per batch, one timer per end.
+    # Tumbling and sliding: state per window end and key group (see the
+    # Rust SDK's aligned.rs): one chunk per (end, group) per batch, one
+    # timer per (end, group).
 
     def _add_aligned(self, rows, closed_through):
-        late, by_end = [], {}
+        late, by_end, groups = [], {}, {}
         for i, row in enumerate(rows):
             kept = False
+            group = groups.get(row.key)
+            if group is None:
+                group = groups[row.key] = state.key_group(row.key)
             for end in _ends(row.ts_ms, self.size, self.slide):
                 if closed_through is not None and end <= closed_through:
                     continue
                 kept = True
-                part = by_end.setdefault(end, {}).get(row.key)
+                part = by_end.setdefault((end, group), {}).get(row.key)
                 if part is None:
-                    part = by_end[end][row.key] = (Aggregate(), [])
+                    part = by_end[(end, group)][row.key] = (Aggregate(), [])
                 part[0].add(row.value)
                 if self.collect:
                     part[1].append(row.payload)
             if not kept:
                 late.append(i)
         keys, chunks = [], []
-        for end in sorted(by_end):
+        for end, group in sorted(by_end):
             chunk = bytearray()
-            for key in sorted(by_end[end]):
-                agg, payloads = by_end[end][key]
+            parts = by_end[(end, group)]
+            for key in sorted(parts):
+                agg, payloads = parts[key]
                 _push_part(chunk, key, agg, payloads)
-            keys.append(self._end_key(end))
+            keys.append(self._end_key(group, end))
             chunks.append(bytes(chunk))
             timers.set(keys[-1], end)
         if keys:
@@ -297,7 +332,11 @@ class Windows:
         return Added(late, updated)
 
     def _update_aggregates(self, by_end):
-        touched = [(end, key, by_end[end][key][0]) for end in sorted(by_end) for key in sorted(by_end[end])]
+        touched = [
+            (end, key, by_end[(end, group)][key][0])
+            for end, group in sorted(by_end)
+            for key in sorted(by_end[(end, group)])
+        ]
         if not touched:
             return []
         wkeys = [self._window_key(key, end - self.size) for end, key, _ in touched]
@@ -316,9 +355,11 @@ class Windows:
 
     def _close_end(self, timer):
         end = timer.at_ms
-        lkey = self._end_key(end)
-        if bytes(timer.key) != lkey:
+        # The timer names the list: one group's (or, written before key
+        # groups, every key's) windows ending at end.
+        if _ungrouped(timer.key) != self._end_name(end):
             return []
+        lkey = bytes(timer.key)
         merged = {}
         for chunk in _unpack(state.read_list(lkey)):
             for key, agg, rows in _read_parts(chunk):

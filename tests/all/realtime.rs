@@ -112,6 +112,39 @@ fn real_time_emits_the_alerts_of_micro_batch_over_the_same_input() {
 }
 
 #[test]
+fn real_time_with_two_tasks_emits_the_alerts_of_one() {
+    const START: i64 = weir_cli::demo::generator::START_MS;
+    let trigger = "mode = \"real-time\"\ncheckpoint_interval = \"100ms\"";
+    let mut runs = Vec::new();
+    for top in ["parallelism = 1\n", "parallelism = 2\nkey = \"card_id\"\n"] {
+        let dir = tempfile::tempdir().unwrap();
+        let toml = top.to_string() + &pipeline(dir.path(), trigger, 1_000, Some(START), 700);
+        let epochs = run_epochs(dir.path(), &toml).unwrap();
+        assert_eq!(epochs.iter().map(|e| e.rows_in).sum::<u64>(), ROWS);
+        runs.push((epochs, dir));
+    }
+    let (one, one_dir) = &runs[0];
+    let (two, two_dir) = &runs[1];
+    assert!(one.iter().all(|e| e.tasks.is_empty()));
+    let busy = two.iter().find(|e| e.rows_in > 0).unwrap();
+    assert_eq!(busy.tasks.len(), 2, "{:?}", busy.tasks);
+    assert!(busy.tasks.iter().all(|t| t.rows_in > 0), "{:?}", busy.tasks);
+    assert_eq!(
+        busy.tasks.iter().map(|t| t.rows_in).sum::<u64>(),
+        busy.rows_in
+    );
+    let expected = alerts(&one_dir.path().join("out"), false);
+    assert!(expected.len() > 100, "{} alerts", expected.len());
+    let out = two_dir.path().join("out");
+    assert_eq!(alerts(&out, false), expected, "the same alerts as one task");
+    let task_parts = crate::common::sink_files(&out)
+        .iter()
+        .filter(|(name, _)| name.contains("-part-") && name.ends_with("-task-001.jsonl"))
+        .count();
+    assert!(task_parts > 5, "task 1 wrote its own parts: {task_parts}");
+}
+
+#[test]
 fn payments_generated_live_are_scored_as_they_arrive() {
     let dir = tempfile::tempdir().unwrap();
     let trigger = "mode = \"real-time\"\ncheckpoint_interval = \"200ms\"";
@@ -445,19 +478,34 @@ fn the_kafka_sink_gets_every_part_at_once_tagged_with_its_epoch_and_part() {
 
 #[test]
 fn sigkill_in_real_time_mode_leaves_the_state_of_an_uninterrupted_run() {
+    killed_real_time_runs_keep_the_state_of_an_uninterrupted_one("");
+}
+
+#[test]
+fn sigkill_in_real_time_mode_with_two_tasks_leaves_the_state_of_an_uninterrupted_run() {
+    killed_real_time_runs_keep_the_state_of_an_uninterrupted_one(
+        "parallelism = 2\nkey = \"card_id\"\n",
+    );
+}
+
+/// The real-time `count` pipeline (with `top` in front: e.g. tasks),
+/// SIGKILLed at random moments, ends with the rows and the state of an
+/// uninterrupted run.
+fn killed_real_time_runs_keep_the_state_of_an_uninterrupted_one(top: &'static str) {
     // `count`: each row comes out with its card's count so far, kept in
     // keyed state; neither depends on event times, so two live runs agree.
     let setup = |dir: &Path, _: &str| -> PathBuf {
         let trigger = "mode = \"real-time\"\ncheckpoint_interval = \"100ms\"";
-        let toml = pipeline(dir, trigger, 3_000, None, 100_000)
-            .replace(
-                &format!("path = \"{}\"", guest("fraud_velocity").display()),
-                &format!("path = \"{}\"", guest("sandbox_tests").display()),
-            )
-            .replace(
-                &format!("config = {VELOCITY_CONFIG}"),
-                r#"config = { mode = "count" }"#,
-            );
+        let toml = top.to_string()
+            + &pipeline(dir, trigger, 3_000, None, 100_000)
+                .replace(
+                    &format!("path = \"{}\"", guest("fraud_velocity").display()),
+                    &format!("path = \"{}\"", guest("sandbox_tests").display()),
+                )
+                .replace(
+                    &format!("config = {VELOCITY_CONFIG}"),
+                    r#"config = { mode = "count" }"#,
+                );
         assert!(toml.contains("mode = \"count\""));
         let path = dir.join("pipeline.toml");
         std::fs::write(&path, toml).unwrap();

@@ -1,7 +1,7 @@
 //! `cargo bench -p weir-cli --bench latency`: event→alert latency of the
 //! generator → `fraud-velocity` → file sink pipeline, micro-batch (100 ms
-//! trigger) against real-time mode, at several steady rates, in one run on
-//! this machine; then each mode's maximum throughput over a backlog. The
+//! trigger) against real-time mode (one task and two), at several steady
+//! rates, in one run on this machine; then each mode's maximum throughput over a backlog. The
 //! latencies are the product's own (progress records' histograms: the
 //! payment's generation time to the sink's acknowledgement), merged over
 //! the run. No services needed.
@@ -25,6 +25,12 @@ use weir_core::latency::Histogram;
 use weir_engine::config::PipelineConfig;
 use weir_engine::OpenOptions;
 use weir_host::WasmHost;
+
+/// One task (fraud-velocity keeps keyed state: one is its default
+/// without a `key`).
+const ONE_TASK: &str = "parallelism = 1\n";
+/// Two tasks, payments routed by card.
+const TWO_TASKS: &str = "parallelism = 2\nkey = \"card_id\"\n";
 
 /// Rows of the backlog the throughput runs work through.
 const BACKLOG_ROWS: u64 = 300_000;
@@ -86,27 +92,27 @@ fn main() {
         .filter_map(|r| r.trim().parse().ok())
         .collect();
     let host = WasmHost::new(weir_host::default_cache_root()).unwrap();
+    let real_time = "mode = \"real-time\"\ncheckpoint_interval = \"1s\"";
     let modes = [
         (
             "micro-batch 100 ms",
             "mode = \"processing-time\"\ninterval = \"100ms\"",
+            ONE_TASK,
         ),
-        (
-            "real-time",
-            "mode = \"real-time\"\ncheckpoint_interval = \"1s\"",
-        ),
+        ("real-time", real_time, ONE_TASK),
+        ("real-time, 2 tasks", real_time, TWO_TASKS),
     ];
 
     println!("\nevent→alert latency, generator → fraud-velocity → files ({secs} s per rate)\n");
     println!("| rate/s | mode | rows/s | alerts | p50 ms | p99 ms | p99.9 ms | max ms |");
     println!("|---|---|---|---|---|---|---|---|");
     for &rate in &rates {
-        for (name, trigger) in modes {
+        for (name, trigger, tasks) in modes {
             let dir = tempfile::tempdir().unwrap();
             let rows = rate * secs;
             let r = run(
                 &host,
-                &toml(dir.path(), trigger, rate, rows, None),
+                &format!("{tasks}{}", toml(dir.path(), trigger, rate, rows, None)),
                 dir.path(),
                 rows,
             );
@@ -127,16 +133,26 @@ fn main() {
     println!("|---|---|---|");
     let past = weir_cli::demo::generator::START_MS;
     let mut base = None;
-    for (name, trigger) in [
-        ("micro-batch (available-now)", "mode = \"available-now\""),
+    for (name, trigger, tasks) in [
         (
-            "real-time",
-            "mode = \"real-time\"\ncheckpoint_interval = \"1s\"",
+            "micro-batch (available-now)",
+            "mode = \"available-now\"",
+            ONE_TASK,
         ),
+        (
+            "micro-batch (available-now), 2 tasks",
+            "mode = \"available-now\"",
+            TWO_TASKS,
+        ),
+        ("real-time", real_time, ONE_TASK),
+        ("real-time, 2 tasks", real_time, TWO_TASKS),
     ] {
         let dir = tempfile::tempdir().unwrap();
-        let toml = toml(dir.path(), trigger, 1_000_000, BACKLOG_ROWS, Some(past))
-            .replace("rows = ", "max_rows_per_trigger = 20000\nrows = ");
+        let toml = format!(
+            "{tasks}{}",
+            toml(dir.path(), trigger, 1_000_000, BACKLOG_ROWS, Some(past))
+                .replace("rows = ", "max_rows_per_trigger = 20000\nrows = ")
+        );
         let r = run(&host, &toml, dir.path(), BACKLOG_ROWS);
         let rate = r.rows as f64 / r.secs;
         let b = *base.get_or_insert(rate);

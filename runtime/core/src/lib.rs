@@ -28,6 +28,7 @@ pub mod duration;
 pub mod fsutil;
 pub mod guest_output;
 pub mod json;
+pub mod key_group;
 pub mod latency;
 pub mod memory;
 pub mod parts;

@@ -167,13 +167,6 @@ fn tasks_of(
             .map_or(1, |n| n.get())
             .min(usize::from(weir_state::KEY_GROUPS)) as u16,
     };
-    if count > 1 && matches!(cfg.trigger, TriggerConfig::RealTime { .. }) {
-        tracing::info!(
-            pipeline = %cfg.name,
-            "real-time epochs run as one task; micro-batch epochs (replays of deferred parts) \
-             run as {count}"
-        );
-    }
     Ok(Tasks {
         count,
         key: cfg.key.clone(),

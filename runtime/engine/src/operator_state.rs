@@ -255,18 +255,17 @@ pub fn changes(env: EpochEnv) -> Changes {
 /// One environment per task of a parallel epoch, beside `env` (the
 /// epoch's, which keeps the host's own changes such as dedup): each a
 /// fresh view of the same committed state at the same epoch and time,
-/// limited to task `t`'s key groups. `None` if `env` has no state.
-pub fn task_envs(env: &mut EpochEnv, tasks: u16, routing: Option<&str>) -> Option<Vec<EpochEnv>> {
+/// limited to task `t`'s key groups; without state, the watermarks alone.
+pub fn task_envs(env: &mut EpochEnv, tasks: u16, routing: Option<&str>) -> Vec<EpochEnv> {
     let (watermark, previous_watermark) = (env.watermark, env.previous_watermark);
     let ours = env
         .state
-        .as_mut()?
-        .as_any_mut()
-        .downcast_mut::<OperatorState>()?;
-    Some(
-        (0..tasks)
-            .map(|t| EpochEnv {
-                state: Some(Box::new(OperatorState {
+        .as_mut()
+        .and_then(|s| s.as_any_mut().downcast_mut::<OperatorState>());
+    (0..tasks)
+        .map(|t| EpochEnv {
+            state: ours.as_ref().map(|ours| -> Box<dyn KeyedState> {
+                Box::new(OperatorState {
                     state: ours.state.sibling(),
                     prefix: ours.prefix.clone(),
                     lists: ours.lists.clone(),
@@ -276,12 +275,12 @@ pub fn task_envs(env: &mut EpochEnv, tasks: u16, routing: Option<&str>) -> Optio
                         routing: routing.map(str::to_string),
                     }),
                     merged: Changes::default(),
-                })),
-                watermark,
-                previous_watermark,
-            })
-            .collect(),
-    )
+                })
+            }),
+            watermark,
+            previous_watermark,
+        })
+        .collect()
 }
 
 /// Adds a finished task's state changes to the epoch's `env`, to be

@@ -219,6 +219,10 @@ impl state::Host for HostState {
         self.epoch_state()?.clear(&key).map_err(host_error)?;
         self.check_budget()
     }
+
+    fn key_group(&mut self, routing_key: Vec<u8>) -> u16 {
+        weir_core::key_group::key_group(&routing_key)
+    }
 }
 
 /// Packs byte strings into Arrow binary layout for the guest.

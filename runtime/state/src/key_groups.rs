@@ -13,17 +13,7 @@
 //! never to change for a checkpoint once written.
 
 use std::fmt;
-use xxhash_rust::xxh3::xxh3_64;
-
-/// How many key groups the state is divided into: the most tasks a
-/// pipeline can have (Flink's default max parallelism is 128 too).
-pub const KEY_GROUPS: u16 = 128;
-
-/// The key group of a routing key's bytes, and of a state key that does
-/// not name its group ([`group_of_key`]).
-pub fn key_group(key: &[u8]) -> u16 {
-    (xxh3_64(key) % u64::from(KEY_GROUPS)) as u16
-}
+pub use weir_core::key_group::{key_group, KEY_GROUPS};
 
 /// The first bytes of a state, list or timer key that names its key group
 /// in the two bytes after them (big-endian). An operator whose key holds

@@ -3,7 +3,8 @@
 //! so output is never duplicated; epochs without output write no file. In
 //! real-time mode, one file per part (`epoch-<N>-part-<I>.jsonl`), the same
 //! way. With parallel tasks, task `T > 0` writes its share of an epoch to
-//! `epoch-<N>-task-<T>.jsonl` (task 0 keeps `epoch-<N>.jsonl`); a replay
+//! `epoch-<N>-task-<T>.jsonl` (task 0 keeps `epoch-<N>.jsonl`; a real-time
+//! part's share: `epoch-<N>-part-<I>-task-<T>.jsonl`); a replay
 //! divides the epoch among the same tasks (`offsets/N` records them), so
 //! each file is rewritten with its own rows.
 
@@ -61,9 +62,15 @@ impl FileSink {
         Ok(files)
     }
 
-    /// The file that holds part `part` of real-time epoch `epoch`.
-    pub fn part_file(dir: &Path, epoch: u64, part: u32) -> PathBuf {
-        dir.join(format!("epoch-{epoch:010}-part-{part:06}.jsonl"))
+    /// The file that holds task `task`'s share of part `part` of
+    /// real-time epoch `epoch`.
+    pub fn part_file(dir: &Path, epoch: u64, part: u32, task: u16) -> PathBuf {
+        match task {
+            0 => dir.join(format!("epoch-{epoch:010}-part-{part:06}.jsonl")),
+            t => dir.join(format!(
+                "epoch-{epoch:010}-part-{part:06}-task-{t:03}.jsonl"
+            )),
+        }
     }
 
     fn write_file(path: &Path, batches: &[RecordBatch]) -> Result<()> {
@@ -80,7 +87,7 @@ impl Sink for FileSink {
     }
 
     fn write_part(&mut self, epoch: u64, part: u32, batches: &[RecordBatch]) -> Result<()> {
-        Self::write_file(&Self::part_file(&self.dir, epoch, part), batches)
+        Self::write_file(&Self::part_file(&self.dir, epoch, part, self.task), batches)
     }
 
     fn supports_parts(&self) -> bool {

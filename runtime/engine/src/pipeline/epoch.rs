@@ -213,11 +213,7 @@ impl Pipeline {
             isolated: Vec::new(),
             real_time: kind == EntryKind::RealTime,
             no_data: kind == EntryKind::NoData,
-            // Real-time epochs run as one task.
-            tasks: match kind {
-                EntryKind::RealTime => None,
-                _ => self.tasks.split(),
-            },
+            tasks: self.tasks.split(),
         };
         self.checkpoint
             .offsets

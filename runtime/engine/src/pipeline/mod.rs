@@ -10,6 +10,7 @@
 //! operator config, so its output is the same as the first attempt's.
 
 mod epoch;
+mod instances;
 mod realtime;
 mod recovery;
 mod resilience;

@@ -4,8 +4,11 @@
 //! commits, of swaps and of progress records: one every
 //! `checkpoint_interval`. Within epoch N, each poll of the source that finds
 //! records makes a **part** — whatever arrived since the previous one, in
-//! micro-batches of at most `batch_rows` — run through the epoch's one
-//! operator instance.
+//! micro-batches of at most `batch_rows` — run through the epoch's
+//! operator instances: one per task (`offsets/N` records how many), each
+//! kept for the epoch, a part's rows dealt to them by the exchange
+//! ([`super::instances`]), and each task's share of the part written by
+//! its own sink writer.
 //!
 //! The phases of a real-time epoch N, and the order crash safety rests on:
 //!
@@ -44,11 +47,12 @@
 //! parts' input, against the committed state, as in micro-batch mode.
 
 use super::epoch::{Done, EntryKind};
+use super::instances::{Instances, Shares};
 use super::{EpochFailed, Pipeline};
 use crate::dedup::Dropped;
 use crate::event_time::Observed;
 use crate::operator_state::{self, epoch_env, epoch_state};
-use crate::runner::{EpochAt, Running};
+use crate::runner::EpochAt;
 use anyhow::{Context, Result};
 use arrow_array::RecordBatch;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -82,6 +86,22 @@ struct Totals {
     /// With a shadow candidate: every part's input (as the operator got
     /// it) and output, for the comparison at the epoch's close.
     shadowed: Option<(Vec<RecordBatch>, Vec<RecordBatch>)>,
+}
+
+impl Totals {
+    /// Counts a part whose output (task by task) the sink now has.
+    fn delivered(&mut self, shares: &Shares, measure: impl Fn(&[RecordBatch], &mut Histogram)) {
+        for outputs in shares {
+            measure(outputs, &mut self.latency);
+            self.rows_out += outputs.iter().map(|b| b.num_rows() as u64).sum::<u64>();
+        }
+        self.parts += 1;
+    }
+}
+
+/// Each task's output as the slices the sink's writers take.
+fn as_slices(shares: &Shares) -> Vec<&[RecordBatch]> {
+    shares.iter().map(Vec::as_slice).collect()
 }
 
 /// How the live parts of an epoch ended.
@@ -120,7 +140,7 @@ impl Pipeline {
             Some(log) => self.replay_entry(epoch, log)?,
             None => self.write_offsets(epoch, serde_json::Value::Null, EntryKind::RealTime)?,
         };
-        let mut running = self.start_instance(host, &entry)?;
+        let mut running = self.start_instances(host, &entry)?;
         let mut totals = Totals {
             shadowed: self.shadow.as_ref().map(|_| Default::default()),
             ..Totals::default()
@@ -144,7 +164,8 @@ impl Pipeline {
             }
         }
         self.timers_part(&mut running, &entry, &mut totals, &mut phases)?;
-        let migrated = running.migrated;
+        let migrated = running.migrated();
+        let task_progress = running.progress();
         let env = running.finish();
         let shadow = totals.shadowed.take().and_then(|(input, output)| {
             super::epoch::timed(&mut phases.shadow, || {
@@ -176,7 +197,7 @@ impl Pipeline {
             phases,
             latency: totals.latency,
             parts: Some(totals.parts),
-            tasks: Vec::new(),
+            tasks: task_progress,
         };
         Ok(self.report(done, &entry, migrated, shadow))
     }
@@ -263,22 +284,30 @@ impl Pipeline {
         Ok(LiveEnd::Closed)
     }
 
-    /// The epoch's instance, over the epoch's view of the state.
-    fn start_instance(&mut self, host: &WasmHost, entry: &OffsetEntry) -> Result<Running> {
+    /// The epoch's instances (one per task `offsets/N` records), over the
+    /// epoch's view of the state.
+    fn start_instances(&mut self, host: &WasmHost, entry: &OffsetEntry) -> Result<Instances> {
         let operator = self.operator_for(host, &entry.operator.digest)?;
         let config = self.config_for(&entry.operator.config_digest)?;
         let state = epoch_state(self.state.reader(), &self.state_namespace, entry)?;
         let env = epoch_env(state, &self.state_namespace, entry);
-        self.runner
-            .start(&operator, &config, EpochAt::of(entry), env)
-            .map_err(|cause| self.epoch_failed(entry, cause))
+        let tasks = self.tasks.of_entry(entry);
+        Instances::start(
+            &self.runner,
+            &operator,
+            &config,
+            EpochAt::of(entry),
+            env,
+            &tasks,
+        )
+        .map_err(|cause| self.epoch_failed(entry, cause))
     }
 
     /// One part: read, prepare, run; then, once its log line is durable,
     /// its output to the sink.
     fn run_part(
         &mut self,
-        running: &mut Running,
+        running: &mut Instances,
         entry: &OffsetEntry,
         part: PartEntry,
         log: Option<&mut PartWriter>,
@@ -292,7 +321,7 @@ impl Pipeline {
                     self.name, entry.epoch, part.part
                 )
             })?;
-        let outputs = super::epoch::timed(&mut phases.operator, || {
+        let shares = super::epoch::timed(&mut phases.operator, || {
             self.process_part(running, entry, input.batches, totals)
         })?;
         super::epoch::timed(&mut phases.sink, || -> Result<()> {
@@ -300,8 +329,7 @@ impl Pipeline {
                 log.sync()?;
             }
             self.sinks
-                .first()
-                .write_part(entry.epoch, part.part, &outputs)
+                .write_part(entry.epoch, part.part, &as_slices(&shares))
                 .with_context(|| {
                     format!(
                         "pipeline `{}` epoch {} part {}: writing to the sink",
@@ -309,9 +337,9 @@ impl Pipeline {
                     )
                 })
         })?;
-        self.measure_latency(&outputs, &mut totals.latency);
-        totals.parts += 1;
-        totals.rows_out += outputs.iter().map(|b| b.num_rows() as u64).sum::<u64>();
+        totals.delivered(&shares, |outputs, latency| {
+            self.measure_latency(outputs, latency)
+        });
         totals.dead_letters.extend(input.dead_letters);
         totals.ranges.push(part.range);
         Ok(())
@@ -321,11 +349,11 @@ impl Pipeline {
     /// the earlier parts' writes) and the operator, batch by batch.
     fn process_part(
         &mut self,
-        running: &mut Running,
+        running: &mut Instances,
         entry: &OffsetEntry,
         batches: Vec<RecordBatch>,
         totals: &mut Totals,
-    ) -> Result<Vec<RecordBatch>> {
+    ) -> Result<Shares> {
         totals.rows_in += batches.iter().map(|b| b.num_rows() as u64).sum::<u64>();
         if let Some(et) = &self.event_time {
             let seen = et.observe(&batches, entry.watermark_ms)?;
@@ -334,7 +362,7 @@ impl Pipeline {
         }
         let batches = match (
             &self.dedup,
-            operator_state::epoch_state_mut(running.env_mut()),
+            operator_state::epoch_state_mut(running.host_env()),
         ) {
             (Some(d), Some(state)) => {
                 let (kept, dropped) = d.apply(batches, entry.watermark_ms, state)?;
@@ -344,23 +372,17 @@ impl Pipeline {
             }
             _ => batches,
         };
-        let mut outputs = Vec::new();
-        for batch in batches {
-            totals.micro_batches += 1;
-            if let Some((input, _)) = &mut totals.shadowed {
-                input.push(batch.clone());
-            }
-            let out = running
-                .process(batch)
-                .map_err(|cause| self.epoch_failed(entry, cause))?;
-            if out.num_rows() > 0 {
-                outputs.push(out);
-            }
+        totals.micro_batches += batches.len();
+        if let Some((input, _)) = &mut totals.shadowed {
+            input.extend(batches.iter().cloned());
         }
+        let shares = running
+            .process(batches)?
+            .map_err(|cause| self.epoch_failed(entry, cause))?;
         if let Some((_, output)) = &mut totals.shadowed {
-            output.extend(outputs.iter().cloned());
+            output.extend(shares.iter().flatten().cloned());
         }
-        Ok(outputs)
+        Ok(shares)
     }
 
     /// Step 3 begins with the timers the epoch's watermark reached: their
@@ -370,20 +392,19 @@ impl Pipeline {
     /// the sink's per-part write makes the repeat harmless.
     fn timers_part(
         &mut self,
-        running: &mut Running,
+        running: &mut Instances,
         entry: &OffsetEntry,
         totals: &mut Totals,
         phases: &mut Phases,
     ) -> Result<()> {
-        let outputs = super::epoch::timed(&mut phases.operator, || running.fire_timers())
+        let shares = super::epoch::timed(&mut phases.operator, || running.fire_timers())?
             .map_err(|cause| self.epoch_failed(entry, cause))?;
-        if outputs.is_empty() {
+        if shares.iter().all(Vec::is_empty) {
             return Ok(());
         }
         super::epoch::timed(&mut phases.sink, || {
             self.sinks
-                .first()
-                .write_part(entry.epoch, totals.parts, &outputs)
+                .write_part(entry.epoch, totals.parts, &as_slices(&shares))
         })
         .with_context(|| {
             format!(
@@ -391,11 +412,11 @@ impl Pipeline {
                 self.name, entry.epoch
             )
         })?;
-        self.measure_latency(&outputs, &mut totals.latency);
-        totals.parts += 1;
-        totals.rows_out += outputs.iter().map(|b| b.num_rows() as u64).sum::<u64>();
+        totals.delivered(&shares, |outputs, latency| {
+            self.measure_latency(outputs, latency)
+        });
         if let Some((_, output)) = &mut totals.shadowed {
-            output.extend(outputs);
+            output.extend(shares.into_iter().flatten());
         }
         Ok(())
     }
@@ -411,7 +432,7 @@ impl Pipeline {
         let epoch = entry.epoch;
         super::epoch::timed(&mut phases.sink, || -> Result<()> {
             self.write_dead_letters(epoch, &totals.dead_letters)?;
-            self.sinks.first().end_epoch(epoch)
+            self.sinks.end_epoch(epoch)
         })?;
         let max_event_time_ms = self
             .event_time
@@ -430,7 +451,7 @@ impl Pipeline {
 
 /// A live epoch's instance and running figures.
 struct LiveRun<'a> {
-    running: &'a mut Running,
+    running: &'a mut Instances,
     totals: &'a mut Totals,
     phases: &'a mut Phases,
 }

@@ -8,7 +8,7 @@
 //! and a replay gives each task the same rows, since `offsets/N` records
 //! how the epoch was divided ([`weir_core::wal::TaskSplit`]).
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::{Context, Result};
 use arrow_array::RecordBatch;
 use weir_connectors::connector::{SinkContext, SinkSettings};
 use weir_core::sink::Sink;
@@ -62,35 +62,47 @@ impl TaskSinks {
     /// that task's writer, side by side; returns once every one is written,
     /// or with the first task's error that failed.
     pub fn write_epoch(&mut self, epoch: u64, shares: &[&[RecordBatch]]) -> Result<()> {
+        self.each(shares, |writer, share| writer.write_epoch(epoch, share))
+    }
+
+    /// Real-time mode: each task's share of part `part` of `epoch`, as
+    /// [`TaskSinks::write_epoch`].
+    pub fn write_part(&mut self, epoch: u64, part: u32, shares: &[&[RecordBatch]]) -> Result<()> {
+        self.each(shares, |writer, share| {
+            writer.write_part(epoch, part, share)
+        })
+    }
+
+    /// Real-time mode: every writer's end of `epoch`.
+    pub fn end_epoch(&mut self, epoch: u64) -> Result<()> {
+        for (task, writer) in self.writers.iter_mut().enumerate() {
+            writer
+                .end_epoch(epoch)
+                .with_context(|| format!("task {task}'s writer ending epoch {epoch}"))?;
+        }
+        Ok(())
+    }
+
+    /// Runs `write` for each task's writer with its share, side by side
+    /// (on the calling thread when there is one share).
+    fn each(
+        &mut self,
+        shares: &[&[RecordBatch]],
+        write: impl Fn(&mut dyn Sink, &[RecordBatch]) -> Result<()> + Sync,
+    ) -> Result<()> {
         self.ensure(shares.len())?;
         if let [only] = shares {
-            return self.writers[0].write_epoch(epoch, only);
+            return write(self.writers[0].as_mut(), only);
         }
-        let results = std::thread::scope(|scope| {
-            let running: Vec<_> = self
-                .writers
-                .iter_mut()
-                .zip(shares)
-                .enumerate()
-                .map(|(task, (writer, share))| {
-                    std::thread::Builder::new()
-                        .name(format!("weir-sink-{task}"))
-                        .spawn_scoped(scope, move || writer.write_epoch(epoch, share))
-                })
-                .collect();
-            running
-                .into_iter()
-                .enumerate()
-                .map(|(task, spawned)| {
-                    let handle =
-                        spawned.with_context(|| format!("starting task {task}'s writer"))?;
-                    handle
-                        .join()
-                        .map_err(|_| anyhow!("task {task}'s sink writer panicked"))?
-                        .with_context(|| format!("task {task}'s share"))
-                })
-                .collect::<Vec<Result<()>>>()
-        });
-        results.into_iter().collect()
+        let ran = super::tasks::on_threads(
+            "weir-sink",
+            self.writers.iter_mut().zip(shares),
+            |(writer, share)| write(writer.as_mut(), share),
+        )?;
+        ran.into_iter()
+            .enumerate()
+            .try_for_each(|(task, (written, _))| {
+                written.with_context(|| format!("task {task}'s share"))
+            })
     }
 }

@@ -84,7 +84,7 @@ impl Tasks {
     }
 
     /// How the exchange deals rows to these tasks.
-    fn routing(&self) -> Routing<'_> {
+    pub(super) fn routing(&self) -> Routing<'_> {
         match (&self.key, &self.partition_column) {
             (Some(key), _) => Routing::Key(key),
             (None, Some(column)) => Routing::Partition(column),
@@ -134,25 +134,30 @@ pub(super) fn run_tasks(
     mut env: EpochEnv,
     tasks: &Tasks,
 ) -> Result<(Result<RunOutput, OperatorFailure>, TaskRun)> {
-    let key = tasks.key.as_deref();
     let routed = crate::exchange::route(batches, tasks.routing(), tasks.count)?;
-    let envs = operator_state::task_envs(&mut env, tasks.count, key).unwrap_or_else(|| {
-        (0..tasks.count)
-            .map(|_| EpochEnv {
-                state: None,
-                watermark: env.watermark,
-                previous_watermark: env.previous_watermark,
-            })
-            .collect()
-    });
-    let ran = std::thread::scope(|scope| -> Result<Vec<_>> {
-        let mut running = Vec::with_capacity(routed.len());
-        for (task, (rows, task_env)) in routed.iter().zip(envs).enumerate() {
+    let envs = operator_state::task_envs(&mut env, tasks.count, tasks.key.as_deref());
+    let ran = on_threads("weir-task", routed.iter().zip(envs), |(rows, task_env)| {
+        runner.run(operator, config, at, rows, task_env)
+    })?;
+    Ok(join(env, &routed, ran))
+}
+
+/// Runs `work` over each input on a named thread of its own (`name-i`),
+/// side by side; each result with the time its thread took, in input order.
+pub(super) fn on_threads<I: Send, O: Send>(
+    name: &str,
+    inputs: impl IntoIterator<Item = I>,
+    work: impl Fn(I) -> O + Sync,
+) -> Result<Vec<(O, Duration)>> {
+    let work = &work;
+    std::thread::scope(|scope| {
+        let mut running = Vec::new();
+        for (i, input) in inputs.into_iter().enumerate() {
             let handle = std::thread::Builder::new()
-                .name(format!("weir-task-{task}"))
+                .name(format!("{name}-{i}"))
                 .spawn_scoped(scope, move || {
                     let started = Instant::now();
-                    let out = runner.run(operator, config, at, rows, task_env);
+                    let out = work(input);
                     (out, started.elapsed())
                 })?;
             running.push(handle);
@@ -160,10 +165,12 @@ pub(super) fn run_tasks(
         running
             .into_iter()
             .enumerate()
-            .map(|(t, h)| h.join().map_err(|_| anyhow!("task {t}'s thread panicked")))
+            .map(|(i, h)| {
+                h.join()
+                    .map_err(|_| anyhow!("{name}-{i}'s thread panicked"))
+            })
             .collect()
-    })?;
-    Ok(join(env, &routed, ran))
+    })
 }
 
 /// The tasks' runs as the epoch's: outputs in task order, state changes
