@@ -228,11 +228,6 @@ function inGroup(group, rest) {
   return concat(GROUPED, [group >> 8, group & 0xff], rest);
 }
 
-// `rest` in the key group of `routingKey`, as the host routes its rows.
-function grouped(routingKey, rest) {
-  return inGroup(state.keyGroup(routingKey), rest);
-}
-
 function ungrouped(key) {
   return startsWith(key, GROUPED) && key.length >= GROUPED.length + 2
     ? key.subarray(GROUPED.length + 2)
@@ -300,6 +295,14 @@ export class Windows {
     this.onUpdate = false;
     this.collect = false;
     this.prefix = concat(WIN, [0]);
+    this.groups = new Map();
+  }
+
+  // The key group the host routes `key`'s rows by (asked once per key).
+  group(key) {
+    const k = tag(key);
+    if (!this.groups.has(k)) this.groups.set(k, state.keyGroup(key));
+    return this.groups.get(k);
   }
 
   static tumbling(sizeMs) {
@@ -340,7 +343,7 @@ export class Windows {
   // In the key group of the routing key: the task that gets the key's rows
   // owns its sessions and running aggregates.
   keyPrefix(key) {
-    return grouped(key, concat(this.prefix, [0x6b], u32be(key.length), key));
+    return inGroup(this.group(key), concat(this.prefix, [0x6b], u32be(key.length), key));
   }
   windowKey(key, start) {
     return concat(this.keyPrefix(key), sortable(start));
@@ -399,12 +402,10 @@ export class Windows {
     const late = [];
     // By (end, group): `${end}/${group}` → {end, group, parts}.
     const byEnd = new Map();
-    const groups = new Map();
     rows.forEach((row, i) => {
       let kept = false;
       const k = tag(row.key);
-      if (!groups.has(k)) groups.set(k, state.keyGroup(row.key));
-      const group = groups.get(k);
+      const group = this.group(row.key);
       for (const end of ends(row.tsMs, this.size, this.slide)) {
         if (closedThrough !== undefined && end <= closedThrough) continue;
         kept = true;

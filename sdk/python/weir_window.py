@@ -66,11 +66,6 @@ def _in_group(group, rest):
     return _GROUPED + group.to_bytes(2, "big") + rest
 
 
-def _grouped(routing_key, rest):
-    """rest in the key group of routing_key, as the host routes its rows."""
-    return _in_group(state.key_group(routing_key), rest)
-
-
 def _ungrouped(key):
     key = bytes(key)
     if key.startswith(_GROUPED) and len(key) >= len(_GROUPED) + 2:
@@ -212,6 +207,14 @@ class Windows:
         self.on_update = False
         self.collect = False
         self.prefix = b"\xffwin\x00"
+        self._groups = {}
+
+    def _group(self, key):
+        """The key group the host routes key's rows by (asked once per key)."""
+        group = self._groups.get(key)
+        if group is None:
+            group = self._groups[key] = state.key_group(key)
+        return group
 
     @staticmethod
     def tumbling(size_ms):
@@ -250,7 +253,7 @@ class Windows:
     def _key_prefix(self, key):
         # In the key group of the routing key: the task that gets the key's
         # rows owns its sessions and running aggregates.
-        return _grouped(key, self.prefix + b"k" + len(key).to_bytes(4, "big") + key)
+        return _in_group(self._group(key), self.prefix + b"k" + len(key).to_bytes(4, "big") + key)
 
     def _window_key(self, key, start):
         return self._key_prefix(key) + _sortable(start)
@@ -298,12 +301,10 @@ class Windows:
     # timer per (end, group).
 
     def _add_aligned(self, rows, closed_through):
-        late, by_end, groups = [], {}, {}
+        late, by_end = [], {}
         for i, row in enumerate(rows):
             kept = False
-            group = groups.get(row.key)
-            if group is None:
-                group = groups[row.key] = state.key_group(row.key)
+            group = self._group(row.key)
             for end in _ends(row.ts_ms, self.size, self.slide):
                 if closed_through is not None and end <= closed_through:
                     continue

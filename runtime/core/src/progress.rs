@@ -10,6 +10,7 @@
 use crate::latency::{Histogram, LatencySummary};
 use crate::source::Backlog;
 use crate::Digest;
+use arrow_array::RecordBatch;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -153,6 +154,24 @@ pub struct TaskProgress {
     /// The task's operator run: instance, `process`, timers.
     #[serde(with = "millis")]
     pub operator: Duration,
+}
+
+impl TaskProgress {
+    /// Task `task`, before it ran.
+    pub fn of(task: u16) -> Self {
+        TaskProgress {
+            task,
+            ..TaskProgress::default()
+        }
+    }
+
+    /// Counts one run of the task's operator: the rows it got, the rows it
+    /// gave back (none if it failed) and the time it took.
+    pub fn count_run(&mut self, rows_in: u64, output: &[RecordBatch], took: Duration) {
+        self.rows_in += rows_in;
+        self.rows_out += crate::source::row_count(output);
+        self.operator += took;
+    }
 }
 
 impl EpochProgress {

@@ -52,8 +52,13 @@ pub struct EpochInput {
 impl EpochInput {
     /// Number of rows across all batches.
     pub fn rows(&self) -> u64 {
-        self.batches.iter().map(|b| b.num_rows() as u64).sum()
+        row_count(&self.batches)
     }
+}
+
+/// Number of rows across `batches`.
+pub fn row_count(batches: &[RecordBatch]) -> u64 {
+    batches.iter().map(|b| b.num_rows() as u64).sum()
 }
 
 /// What a source had waiting when it last planned: the lag behind the

@@ -19,6 +19,7 @@
 
 use super::client::Brokers;
 use super::fetch::fetch_ranges;
+use super::source::Fetched;
 use crate::kafka::plan::PartitionRange;
 use anyhow::{anyhow, bail, Context, Result};
 use arrow_array::{Array, RecordBatch, StringArray};
@@ -82,15 +83,25 @@ impl KafkaSinkSettings {
         }
     }
 
-    /// Whether a record of the topic was written by this query and task.
-    fn wrote(&self, r: &super::source::Fetched) -> bool {
-        let task = r.header("weir-task");
+    /// Whether a record of the topic was written by this query (any task).
+    fn ours(&self, r: &Fetched) -> bool {
         r.header("weir-query").as_deref() == Some(self.query_id.as_str())
+    }
+
+    /// Whether a record of the topic was written by this query and task.
+    fn wrote(&self, r: &Fetched) -> bool {
+        let task = r.header("weir-task");
+        self.ours(r)
             && match self.task {
                 0 => task.is_none(),
                 t => task.as_deref() == Some(t.to_string().as_str()),
             }
     }
+}
+
+/// The epoch a record of the topic was written in, from its header.
+fn epoch_of(r: &Fetched) -> Option<u64> {
+    r.header("weir-epoch")?.parse().ok()
 }
 
 /// Delivery reports, as the producer's thread receives them.
@@ -194,49 +205,51 @@ impl KafkaSink {
             .collect();
         let mut highest = None;
         for p in parts {
-            let (low, high) = consumer
-                .fetch_watermarks(&self.s.topic, p, self.s.timeout)
-                .map_err(|e| anyhow!("offsets of sink topic `{}`-{p}: {e}", self.s.topic))?;
-            let mut end = high;
-            let mut window = 16;
-            while end > low {
-                let range = PartitionRange {
-                    topic: self.s.topic.clone(),
-                    partition: p,
-                    start: (end - window).max(low),
-                    end,
-                };
-                // Retention cannot take the newest records; skip rather than fail.
-                let records = fetch_ranges(
-                    &consumer,
-                    std::slice::from_ref(&range),
-                    &self.s.bootstrap_servers,
-                    self.s.timeout,
-                    false,
-                )?;
-                let ours = |r: &&super::source::Fetched| {
-                    r.header("weir-query").as_deref() == Some(self.s.query_id.as_str())
-                };
-                let epoch_of = |r: &super::source::Fetched| {
-                    r.header("weir-epoch").and_then(|e| e.parse::<u64>().ok())
-                };
-                let task_high = records
-                    .iter()
-                    .filter(|r| self.s.wrote(r))
-                    .filter_map(epoch_of)
-                    .max();
-                highest = highest.max(task_high);
-                let older = records
-                    .iter()
-                    .filter(ours)
-                    .filter_map(epoch_of)
-                    .any(|e| e < epoch);
-                if older || task_high.is_some_and(|e| e >= epoch) {
-                    break;
-                }
-                end = range.start;
-                window = window.saturating_mul(4);
+            highest = highest.max(self.partition_tail(&consumer, p, epoch)?);
+        }
+        Ok(highest)
+    }
+
+    /// The highest epoch of this query's task in partition `p`, read
+    /// backwards in growing windows until a record of this query older
+    /// than `epoch` (or one of the task's at `epoch` or later) settles it.
+    fn partition_tail(&self, consumer: &BaseConsumer, p: i32, epoch: u64) -> Result<Option<u64>> {
+        let (low, high) = consumer
+            .fetch_watermarks(&self.s.topic, p, self.s.timeout)
+            .map_err(|e| anyhow!("offsets of sink topic `{}`-{p}: {e}", self.s.topic))?;
+        let mut highest = None;
+        let (mut end, mut window) = (high, 16);
+        while end > low {
+            let range = PartitionRange {
+                topic: self.s.topic.clone(),
+                partition: p,
+                start: (end - window).max(low),
+                end,
+            };
+            // Retention cannot take the newest records; skip rather than fail.
+            let records = fetch_ranges(
+                consumer,
+                std::slice::from_ref(&range),
+                &self.s.bootstrap_servers,
+                self.s.timeout,
+                false,
+            )?;
+            let task_high = records
+                .iter()
+                .filter(|r| self.s.wrote(r))
+                .filter_map(epoch_of)
+                .max();
+            highest = highest.max(task_high);
+            let older = records
+                .iter()
+                .filter(|r| self.s.ours(r))
+                .filter_map(epoch_of)
+                .any(|e| e < epoch);
+            if older || task_high.is_some_and(|e| e >= epoch) {
+                break;
             }
+            end = range.start;
+            window = window.saturating_mul(4);
         }
         Ok(highest)
     }

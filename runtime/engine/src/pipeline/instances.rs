@@ -15,6 +15,7 @@ use crate::runner::{EpochAt, Runner, Running};
 use anyhow::Result;
 use arrow_array::RecordBatch;
 use weir_core::progress::TaskProgress;
+use weir_core::source::row_count;
 use weir_host::{EpochEnv, LoadedOperator, OperatorFailure};
 
 /// The epoch's instances, task by task.
@@ -59,12 +60,7 @@ impl Instances {
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Instances {
             host: Some(env),
-            progress: (0..tasks.count)
-                .map(|task| TaskProgress {
-                    task,
-                    ..TaskProgress::default()
-                })
-                .collect(),
+            progress: (0..tasks.count).map(TaskProgress::of).collect(),
             tasks: running,
             routing: tasks.clone(),
         })
@@ -120,26 +116,18 @@ impl Instances {
         work: impl Fn(&mut Running, Vec<RecordBatch>) -> Result<Vec<RecordBatch>, OperatorFailure>
             + Sync,
     ) -> Result<Result<Shares, OperatorFailure>> {
-        for (p, rows) in self.progress.iter_mut().zip(&inputs) {
-            p.rows_in += rows.iter().map(|b| b.num_rows() as u64).sum::<u64>();
-        }
+        let rows_in: Vec<u64> = inputs.iter().map(|rows| row_count(rows)).collect();
         let ran = super::tasks::on_threads(
             "weir-task",
             self.tasks.iter_mut().zip(inputs),
             |(task, rows)| work(task, rows),
         )?;
-        let mut shares = Vec::with_capacity(ran.len());
-        for ((out, took), p) in ran.into_iter().zip(&mut self.progress) {
-            p.operator += took;
-            match out {
-                Ok(out) => {
-                    p.rows_out += out.iter().map(|b| b.num_rows() as u64).sum::<u64>();
-                    shares.push(out);
-                }
-                Err(failure) => return Ok(Err(failure)),
-            }
+        let mut outputs = Vec::with_capacity(ran.len());
+        for (((out, took), p), rows_in) in ran.into_iter().zip(&mut self.progress).zip(rows_in) {
+            p.count_run(rows_in, out.as_deref().unwrap_or_default(), took);
+            outputs.push(out);
         }
-        Ok(Ok(shares))
+        Ok(outputs.into_iter().collect())
     }
 
     /// Ends every instance; the epoch's view of the state, with every

@@ -61,7 +61,7 @@ use weir_core::clock::now_ms;
 use weir_core::latency::Histogram;
 use weir_core::parts::{Decoded, PartEntry, PartWriter};
 use weir_core::progress::{EpochProgress, Phases};
-use weir_core::source::{DeadLetter, PlanLimit};
+use weir_core::source::{row_count, DeadLetter, PlanLimit};
 use weir_core::wal::OffsetEntry;
 use weir_host::WasmHost;
 
@@ -93,7 +93,7 @@ impl Totals {
     fn delivered(&mut self, shares: &Shares, measure: impl Fn(&[RecordBatch], &mut Histogram)) {
         for outputs in shares {
             measure(outputs, &mut self.latency);
-            self.rows_out += outputs.iter().map(|b| b.num_rows() as u64).sum::<u64>();
+            self.rows_out += row_count(outputs);
         }
         self.parts += 1;
     }
@@ -354,7 +354,7 @@ impl Pipeline {
         batches: Vec<RecordBatch>,
         totals: &mut Totals,
     ) -> Result<Shares> {
-        totals.rows_in += batches.iter().map(|b| b.num_rows() as u64).sum::<u64>();
+        totals.rows_in += row_count(&batches);
         if let Some(et) = &self.event_time {
             let seen = et.observe(&batches, entry.watermark_ms)?;
             totals.observed.late += seen.late;

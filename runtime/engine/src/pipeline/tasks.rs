@@ -27,6 +27,7 @@ use anyhow::{anyhow, Result};
 use arrow_array::RecordBatch;
 use std::time::{Duration, Instant};
 use weir_core::progress::TaskProgress;
+use weir_core::source::row_count;
 use weir_core::wal::{OffsetEntry, TaskSplit};
 use weir_host::{EpochEnv, LoadedOperator, OperatorFailure, RunOutput};
 
@@ -185,16 +186,11 @@ fn join(
     let mut report = TaskRun::default();
     let mut failed = None;
     for (task, ((out, took), rows)) in ran.into_iter().zip(routed).enumerate() {
-        let rows_in = rows.iter().map(|b| b.num_rows() as u64).sum();
-        let mut progress = TaskProgress {
-            task: task as u16,
-            rows_in,
-            rows_out: 0,
-            operator: took,
-        };
+        let mut progress = TaskProgress::of(task as u16);
+        let output = out.as_ref().map_or(&[][..], |o| o.batches.as_slice());
+        progress.count_run(row_count(rows), output, took);
         match out {
             Ok(out) if failed.is_none() => {
-                progress.rows_out = out.batches.iter().map(|b| b.num_rows() as u64).sum();
                 report.batches.push(out.batches.len());
                 migrated |= out.migrated;
                 batches.extend(out.batches);
