@@ -6,6 +6,8 @@ cd "$(dirname "$0")/.."
 bash scripts/install.sh
 # The Kafka tests start their own tansu brokers on 127.0.0.1 and stop them.
 bash scripts/install-tansu.sh
+# The object-store checkpoint tests start their own s3s-fs servers likewise.
+bash scripts/install-s3s.sh
 # Python and JavaScript operators: pinned componentize-py / componentize-js
 # into target/tools, components into target/guests/polyglot.
 bash scripts/install-polyglot.sh

@@ -15,6 +15,7 @@ mod demo;
 mod event_time;
 mod hot_swap;
 mod kafka;
+mod object_store;
 mod observe;
 mod parallel;
 mod polyglot;

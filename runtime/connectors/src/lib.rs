@@ -9,6 +9,7 @@
 //!   epoch's progress row.
 //! - [`console`]: standard output, for demos and debugging.
 //! - [`generator`]: demo payments at a steady rate, no service needed.
+//! - [`s3`]: S3-compatible object stores; today they keep checkpoints.
 //!
 //! Sources implement [`weir_core::source::Source`] and sinks
 //! [`weir_core::sink::Sink`]; each connector's config type implements
@@ -23,3 +24,4 @@ pub mod generator;
 pub mod kafka;
 pub mod postgres;
 pub mod registry;
+pub mod s3;

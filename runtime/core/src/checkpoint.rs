@@ -2,12 +2,14 @@
 //! and `blobs/` (content-addressed operator components and configs, so that
 //! a replay can always load the exact version an epoch was planned with).
 
+use crate::mirror::{Created, Mirror};
 use crate::parts::PartLog;
 use crate::wal::{CommitEntry, Compacted, Log, OffsetEntry, ENTRY_FORMAT};
 use crate::{fsutil, Digest};
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Version of the checkpoint layout.
 pub const FORMAT_VERSION: u32 = 1;
@@ -86,6 +88,9 @@ pub struct Checkpoint {
     pub commits: Log<CommitEntry>,
     /// The part logs of real-time epochs, beside their `offsets/N`.
     pub parts: PartLog,
+    /// The shared copy this directory caches, if the checkpoint is in an
+    /// object store ([`crate::mirror`]).
+    mirror: Option<Arc<Mirror>>,
 }
 
 /// Whether `path` is on a filesystem that does not survive a reboot.
@@ -115,8 +120,35 @@ impl Checkpoint {
     /// Opens `root`, creating it for a new query or checking that an
     /// existing one belongs to this pipeline (same name, source and sink).
     pub fn open(root: &Path, expected: Metadata, quiet_if_ephemeral: bool) -> Result<Self> {
+        Self::open_mirrored(root, expected, quiet_if_ephemeral, None)
+    }
+
+    /// [`Checkpoint::open`] for a checkpoint kept in an object store, with
+    /// `root` as its local cache: pulls what the cache lacks first, and
+    /// from then on writes every entry there before the local file. Two
+    /// workers creating the checkpoint at once agree on one metadata (and
+    /// query id): the one created first.
+    pub fn open_mirrored(
+        root: &Path,
+        expected: Metadata,
+        quiet_if_ephemeral: bool,
+        mirror: Option<Arc<Mirror>>,
+    ) -> Result<Self> {
         fsutil::create_dir_durable(root)?;
-        if let Some(reason) = ephemeral_reason(root) {
+        if let Some(mirror) = &mirror {
+            let pulled = mirror
+                .pull()
+                .with_context(|| format!("pulling the checkpoint from {}", mirror.url()))?;
+            tracing::info!(
+                checkpoint = %mirror.url(),
+                cache = %root.display(),
+                downloaded = pulled.downloaded,
+                stale_removed = pulled.removed,
+                snapshot = ?pulled.snapshot,
+                "checkpoint pulled from the object store"
+            );
+            claim_metadata(mirror, &root.join("metadata"), &expected)?;
+        } else if let Some(reason) = ephemeral_reason(root) {
             if !quiet_if_ephemeral {
                 tracing::warn!(
                     "CHECKPOINT IS NOT DURABLE: {reason}; a reboot loses it and exactly-once \
@@ -165,6 +197,9 @@ impl Checkpoint {
                 if upgraded {
                     let mut bytes = serde_json::to_vec_pretty(&found)?;
                     bytes.push(b'\n');
+                    if let Some(mirror) = &mirror {
+                        mirror.put(&meta_path, &bytes)?;
+                    }
                     fsutil::write_atomic(&meta_path, &bytes)?;
                 }
                 for (what, have, want) in [
@@ -196,11 +231,12 @@ impl Checkpoint {
         fsutil::create_dir_durable(&root.join("state"))?;
         fsutil::create_dir_durable(&root.join("blobs"))?;
         let checkpoint = Checkpoint {
-            offsets: Log::open(root.join("offsets"))?,
-            commits: Log::open(root.join("commits"))?,
-            parts: PartLog::new(root.join("offsets")),
+            offsets: Log::open(root.join("offsets"))?.mirrored(mirror.clone()),
+            commits: Log::open(root.join("commits"))?.mirrored(mirror.clone()),
+            parts: PartLog::new(root.join("offsets")).mirrored(mirror.clone()),
             root: root.to_path_buf(),
             metadata,
+            mirror,
         };
         checkpoint.check_logs()?;
         Ok(checkpoint)
@@ -315,6 +351,7 @@ impl Checkpoint {
             parts: PartLog::new(root.join("offsets")),
             root: root.to_path_buf(),
             metadata,
+            mirror: None,
         })
     }
 
@@ -351,7 +388,15 @@ impl Checkpoint {
     pub fn blobs(&self) -> Blobs {
         Blobs {
             dir: self.root.join("blobs"),
+            mirror: self.mirror.clone(),
         }
+    }
+
+    /// The shared copy this directory caches, if the checkpoint is kept in
+    /// an object store: what else belongs in it (the operator registry,
+    /// state snapshots) is written there too.
+    pub fn mirror(&self) -> Option<&Arc<Mirror>> {
+        self.mirror.as_ref()
     }
 }
 
@@ -397,6 +442,22 @@ fn refuse_logs_without_metadata(root: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Makes sure the local `metadata` is the shared checkpoint's: creates it
+/// there from `expected` if it has none (conditionally: of two workers
+/// starting a new checkpoint at once, the first one's wins), else keeps
+/// the one [`Mirror::pull`] brought.
+fn claim_metadata(mirror: &Mirror, meta_path: &Path, expected: &Metadata) -> Result<()> {
+    if meta_path.exists() {
+        return Ok(());
+    }
+    let mut bytes = serde_json::to_vec_pretty(expected)?;
+    bytes.push(b'\n');
+    if let Created::Exists(theirs) = mirror.create(meta_path, &bytes)? {
+        bytes = theirs;
+    }
+    fsutil::write_atomic(meta_path, &bytes)
+}
+
 /// Checkpoints made before paths were canonical recorded a `files:` path
 /// as the pipeline file spelled it (`files:./input`). When the canonical
 /// path of this run ends with that relative path, it is the same place:
@@ -423,17 +484,22 @@ fn upgrade_legacy_paths(found: &mut Metadata, expected: &Metadata) -> bool {
 
 /// `checkpoint/blobs/`: byte strings stored under their sha256, written
 /// once and verified on every read.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Blobs {
     dir: PathBuf,
+    mirror: Option<Arc<Mirror>>,
 }
 
 impl Blobs {
-    /// Stores `bytes` under their digest and returns it.
+    /// Stores `bytes` under their digest and returns it (in the shared
+    /// checkpoint first, if there is one).
     pub fn put(&self, bytes: &[u8]) -> Result<Digest> {
         let digest = Digest::of(bytes);
         let path = self.dir.join(digest.hex());
         if !path.exists() {
+            if let Some(mirror) = &self.mirror {
+                mirror.create(&path, bytes)?;
+            }
             fsutil::write_atomic(&path, bytes)?;
         }
         Ok(digest)

@@ -6,7 +6,8 @@
 //!   after Spark Structured Streaming's `MicroBatchExecution`.
 //! - [`parts`]: the part log of a real-time epoch (`offsets/N.parts`).
 //! - [`checkpoint`]: the directory both logs live in, its metadata and the
-//!   integrity checks a start runs before trusting it.
+//!   integrity checks a start runs before trusting it; [`mirror`]: its copy
+//!   on shared storage (an object store), of which the directory is a cache.
 //! - [`source`] and [`sink`]: the traits a connector implements; the engine,
 //!   not the connector, owns progress.
 //! - [`json`]: the JSON-lines decoder sources share (exact numbers, one
@@ -31,6 +32,7 @@ pub mod json;
 pub mod key_group;
 pub mod latency;
 pub mod memory;
+pub mod mirror;
 pub mod parts;
 pub mod progress;
 pub mod schema;

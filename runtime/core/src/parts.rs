@@ -22,6 +22,9 @@ use serde::{Deserialize, Serialize};
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::mirror::Mirror;
 
 /// One part: its number in the epoch (0, 1, 2…) and its source range, in
 /// the source's own format (as `offsets/N` records a micro-batch range).
@@ -32,15 +35,24 @@ pub struct PartEntry {
 }
 
 /// The part logs of a checkpoint's epochs, beside their `offsets/N`.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct PartLog {
     dir: PathBuf,
+    /// The shared checkpoint, which gets each log as it is synced.
+    mirror: Option<Arc<Mirror>>,
 }
 
 impl PartLog {
     /// The part logs in `dir` (the checkpoint's `offsets/`).
     pub fn new(dir: PathBuf) -> Self {
-        PartLog { dir }
+        PartLog { dir, mirror: None }
+    }
+
+    /// Uploads each log to `mirror` (the shared checkpoint) whenever it is
+    /// synced, before the parts it holds are delivered.
+    pub fn mirrored(mut self, mirror: Option<Arc<Mirror>>) -> Self {
+        self.mirror = mirror;
+        self
     }
 
     fn path(&self, epoch: u64) -> PathBuf {
@@ -63,6 +75,7 @@ impl PartLog {
             file,
             path,
             unsynced: false,
+            mirror: self.mirror.clone(),
         })
     }
 
@@ -105,6 +118,9 @@ impl PartLog {
                 .and_then(|n| n.parse::<u64>().ok())
                 .is_some_and(|n| n < epoch);
             if old {
+                if let Some(mirror) = &self.mirror {
+                    mirror.delete(&entry.path())?;
+                }
                 std::fs::remove_file(entry.path())
                     .with_context(|| format!("removing {}", entry.path().display()))?;
             }
@@ -121,6 +137,7 @@ pub struct PartWriter {
     file: File,
     path: PathBuf,
     unsynced: bool,
+    mirror: Option<Arc<Mirror>>,
 }
 
 impl PartWriter {
@@ -154,6 +171,9 @@ impl PartWriter {
             self.file
                 .sync_data()
                 .with_context(|| format!("syncing {}", self.path.display()))?;
+            if let Some(mirror) = &self.mirror {
+                mirror.put_file(&self.path)?;
+            }
             self.unsynced = false;
         }
         Ok(())

@@ -4,12 +4,14 @@
 //! an offsets entry but no commit entry is re-run on restart with exactly the
 //! recorded ranges and operator version.
 
+use crate::mirror::{Created, Mirror};
 use crate::{fsutil, Digest};
 use anyhow::{bail, Context, Result};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use std::marker::PhantomData;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Version of the entry format, checked on read.
 pub const ENTRY_FORMAT: u32 = 1;
@@ -129,7 +131,24 @@ const COMPACT_SUFFIX: &str = ".compact";
 /// atomically. Entries are never rewritten with different content.
 pub struct Log<T> {
     dir: PathBuf,
+    /// The checkpoint's copy on shared storage, written before the local
+    /// file ([`crate::mirror`]).
+    mirror: Option<Arc<Mirror>>,
     _entries: PhantomData<T>,
+}
+
+/// Another writer (a worker that took the pipeline's partitions over, or
+/// one that lost them) holds a different entry for the epoch in the shared
+/// checkpoint: this writer must not go on with the epoch.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "{url} already holds a different {dir}/{epoch}: another worker planned or committed this \
+     epoch; this worker no longer owns it and writes nothing more for it"
+)]
+pub struct EntryTaken {
+    pub url: String,
+    pub dir: String,
+    pub epoch: u64,
 }
 
 impl<T: Serialize + DeserializeOwned + PartialEq> Log<T> {
@@ -139,8 +158,16 @@ impl<T: Serialize + DeserializeOwned + PartialEq> Log<T> {
         fsutil::remove_stale_temps(&dir)?;
         Ok(Log {
             dir,
+            mirror: None,
             _entries: PhantomData,
         })
+    }
+
+    /// Writes every entry to `mirror` (the shared checkpoint) before the
+    /// local file.
+    pub fn mirrored(mut self, mirror: Option<Arc<Mirror>>) -> Self {
+        self.mirror = mirror;
+        self
     }
 
     /// Opens the log in `dir` for reading only: creates nothing and leaves
@@ -148,6 +175,7 @@ impl<T: Serialize + DeserializeOwned + PartialEq> Log<T> {
     pub fn open_read_only(dir: PathBuf) -> Self {
         Log {
             dir,
+            mirror: None,
             _entries: PhantomData,
         }
     }
@@ -158,7 +186,9 @@ impl<T: Serialize + DeserializeOwned + PartialEq> Log<T> {
 
     /// Durably records the entry for `epoch`. Writing the same entry again is
     /// a no-op; a different one is refused, because replay must not change
-    /// what an epoch was planned to be.
+    /// what an epoch was planned to be. With a shared checkpoint the entry
+    /// is created there first, and refused with [`EntryTaken`] if another
+    /// worker wrote a different one.
     pub fn write(&self, epoch: u64, entry: &T) -> Result<()> {
         if let Some(existing) = self.get(epoch)? {
             if &existing == entry {
@@ -169,9 +199,28 @@ impl<T: Serialize + DeserializeOwned + PartialEq> Log<T> {
                 self.dir.display()
             );
         }
-        let mut bytes = serde_json::to_vec_pretty(entry)?;
-        bytes.push(b'\n');
-        fsutil::write_atomic(&self.path(epoch), &bytes)
+        let bytes = encode(entry)?;
+        let path = self.path(epoch);
+        if let Some(mirror) = &self.mirror {
+            if let Created::Exists(theirs) = mirror.create(&path, &bytes)? {
+                let same = decode_entry::<T>(&theirs).is_ok_and(|theirs| &theirs == entry);
+                if !same {
+                    return Err(EntryTaken {
+                        url: mirror.url(),
+                        dir: self.dir_name(),
+                        epoch,
+                    }
+                    .into());
+                }
+            }
+        }
+        fsutil::write_atomic(&path, &bytes)
+    }
+
+    fn dir_name(&self) -> String {
+        self.dir
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
     }
 
     /// Replaces the entry of an epoch that has not delivered anything yet
@@ -180,8 +229,10 @@ impl<T: Serialize + DeserializeOwned + PartialEq> Log<T> {
     /// The caller guarantees that no output of `epoch` was written; the
     /// write is as atomic and durable as [`Log::write`].
     pub fn amend(&self, epoch: u64, entry: &T) -> Result<()> {
-        let mut bytes = serde_json::to_vec_pretty(entry)?;
-        bytes.push(b'\n');
+        let bytes = encode(entry)?;
+        if let Some(mirror) = &self.mirror {
+            mirror.put(&self.path(epoch), &bytes)?;
+        }
         fsutil::write_atomic(&self.path(epoch), &bytes)
     }
 
@@ -221,6 +272,9 @@ impl<T: Serialize + DeserializeOwned + PartialEq> Log<T> {
     pub fn remove_before(&self, epoch: u64) -> Result<usize> {
         let mut removed = 0;
         for e in self.epochs()?.into_iter().take_while(|&e| e < epoch) {
+            if let Some(mirror) = &self.mirror {
+                mirror.delete(&self.path(e))?;
+            }
             match std::fs::remove_file(self.path(e)) {
                 Ok(()) => removed += 1,
                 Err(err) if err.kind() == std::io::ErrorKind::NotFound => {}
@@ -248,9 +302,15 @@ impl<T: Serialize + DeserializeOwned + PartialEq> Log<T> {
     pub fn write_compacted(&self, entry: &Compacted) -> Result<()> {
         let mut bytes = serde_json::to_vec(entry)?;
         bytes.push(b'\n');
+        if let Some(mirror) = &self.mirror {
+            mirror.put(&self.compact_path(entry.epoch), &bytes)?;
+        }
         fsutil::write_atomic(&self.compact_path(entry.epoch), &bytes)?;
         for old in self.compacted_epochs()? {
             if old < entry.epoch {
+                if let Some(mirror) = &self.mirror {
+                    mirror.delete(&self.compact_path(old))?;
+                }
                 let _ = std::fs::remove_file(self.compact_path(old));
             }
         }
@@ -275,6 +335,13 @@ impl<T: Serialize + DeserializeOwned + PartialEq> Log<T> {
             .with_context(|| format!("entry {epoch} vanished from {}", self.dir.display()))?;
         Ok(Some((epoch, entry)))
     }
+}
+
+/// An entry as its file holds it: pretty JSON and a newline.
+fn encode<T: Serialize>(entry: &T) -> Result<Vec<u8>> {
+    let mut bytes = serde_json::to_vec_pretty(entry)?;
+    bytes.push(b'\n');
+    Ok(bytes)
 }
 
 fn read_entry<T: DeserializeOwned>(path: &Path) -> Result<Option<T>> {

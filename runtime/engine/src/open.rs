@@ -17,7 +17,9 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 use weir_connectors::connector::SourceContext;
+use weir_connectors::s3::S3Remote;
 use weir_core::checkpoint::{Checkpoint, Metadata, SchemaColumn, FORMAT_VERSION};
+use weir_core::mirror::Mirror;
 use weir_core::source::DynSource;
 use weir_host::LoadedOperator;
 use weir_host::{OperatorFailure, WasmHost};
@@ -49,12 +51,15 @@ pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<
         );
     }
     let last_committed = checkpoint.commits.latest()?.map(|(e, _)| e);
-    let (state, state_opened) = StateStore::open_with(
+    let (mut state, state_opened) = StateStore::open_with(
         &checkpoint.root().join("state"),
         cfg.state.options()?,
         last_committed,
     )
     .context("opening the state store")?;
+    if let Some(mirror) = checkpoint.mirror() {
+        state.set_mirror(mirror.clone())?;
+    }
 
     let runner = Runner::new(&cfg.name, cfg.limits()?);
     let checks = Checks {
@@ -209,7 +214,21 @@ fn open_checkpoint(
         sink: cfg.sink.identity()?,
         schema: Some(SchemaColumn::of(&source.schema())),
     };
-    Checkpoint::open(&cfg.checkpoint, expected, opts.ephemeral_checkpoint_ok)
+    let mirror = match &cfg.checkpoint_url {
+        Some(url) => {
+            let settings = cfg.object_store.clone().unwrap_or_default();
+            let remote = S3Remote::open(url, &settings)
+                .with_context(|| format!("opening the checkpoint {url}"))?;
+            Some(Mirror::new(Arc::new(remote), &cfg.checkpoint))
+        }
+        None => None,
+    };
+    Checkpoint::open_mirrored(
+        &cfg.checkpoint,
+        expected,
+        opts.ephemeral_checkpoint_ok,
+        mirror,
+    )
 }
 
 /// The operator the pipeline file names, loaded and `init`-checked at
@@ -276,7 +295,7 @@ fn choose_active(
     from_file: Version,
     file_operator: LoadedOperator,
 ) -> Result<(Registry, Version, Arc<LoadedOperator>)> {
-    let mut registry = Registry::open(checkpoint.root())?;
+    let mut registry = Registry::open(checkpoint.root())?.mirrored(checkpoint.mirror().cloned());
     let file_version = registry.register(from_file)?;
     let edited = registry.set_file_version(file_version.number)?;
     if edited || registry.active().is_none() {

@@ -11,7 +11,9 @@
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use weir_core::clock::now_ms;
+use weir_core::mirror::Mirror;
 use weir_core::{fsutil, Digest};
 
 /// Where a version came from.
@@ -100,6 +102,8 @@ struct Document {
 pub struct Registry {
     path: PathBuf,
     doc: Document,
+    /// The shared checkpoint the file is written to first, if any.
+    mirror: Option<Arc<Mirror>>,
 }
 
 /// At most this many events are kept in the file.
@@ -117,7 +121,18 @@ impl Registry {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Document::default(),
             Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
         };
-        Ok(Registry { path, doc })
+        Ok(Registry {
+            path,
+            doc,
+            mirror: None,
+        })
+    }
+
+    /// Writes every change to `mirror` (the shared checkpoint) before the
+    /// local file.
+    pub fn mirrored(mut self, mirror: Option<Arc<Mirror>>) -> Self {
+        self.mirror = mirror;
+        self
     }
 
     /// Reads the registry of the checkpoint at `root` without creating anything.
@@ -128,6 +143,7 @@ impl Registry {
                 doc: serde_json::from_slice(&bytes)
                     .with_context(|| format!("{} is not a valid registry", path.display()))?,
                 path,
+                mirror: None,
             })),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
@@ -137,6 +153,9 @@ impl Registry {
     fn save(&self) -> Result<()> {
         let mut bytes = serde_json::to_vec_pretty(&self.doc)?;
         bytes.push(b'\n');
+        if let Some(mirror) = &self.mirror {
+            mirror.put(&self.path, &bytes)?;
+        }
         fsutil::write_atomic(&self.path, &bytes)
             .with_context(|| format!("writing {}", self.path.display()))
     }

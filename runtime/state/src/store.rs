@@ -21,6 +21,7 @@ use rocksdb::{WriteBatch, WriteOptions, DB};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use weir_core::fsutil;
+use weir_core::mirror::Mirror;
 
 /// Prefix of every key holding operator or host state.
 pub(crate) const DATA: u8 = b'd';
@@ -109,6 +110,9 @@ pub struct StateStore {
     epoch: Option<u64>,
     /// Keys under [`DATA`] (the `KEYS` record).
     keys: u64,
+    /// The shared checkpoint each snapshot is uploaded to, so that another
+    /// machine can restore the state ([`weir_core::mirror`]).
+    mirror: Option<Arc<Mirror>>,
 }
 
 /// Free space the state store needs to open: RocksDB preallocates its
@@ -349,6 +353,7 @@ impl StateStore {
                 policy: options.snapshots,
                 epoch,
                 keys,
+                mirror: None,
             },
             opened,
         ))
@@ -583,6 +588,18 @@ impl StateStore {
         Ok(())
     }
 
+    /// Uploads every snapshot taken from now on to `mirror` (the shared
+    /// checkpoint), and the state's origin now: a machine that restores
+    /// this state from there needs to know where its history starts.
+    pub fn set_mirror(&mut self, mirror: Arc<Mirror>) -> Result<()> {
+        let origin = self.root.join(ORIGIN_FILE);
+        if origin.exists() {
+            mirror.put_file(&origin)?;
+        }
+        self.mirror = Some(mirror);
+        Ok(())
+    }
+
     /// After `commits/epoch`: takes a snapshot if the policy says so and
     /// prunes old ones.
     pub fn after_commit(&mut self, epoch: u64) -> Result<()> {
@@ -617,6 +634,11 @@ impl StateStore {
             let path = dir.join(old.to_string());
             std::fs::remove_dir_all(&path)
                 .with_context(|| format!("removing old snapshot {}", path.display()))?;
+        }
+        if let Some(mirror) = &self.mirror {
+            mirror
+                .push_snapshot(&target)
+                .with_context(|| format!("uploading the state snapshot of epoch {epoch}"))?;
         }
         tracing::debug!(epoch, "state snapshot taken");
         Ok(())

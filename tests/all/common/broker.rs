@@ -21,17 +21,23 @@ pub struct Broker {
     storage: &'static str,
 }
 
-fn tansu() -> PathBuf {
+/// A service binary the repo's scripts install with `cargo install`
+/// (`$CARGO_HOME/bin/<name>`); fails naming the script if it is missing.
+pub fn cargo_installed(name: &str, script: &str) -> PathBuf {
     let home = std::env::var_os("CARGO_HOME")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(std::env::var_os("HOME").unwrap()).join(".cargo"));
-    let candidate = home.join("bin/tansu");
+    let candidate = home.join("bin").join(name);
     assert!(
         candidate.exists(),
-        "tansu is not installed at {}: run scripts/install-tansu.sh (scripts/test.sh does)",
+        "{name} is not installed at {}: run {script} (scripts/test.sh does)",
         candidate.display()
     );
     candidate
+}
+
+fn tansu() -> PathBuf {
+    cargo_installed("tansu", "scripts/install-tansu.sh")
 }
 
 impl Broker {

@@ -5,6 +5,7 @@
 pub mod broker;
 pub mod guests;
 pub mod pg;
+pub mod s3;
 
 use std::path::{Path, PathBuf};
 

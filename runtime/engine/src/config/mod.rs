@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 use weir_connectors::connector::{SinkSettings, SourceSettings};
 use weir_connectors::registry;
+use weir_connectors::s3::{ObjectStoreSettings, S3Url};
 use weir_host::{Grants, Limits};
 
 /// A whole pipeline definition.
@@ -20,8 +21,24 @@ use weir_host::{Grants, Limits};
 pub struct PipelineConfig {
     /// Pipeline name; recorded in the checkpoint, shown in logs and errors.
     pub name: String,
-    /// Checkpoint directory (offset WAL, commit WAL, state, metadata).
+    /// Checkpoint directory (offset WAL, commit WAL, state, metadata). When
+    /// the pipeline file gives an `s3://bucket/prefix` URL instead, this is
+    /// its local cache ([`PipelineConfig::checkpoint_cache`]) and the URL is
+    /// in [`PipelineConfig::checkpoint_url`].
     pub checkpoint: PathBuf,
+    /// The local cache of an `s3://` checkpoint: the working copy of the
+    /// state and a copy of the logs, rebuilt from the object store when it
+    /// is empty or stale (default `.weir-cache/<name>` beside the pipeline
+    /// file).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkpoint_cache: Option<PathBuf>,
+    /// `[object_store]`: how to reach the store an `s3://` checkpoint is in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub object_store: Option<ObjectStoreSettings>,
+    /// The `s3://bucket/prefix` the checkpoint is kept in, if it is not a
+    /// local directory (taken from `checkpoint` when the file is parsed).
+    #[serde(skip)]
+    pub checkpoint_url: Option<String>,
     /// Tasks that run the operator side by side, each on a thread of its
     /// own over its share of every epoch (default: one per core; see
     /// [`PipelineConfig::tasks`]). Changing it between runs rescales: the
@@ -488,6 +505,7 @@ impl PipelineConfig {
     pub fn parse(text: &str, base: &Path) -> Result<Self> {
         let mut cfg: PipelineConfig = toml::from_str(text).map_err(|e| anyhow::anyhow!("{e}"))?;
         cfg.validate()?;
+        cfg.take_checkpoint_url()?;
         // One place, one spelling: the checkpoint records source and sink
         // paths, and `cd dir && weir run pipeline.toml` must name the
         // same ones as `weir run dir/pipeline.toml`.
@@ -515,6 +533,37 @@ impl PipelineConfig {
                     out.display(),
                     source.display()
                 );
+            }
+        }
+        Ok(())
+    }
+
+    /// Moves an `s3://` `checkpoint` into [`PipelineConfig::checkpoint_url`]
+    /// and puts its local cache in `checkpoint`; refuses other URL schemes,
+    /// and the object-store keys beside a local checkpoint.
+    fn take_checkpoint_url(&mut self) -> Result<()> {
+        let text = self.checkpoint.to_string_lossy().into_owned();
+        if text.starts_with("s3://") {
+            S3Url::parse(&text).context("`checkpoint`")?;
+            self.checkpoint = match &self.checkpoint_cache {
+                Some(cache) => cache.clone(),
+                None => Path::new(".weir-cache").join(&self.name),
+            };
+            self.checkpoint_url = Some(text);
+            return Ok(());
+        }
+        if let Some((scheme, _)) = text.split_once("://") {
+            bail!(
+                "`checkpoint` = {text}: `{scheme}://` is not supported; give a local directory \
+                 or an s3://bucket/prefix URL"
+            );
+        }
+        for (key, set) in [
+            ("checkpoint_cache", self.checkpoint_cache.is_some()),
+            ("[object_store]", self.object_store.is_some()),
+        ] {
+            if set {
+                bail!("`{key}` is only for a checkpoint in an object store (`checkpoint = \"s3://bucket/prefix\"`)");
             }
         }
         Ok(())
@@ -640,6 +689,45 @@ config = { alert_threshold = 0.5 }
 kind = "files"
 path = "out"
 "#;
+
+    #[test]
+    fn an_s3_checkpoint_keeps_its_url_and_caches_beside_the_file() {
+        let text = GOOD.replace(
+            "checkpoint = \"ckpt\"\n",
+            "checkpoint = \"s3://weir-ckpt/fraud/\"\n",
+        ) + "[object_store]\nendpoint = \"http://127.0.0.1:9000\"\nallow_http = true\n";
+        let cfg = PipelineConfig::parse(&text, Path::new("/base")).unwrap();
+        assert_eq!(cfg.checkpoint_url.as_deref(), Some("s3://weir-ckpt/fraud/"));
+        assert_eq!(cfg.checkpoint, PathBuf::from("/base/.weir-cache/fraud"));
+        let text = text.replace(
+            "[trigger]",
+            "checkpoint_cache = \"/var/cache/weir\"\n[trigger]",
+        );
+        let cfg = PipelineConfig::parse(&text, Path::new("/base")).unwrap();
+        assert_eq!(cfg.checkpoint, PathBuf::from("/var/cache/weir"));
+    }
+
+    #[test]
+    fn object_store_keys_need_an_object_store_checkpoint() {
+        let gs = GOOD.replace("checkpoint = \"ckpt\"", "checkpoint = \"gs://b/p\"");
+        assert!(
+            err_of(&gs).contains("`gs://` is not supported"),
+            "{}",
+            err_of(&gs)
+        );
+        let bucket = GOOD.replace("checkpoint = \"ckpt\"", "checkpoint = \"s3://B\"");
+        assert!(
+            err_of(&bucket).contains("is not a bucket name"),
+            "{}",
+            err_of(&bucket)
+        );
+        let stray = GOOD.to_string() + "[object_store]\nallow_http = true\n";
+        assert!(
+            err_of(&stray).contains("only for a checkpoint in an object store"),
+            "{}",
+            err_of(&stray)
+        );
+    }
 
     /// A `[source]` or `[sink]` table for each connector kind; a new
     /// connector must add one here (the test below fails until it does).

@@ -315,6 +315,13 @@ impl Pipeline {
             path = %path.display(),
             "records set aside to the dead-letter output (malformed, or the operator failed on them)"
         );
+        // The default place is inside the checkpoint: kept in the object
+        // store with it, where the checkpoint is in one.
+        if let Some(mirror) = self.checkpoint.mirror() {
+            if path.starts_with(self.checkpoint.root()) {
+                mirror.put(&path, &bytes)?;
+            }
+        }
         fsutil::write_atomic(&path, &bytes)
     }
 
