@@ -10,6 +10,7 @@ mod common;
 
 mod bad_input;
 mod cli;
+mod cluster;
 mod crash;
 mod demo;
 mod event_time;

@@ -66,15 +66,29 @@ impl Broker {
         b
     }
 
+    /// The broker's log so far, for failure messages.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("broker.log")).unwrap_or_default()
+    }
+
     pub fn bootstrap(&self) -> String {
         format!("127.0.0.1:{}", self.port)
     }
 
     fn spawn(&mut self) {
         let url = format!("tcp://127.0.0.1:{}", self.port);
+        let log = std::fs::File::options()
+            .create(true)
+            .append(true)
+            .open(self.dir.path().join("broker.log"))
+            .unwrap();
         // tansu takes the SQLite path relative to its working directory.
         let child = Command::new(tansu())
             .current_dir(self.dir.path())
+            .env(
+                "RUST_LOG",
+                std::env::var("WEIR_TEST_BROKER_LOG").unwrap_or_else(|_| "warn".into()),
+            )
             .args([
                 "broker",
                 "--listener-url",
@@ -84,10 +98,8 @@ impl Broker {
             ])
             .arg("--storage-engine")
             .arg(self.storage)
-            .stdout(Stdio::null())
-            .stderr(Stdio::from(
-                std::fs::File::create(self.dir.path().join("broker.log")).unwrap(),
-            ))
+            .stdout(Stdio::from(log.try_clone().unwrap()))
+            .stderr(Stdio::from(log))
             .spawn()
             .expect("starting tansu");
         self.child = Some(child);
