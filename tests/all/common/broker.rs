@@ -36,8 +36,13 @@ pub fn cargo_installed(name: &str, script: &str) -> PathBuf {
     candidate
 }
 
+/// The broker binary: tansu, or another build with its command line
+/// (`WEIR_TEST_KAFKA_BROKER`, e.g. its successor nisshi) to try it.
 fn tansu() -> PathBuf {
-    cargo_installed("tansu", "scripts/install-tansu.sh")
+    match std::env::var_os("WEIR_TEST_KAFKA_BROKER") {
+        Some(path) => PathBuf::from(path),
+        None => cargo_installed("tansu", "scripts/install-tansu.sh"),
+    }
 }
 
 impl Broker {
