@@ -14,9 +14,11 @@ use std::time::{Duration, Instant};
 const TOPIC: &str = "payments";
 const PARTITIONS: i32 = 6;
 
-fn member(broker: &Broker, group: &str) -> BaseConsumer {
+/// A member of `group` subscribed to [`TOPIC`]: a 6 s session timeout,
+/// heartbeats every 500 ms, round-robin assignment.
+fn subscribed(bootstrap: &str, group: &str) -> BaseConsumer {
     let c: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", broker.bootstrap())
+        .set("bootstrap.servers", bootstrap)
         .set("group.id", group)
         .set("enable.auto.commit", "false")
         .set("session.timeout.ms", "6000")
@@ -26,6 +28,10 @@ fn member(broker: &Broker, group: &str) -> BaseConsumer {
         .unwrap();
     c.subscribe(&[TOPIC]).unwrap();
     c
+}
+
+fn member(broker: &Broker, group: &str) -> BaseConsumer {
+    subscribed(&broker.bootstrap(), group)
 }
 
 fn owned(c: &BaseConsumer) -> BTreeSet<i32> {
@@ -95,20 +101,9 @@ fn group_member_process() {
     let Ok(bootstrap) = std::env::var(MEMBER_ENV) else {
         return;
     };
-    let c: BaseConsumer = ClientConfig::new()
-        .set("bootstrap.servers", &bootstrap)
-        .set("group.id", "weir-g")
-        .set("enable.auto.commit", "false")
-        .set("session.timeout.ms", "6000")
-        .set("heartbeat.interval.ms", "500")
-        .set("partition.assignment.strategy", "roundrobin")
-        .create()
-        .unwrap();
-    c.subscribe(&[TOPIC]).unwrap();
+    let c = subscribed(&bootstrap, "weir-g");
     loop {
         let _ = c.poll(Duration::from_millis(50));
-        // The parent reads what the member owns from its output.
-        println!("owned {:?}", owned(&c));
     }
 }
 
