@@ -302,10 +302,16 @@ pub fn uninterrupted_and_killed(
     let clean = tempfile::tempdir().unwrap();
     let clean_pipeline = setup(clean.path(), "clean");
     let started = std::time::Instant::now();
-    let status = weir_run_quiet(&clean_pipeline, cache.path())
-        .status()
+    let run = weir_run_quiet(&clean_pipeline, cache.path())
+        .stderr(std::process::Stdio::piped())
+        .output()
         .unwrap();
-    assert!(status.success(), "the uninterrupted run failed");
+    assert!(
+        run.status.success(),
+        "the uninterrupted run failed ({}): {}",
+        run.status,
+        String::from_utf8_lossy(&run.stderr)
+    );
     let clean_time = started.elapsed();
 
     let crashy = tempfile::tempdir().unwrap();
