@@ -2,7 +2,7 @@
 //! and `blobs/` (content-addressed operator components and configs, so that
 //! a replay can always load the exact version an epoch was planned with).
 
-use crate::mirror::{Created, Mirror};
+use crate::mirror::{write_through, Created, Mirror};
 use crate::parts::PartLog;
 use crate::wal::{CommitEntry, Compacted, Log, OffsetEntry, ENTRY_FORMAT};
 use crate::{fsutil, Digest};
@@ -197,10 +197,7 @@ impl Checkpoint {
                 if upgraded {
                     let mut bytes = serde_json::to_vec_pretty(&found)?;
                     bytes.push(b'\n');
-                    if let Some(mirror) = &mirror {
-                        mirror.put(&meta_path, &bytes)?;
-                    }
-                    fsutil::write_atomic(&meta_path, &bytes)?;
+                    write_through(mirror.as_deref(), &meta_path, &bytes)?;
                 }
                 for (what, have, want) in [
                     ("pipeline", &found.pipeline, &expected.pipeline),

@@ -61,6 +61,16 @@ pub trait Remote: Send + Sync {
     fn delete(&self, key: &str) -> Result<()>;
 }
 
+/// Writes `bytes` to `path` atomically and durably, and to the shared
+/// checkpoint first if there is one: the object store stays the authority
+/// whatever a crash between the two writes leaves.
+pub fn write_through(mirror: Option<&Mirror>, path: &Path, bytes: &[u8]) -> Result<()> {
+    if let Some(mirror) = mirror {
+        mirror.put(path, bytes)?;
+    }
+    fsutil::write_atomic(path, bytes)
+}
+
 /// The files of a snapshot that mark it as wholly uploaded (written last).
 const COMPLETE: &str = "_complete";
 
@@ -277,6 +287,7 @@ impl Mirror {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
                 other => other.with_context(|| format!("listing the cache's {dir}/"))?,
             };
+            let before = removed;
             for entry in entries {
                 let name = entry?.file_name();
                 let Some(name) = name.to_str() else { continue };
@@ -289,7 +300,7 @@ impl Mirror {
                     removed += 1;
                 }
             }
-            if removed > 0 {
+            if removed > before {
                 fsutil::sync_dir(&self.root.join(dir))?;
             }
         }

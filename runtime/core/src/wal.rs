@@ -4,7 +4,7 @@
 //! an offsets entry but no commit entry is re-run on restart with exactly the
 //! recorded ranges and operator version.
 
-use crate::mirror::{Created, Mirror};
+use crate::mirror::{write_through, Created, Mirror};
 use crate::{fsutil, Digest};
 use anyhow::{bail, Context, Result};
 use serde::de::DeserializeOwned;
@@ -229,11 +229,7 @@ impl<T: Serialize + DeserializeOwned + PartialEq> Log<T> {
     /// The caller guarantees that no output of `epoch` was written; the
     /// write is as atomic and durable as [`Log::write`].
     pub fn amend(&self, epoch: u64, entry: &T) -> Result<()> {
-        let bytes = encode(entry)?;
-        if let Some(mirror) = &self.mirror {
-            mirror.put(&self.path(epoch), &bytes)?;
-        }
-        fsutil::write_atomic(&self.path(epoch), &bytes)
+        write_through(self.mirror.as_deref(), &self.path(epoch), &encode(entry)?)
     }
 
     /// The entry for `epoch`, if written.
@@ -302,10 +298,11 @@ impl<T: Serialize + DeserializeOwned + PartialEq> Log<T> {
     pub fn write_compacted(&self, entry: &Compacted) -> Result<()> {
         let mut bytes = serde_json::to_vec(entry)?;
         bytes.push(b'\n');
-        if let Some(mirror) = &self.mirror {
-            mirror.put(&self.compact_path(entry.epoch), &bytes)?;
-        }
-        fsutil::write_atomic(&self.compact_path(entry.epoch), &bytes)?;
+        write_through(
+            self.mirror.as_deref(),
+            &self.compact_path(entry.epoch),
+            &bytes,
+        )?;
         for old in self.compacted_epochs()? {
             if old < entry.epoch {
                 if let Some(mirror) = &self.mirror {

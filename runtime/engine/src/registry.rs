@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use weir_core::clock::now_ms;
-use weir_core::mirror::Mirror;
+use weir_core::mirror::{write_through, Mirror};
 use weir_core::{fsutil, Digest};
 
 /// Where a version came from.
@@ -153,10 +153,7 @@ impl Registry {
     fn save(&self) -> Result<()> {
         let mut bytes = serde_json::to_vec_pretty(&self.doc)?;
         bytes.push(b'\n');
-        if let Some(mirror) = &self.mirror {
-            mirror.put(&self.path, &bytes)?;
-        }
-        fsutil::write_atomic(&self.path, &bytes)
+        write_through(self.mirror.as_deref(), &self.path, &bytes)
             .with_context(|| format!("writing {}", self.path.display()))
     }
 

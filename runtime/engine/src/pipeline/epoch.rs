@@ -317,12 +317,11 @@ impl Pipeline {
         );
         // The default place is inside the checkpoint: kept in the object
         // store with it, where the checkpoint is in one.
-        if let Some(mirror) = self.checkpoint.mirror() {
-            if path.starts_with(self.checkpoint.root()) {
-                mirror.put(&path, &bytes)?;
-            }
-        }
-        fsutil::write_atomic(&path, &bytes)
+        let mirror = self
+            .checkpoint
+            .mirror()
+            .filter(|_| path.starts_with(self.checkpoint.root()));
+        weir_core::mirror::write_through(mirror.map(|m| m.as_ref()), &path, &bytes)
     }
 
     pub(super) fn commit_state(&mut self, epoch: u64, env: EpochEnv) -> Result<()> {
