@@ -503,6 +503,7 @@ fn raw_records_carry_key_value_and_metadata_columns() {
         timeout: std::time::Duration::from_secs(5),
         batch_rows: 100,
         policy: weir_engine::config::MalformedPolicy::Fail,
+        partition: None,
     })
     .unwrap();
     let range = source
@@ -550,4 +551,66 @@ fn raw_records_carry_key_value_and_metadata_columns() {
         source.plan(PlanLimit::PerTrigger).unwrap().is_none(),
         "nothing new"
     );
+}
+
+/// A cluster worker's source (issue 18): opened for one partition, it
+/// plans and reads that partition's records and no others.
+#[test]
+fn a_source_opened_for_one_partition_reads_only_that_partition() {
+    use arrow_array::Array;
+    use weir_connectors::kafka::{KafkaSettings, KafkaSource, StartingOffsets, ValueFormat};
+    use weir_core::source::{PlanLimit, Source};
+    let broker = Broker::start();
+    broker.create_topic("parts", 3);
+    let values: Vec<Vec<u8>> = (0..300).map(|i| format!("v{i}").into_bytes()).collect();
+    broker.produce("parts", &values, |i| (i % 3) as i32);
+    let mut source = KafkaSource::new(KafkaSettings {
+        bootstrap_servers: broker.bootstrap(),
+        topics: vec!["parts".into()],
+        starting_offsets: StartingOffsets::default(),
+        max_offsets_per_trigger: None,
+        fail_on_data_loss: true,
+        value_format: ValueFormat::Raw,
+        value_schema: std::sync::Arc::new(arrow_schema::Schema::empty()),
+        commit_to_group: None,
+        options: Default::default(),
+        timeout: std::time::Duration::from_secs(5),
+        batch_rows: 64,
+        policy: weir_engine::config::MalformedPolicy::Fail,
+        partition: Some(1),
+    })
+    .unwrap();
+    let range = source
+        .plan(PlanLimit::PerTrigger)
+        .unwrap()
+        .expect("records");
+    assert_eq!(
+        range
+            .partitions
+            .iter()
+            .map(|r| (r.partition, r.start, r.end))
+            .collect::<Vec<_>>(),
+        [(1, 0, 100)]
+    );
+    let input = source.read(&range).unwrap();
+    let values: Vec<String> = input
+        .batches
+        .iter()
+        .flat_map(|b| {
+            let col = b.column_by_name("value").unwrap();
+            let col = col
+                .as_any()
+                .downcast_ref::<arrow_array::StringArray>()
+                .unwrap();
+            (0..col.len())
+                .map(|i| col.value(i).to_string())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let expected: Vec<String> = (0..300)
+        .filter(|i| i % 3 == 1)
+        .map(|i| format!("v{i}"))
+        .collect();
+    assert_eq!(values, expected);
+    assert!(source.identity().ends_with("/parts#1"));
 }

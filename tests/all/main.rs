@@ -29,3 +29,4 @@ mod state;
 mod streaming;
 mod window_kinds;
 mod windows;
+mod workers;

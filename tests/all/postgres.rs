@@ -473,3 +473,33 @@ fn a_role_without_create_rights_writes_into_existing_tables() {
         "{err}"
     );
 }
+
+/// Issue 18's fence: a writer that took ownership of a query's output
+/// (a worker assigned the partition) has its later writes refused once
+/// another writer takes it (the partition moved), even an epoch without
+/// rows, so it cannot commit; the new owner writes on, and the claim keeps
+/// the epoch the old owner wrote before the move from being written twice.
+#[test]
+fn a_writer_fenced_by_a_newer_owner_is_refused_and_writes_nothing() {
+    let pg = PgServer::start();
+    let mut old = PostgresSink::new(sink_settings(&pg, "owned")).unwrap();
+    old.fence().unwrap();
+    old.write_epoch(1, &[facts(&["{}"], &[1])]).unwrap();
+    let mut new = PostgresSink::new(sink_settings(&pg, "owned")).unwrap();
+    new.fence().unwrap();
+    for batches in [vec![facts(&["{}"], &[2])], vec![]] {
+        let e = old.write_epoch(2, &batches).unwrap_err();
+        assert!(
+            weir_core::sink::Fenced::is_in(&e),
+            "not refused as fenced: {e:#}"
+        );
+        assert!(format!("{e:#}").contains("owner generation 2, this writer holds 1"));
+    }
+    new.write_epoch(1, &[facts(&["{}"], &[1])]).unwrap();
+    new.write_epoch(2, &[facts(&["{}"], &[2])]).unwrap();
+    assert_eq!(pg.rows("SELECT n FROM owned"), ["(1)", "(2)"]);
+    assert_eq!(
+        pg.count("SELECT generation FROM weir_sink_progress_owners WHERE query_id = 'q-direct'"),
+        2
+    );
+}

@@ -74,6 +74,7 @@ fn plain_consume(bootstrap: &str, topic: &str, expected: u64) -> Duration {
 fn open(cfg: &PipelineConfig, host: &WasmHost) -> weir_engine::pipeline::Pipeline {
     let opts = OpenOptions {
         ephemeral_checkpoint_ok: true,
+        ..Default::default()
     };
     weir_engine::open(cfg, host, opts).unwrap()
 }

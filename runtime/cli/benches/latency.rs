@@ -175,6 +175,7 @@ fn run(host: &WasmHost, toml: &str, dir: &Path, rows: u64) -> Run {
         host,
         OpenOptions {
             ephemeral_checkpoint_ok: true,
+            ..Default::default()
         },
     )
     .unwrap();

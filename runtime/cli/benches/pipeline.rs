@@ -237,6 +237,7 @@ fn run_at(dir: &Path, host: &WasmHost, tasks: u16, attempt: usize) -> ParallelRu
     let cfg = PipelineConfig::parse(&text, dir).unwrap();
     let opts = weir_engine::OpenOptions {
         ephemeral_checkpoint_ok: true,
+        ..Default::default()
     };
     let mut pipeline = weir_engine::open(&cfg, host, opts).unwrap();
     let (cpu, wall) = (cpu_time(), Instant::now());

@@ -31,6 +31,7 @@ fn start(path: &Path, host: &weir_host::WasmHost) -> Duration {
     let t = Instant::now();
     let opts = weir_engine::OpenOptions {
         ephemeral_checkpoint_ok: true,
+        ..Default::default()
     };
     let mut p = weir_engine::open(&cfg, host, opts).unwrap();
     let summary = p.run(host, &AtomicBool::new(false), &mut |_| {}).unwrap();
@@ -133,6 +134,7 @@ fn start_first(path: &Path, host: &weir_host::WasmHost) {
     let cfg = weir_engine::config::PipelineConfig::load(path).unwrap();
     let opts = weir_engine::OpenOptions {
         ephemeral_checkpoint_ok: true,
+        ..Default::default()
     };
     let mut p = weir_engine::open(&cfg, host, opts).unwrap();
     let summary = p.run(host, &AtomicBool::new(false), &mut |_| {}).unwrap();

@@ -47,6 +47,7 @@ fn soak(operator: DemoOperator, epochs: u64) -> (Vec<(u64, u64, u64)>, f64) {
     let host = weir_host::WasmHost::new(None).unwrap();
     let opts = weir_engine::OpenOptions {
         ephemeral_checkpoint_ok: true,
+        ..Default::default()
     };
     let mut pipeline = weir_engine::open(&cfg, &host, opts).unwrap();
     write_file(&input, 0);

@@ -80,6 +80,7 @@ fn main() {
         &host,
         weir_engine::OpenOptions {
             ephemeral_checkpoint_ok: true,
+            ..Default::default()
         },
     )
     .unwrap();

@@ -110,6 +110,7 @@ fn one(variant: &str, input: &Path) {
     let host = weir_host::WasmHost::new(None).unwrap();
     let opts = weir_engine::OpenOptions {
         ephemeral_checkpoint_ok: true,
+        ..Default::default()
     };
     let mut pipeline = weir_engine::open(&cfg, &host, opts).unwrap();
     let mut epochs = Vec::new();

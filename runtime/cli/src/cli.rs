@@ -54,6 +54,11 @@ enum Command {
         /// `127.0.0.1:0` picks a free port, written to <checkpoint>/admin-url).
         #[arg(long, value_name = "HOST:PORT")]
         admin: Option<String>,
+        /// This worker's name, with `[cluster]` (default: the host name).
+        /// Workers on one machine need names of their own: each keeps its
+        /// cache of the checkpoint under `<checkpoint_cache>/<name>`.
+        #[arg(long, value_name = "NAME")]
+        worker: Option<String>,
     },
     /// Upload an operator version to a running pipeline and activate it at the next epoch.
     ///
@@ -560,7 +565,8 @@ fn dispatch(cli: Cli) -> Result<()> {
             quiet,
             watch,
             admin,
-        } => run(pipeline, quiet, watch, admin),
+            worker,
+        } => run(pipeline, quiet, watch, admin, worker),
         Command::Deploy(args) => deploy(args),
         Command::Versions { target, json } => print_versions(&target.target().versions()?, json),
         Command::Rollback { target, to } => {
@@ -674,8 +680,20 @@ fn dispatch(cli: Cli) -> Result<()> {
     }
 }
 
-fn run(path: PathBuf, quiet: bool, watch: bool, admin: Option<String>) -> Result<()> {
+fn run(
+    path: PathBuf,
+    quiet: bool,
+    watch: bool,
+    admin: Option<String>,
+    worker: Option<String>,
+) -> Result<()> {
     let mut cfg = PipelineConfig::load(&path)?;
+    if cfg.cluster.is_some() {
+        return run_worker(&cfg, quiet, watch || admin.is_some(), worker);
+    }
+    if worker.is_some() {
+        anyhow::bail!("`--worker` is for a pipeline with a `[cluster]` section");
+    }
     if let Some(listen) = admin {
         cfg.admin.get_or_insert_with(Default::default).listen = listen;
     }
@@ -737,6 +755,43 @@ fn run(path: PathBuf, quiet: bool, watch: bool, admin: Option<String>) -> Result
         summary.elapsed.as_secs_f64()
     );
     Ok(())
+}
+
+/// `weir run` of a pipeline with `[cluster]`: this process is one worker,
+/// running the partitions the group gives it until Ctrl-C.
+fn run_worker(
+    cfg: &PipelineConfig,
+    quiet: bool,
+    per_process_admin: bool,
+    worker: Option<String>,
+) -> Result<()> {
+    if per_process_admin || cfg.admin.is_some() {
+        anyhow::bail!(
+            "`[admin]`, `--admin` and `--watch` are not available for a `[cluster]` pipeline yet: \
+             a worker runs one pipeline per partition it owns"
+        );
+    }
+    let worker = match worker {
+        Some(w) => w,
+        None => host_name()?,
+    };
+    let host = WasmHost::new(default_cache_root())?;
+    let stop = stop_flag()?;
+    let on_epoch: weir_engine::cluster::partition::OnEpoch = Arc::new(move |p, e| {
+        if !quiet {
+            println!("partition {p}: {e}");
+        }
+    });
+    weir_engine::cluster::run_worker(cfg, &host, &worker, &stop, on_epoch)?;
+    println!("{}: worker {worker} stopped", cfg.name);
+    Ok(())
+}
+
+/// The machine's name, the default worker name.
+fn host_name() -> Result<String> {
+    let name = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .context("reading the host name; name the worker with `--worker NAME`")?;
+    Ok(name.trim().to_string())
 }
 
 fn show_checkpoint(dir: PathBuf, json: bool) -> Result<()> {

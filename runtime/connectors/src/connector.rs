@@ -22,6 +22,10 @@ pub struct SourceContext<'a> {
     pub pipeline: &'a str,
     /// Most rows per micro-batch (`batch_rows`).
     pub batch_rows: usize,
+    /// Read only this partition: a worker of a cluster runs each partition
+    /// it owns as a pipeline of its own (`[cluster]`). `None` reads all.
+    /// Only sources that say [`SourceConnector::PARTITIONED`] accept one.
+    pub partition: Option<i32>,
 }
 
 /// What opening a sink may use besides its own config.
@@ -38,6 +42,11 @@ pub struct SinkContext<'a> {
     /// of an epoch and makes *its* repeated write harmless: a file, a
     /// claim or a transactional id of its own.
     pub task: u16,
+    /// The source partition this pipeline runs, on a cluster's worker
+    /// (`None` in a single process). Each partition has its own query id
+    /// and epochs; a sink that names its output by epoch keeps the
+    /// partitions' outputs apart by it.
+    pub partition: Option<i32>,
 }
 
 /// A source connector: its `[source]` table, typed. Implemented by the
@@ -49,6 +58,10 @@ pub trait SourceConnector:
     const KIND: &'static str;
     /// The source it opens.
     type Source: Source + 'static;
+    /// Whether it can be opened for one partition
+    /// ([`SourceContext::partition`]), so that the workers of a cluster
+    /// can share it.
+    const PARTITIONED: bool = false;
 
     /// Checks the settings without touching the outside world (no
     /// connection, no file access), naming the bad key.
@@ -119,6 +132,8 @@ pub trait SourceSettings: Debug + Send + Sync {
     fn columns(&self) -> &[ColumnConfig];
     /// See [`SourceConnector::schema`].
     fn schema(&self) -> Result<SchemaRef>;
+    /// See [`SourceConnector::PARTITIONED`].
+    fn partitioned(&self) -> bool;
     /// Opens the source, ranges erased to the JSON `offsets/N` records.
     fn open(&self, ctx: &SourceContext<'_>) -> Result<Box<dyn DynSource>>;
     /// The settings as JSON, `kind` included.
@@ -178,7 +193,16 @@ impl<C: SourceConnector> SourceSettings for C {
     fn schema(&self) -> Result<SchemaRef> {
         SourceConnector::schema(self)
     }
+    fn partitioned(&self) -> bool {
+        C::PARTITIONED
+    }
     fn open(&self, ctx: &SourceContext<'_>) -> Result<Box<dyn DynSource>> {
+        if let (Some(p), false) = (ctx.partition, C::PARTITIONED) {
+            anyhow::bail!(
+                "the {} source has no partitions to share among workers (asked for partition {p})",
+                C::KIND
+            );
+        }
         let source = SourceConnector::open(self, ctx)
             .with_context(|| format!("opening the {} source", C::KIND))?;
         Ok(Box::new(source))

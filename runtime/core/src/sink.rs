@@ -45,4 +45,37 @@ pub trait Sink: Send {
         let _ = epoch;
         Ok(())
     }
+
+    /// Takes ownership of this sink's output for the query: from now on a
+    /// writer that took it earlier (a worker that lost the partition, or a
+    /// zombie that woke up) has its writes refused with [`Fenced`]. A
+    /// worker calls it when it is assigned a partition, before its first
+    /// epoch. Sinks without a way to refuse stale writers keep the default,
+    /// which does nothing; their repeated writes are still harmless.
+    fn fence(&mut self) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// A write refused because another writer took the sink's output over
+/// ([`Sink::fence`]): this one must stop touching it, not retry.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "fenced: {what} now belongs to owner generation {current}, this writer holds {held}; \
+     another worker took the partition over"
+)]
+pub struct Fenced {
+    /// What was refused (`table public.alerts`).
+    pub what: String,
+    /// The generation this writer took.
+    pub held: i64,
+    /// The newest generation.
+    pub current: i64,
+}
+
+impl Fenced {
+    /// Whether `e` (anywhere in its chain) says the writer was fenced.
+    pub fn is_in(e: &anyhow::Error) -> bool {
+        e.chain().any(|c| c.is::<Fenced>())
+    }
 }

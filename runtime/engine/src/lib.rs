@@ -14,6 +14,7 @@
 //! - [`runner`]: the one way any of them runs an operator version.
 //! - [`observe`]: progress history, metrics and the backlog verdict.
 
+pub mod cluster;
 pub mod config;
 pub mod dedup;
 pub mod deploy;

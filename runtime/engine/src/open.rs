@@ -30,6 +30,9 @@ use weir_state::StateStore;
 pub struct OpenOptions {
     /// Do not warn about a checkpoint on tmpfs or under /tmp (the demo's own).
     pub ephemeral_checkpoint_ok: bool,
+    /// Read only this partition of the source: a cluster worker opens one
+    /// pipeline per partition it owns ([`crate::cluster`]).
+    pub partition: Option<i32>,
 }
 
 /// Opens the pipeline described by `cfg`, in dependency order: the source
@@ -40,10 +43,16 @@ pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<
     let source = cfg.source.open(&SourceContext {
         pipeline: &cfg.name,
         batch_rows: cfg.batch_rows,
+        partition: opts.partition,
     })?;
     let (event_time, dedup) = input_preparation(cfg, source.as_ref())?;
     let checkpoint = open_checkpoint(cfg, source.as_ref(), opts)?;
-    let mut sinks = TaskSinks::open(&*cfg.sink, &cfg.name, &checkpoint.metadata.query_id)?;
+    let mut sinks = TaskSinks::open(
+        &*cfg.sink,
+        &cfg.name,
+        &checkpoint.metadata.query_id,
+        opts.partition,
+    )?;
     if matches!(cfg.trigger, TriggerConfig::RealTime { .. }) && !sinks.first().supports_parts() {
         anyhow::bail!(
             "the `{}` sink cannot write real-time parts; use a micro-batch trigger with it",

@@ -168,6 +168,7 @@ pub fn open_pipeline(
         host,
         weir_engine::OpenOptions {
             ephemeral_checkpoint_ok: true,
+            ..Default::default()
         },
     )
 }

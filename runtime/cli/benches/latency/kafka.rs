@@ -519,6 +519,7 @@ fn weir(
     let cfg = PipelineConfig::parse(toml, &dir).unwrap();
     let opts = OpenOptions {
         ephemeral_checkpoint_ok: true,
+        ..Default::default()
     };
     let mut p = weir_engine::open(&cfg, host, opts).unwrap();
     let debug = std::env::var_os("WEIR_LATENCY_DEBUG").is_some();

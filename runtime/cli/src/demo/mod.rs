@@ -319,6 +319,7 @@ pub fn run(opts: &DemoOptions, on_epoch: &mut dyn FnMut(&EpochProgress)) -> Resu
         &host,
         OpenOptions {
             ephemeral_checkpoint_ok: true,
+            ..Default::default()
         },
     )?;
     let mut latency = weir_core::latency::Histogram::default();

@@ -43,6 +43,7 @@ fn run_in(host: &WasmHost, opts: &TestOptions, dir: &Path) -> Result<Vec<EpochOu
     }
     let options = weir_engine::OpenOptions {
         ephemeral_checkpoint_ok: true,
+        ..Default::default()
     };
     let mut pipeline = weir_engine::open(&cfg, host, options)?;
     let mut progress = Vec::new();

@@ -108,6 +108,10 @@ impl SinkConnector for FilesSinkConfig {
     }
 
     fn open(&self, ctx: &SinkContext<'_>) -> Result<Box<dyn Sink>> {
-        Ok(Box::new(FileSink::new(self.path.clone(), ctx.task)?))
+        let dir = match ctx.partition {
+            Some(p) => self.path.join(format!("partition-{p}")),
+            None => self.path.clone(),
+        };
+        Ok(Box::new(FileSink::new(dir, ctx.task)?))
     }
 }

@@ -294,6 +294,7 @@ mod tests {
         cfg.open(&SourceContext {
             pipeline: "p",
             batch_rows: 100,
+            partition: None,
         })
         .unwrap()
     }

@@ -63,9 +63,32 @@ fn default_timeout() -> Duration {
     Duration::from_secs(10)
 }
 
+impl KafkaSourceConfig {
+    /// The Kafka settings in an erased `[source]`, if it is a Kafka source
+    /// (what a cluster's workers need to join their group).
+    pub fn of(settings: &dyn crate::connector::SourceSettings) -> Option<Self> {
+        if settings.kind() != <Self as SourceConnector>::KIND {
+            return None;
+        }
+        let mut json = settings.to_json().ok()?;
+        json.as_object_mut()?.remove("kind");
+        serde_json::from_value(json).ok()
+    }
+
+    /// How to reach the brokers, with the pipeline's `options`.
+    pub fn brokers(&self) -> super::client::Brokers<'_> {
+        super::client::Brokers {
+            servers: &self.bootstrap_servers,
+            options: &self.options,
+            timeout: self.timeout,
+        }
+    }
+}
+
 impl SourceConnector for KafkaSourceConfig {
     const KIND: &'static str = "kafka";
     type Source = KafkaSource;
+    const PARTITIONED: bool = true;
 
     fn validate(&self) -> Result<()> {
         if self.bootstrap_servers.trim().is_empty() {
@@ -119,6 +142,7 @@ impl SourceConnector for KafkaSourceConfig {
             timeout: self.timeout,
             batch_rows: ctx.batch_rows,
             policy: self.on_malformed,
+            partition: ctx.partition,
         })
     }
 }

@@ -21,6 +21,8 @@ pub struct Topics {
     pub topics: Vec<String>,
     pub servers: String,
     pub timeout: Duration,
+    /// Only this partition of each topic, if set.
+    pub partition: Option<i32>,
 }
 
 impl Topics {
@@ -51,7 +53,20 @@ impl Topics {
             if t.partitions().is_empty() {
                 bail!("topic `{topic}` does not exist on {}", self.servers);
             }
-            out.extend(t.partitions().iter().map(|p| (topic.clone(), p.id())));
+            let wanted = |id: i32| self.partition.is_none_or(|p| p == id);
+            if !t.partitions().iter().any(|p| wanted(p.id())) {
+                bail!(
+                    "topic `{topic}` on {} has no partition {:?}",
+                    self.servers,
+                    self.partition
+                );
+            }
+            out.extend(
+                t.partitions()
+                    .iter()
+                    .filter(|p| wanted(p.id()))
+                    .map(|p| (topic.clone(), p.id())),
+            );
         }
         Ok(out)
     }

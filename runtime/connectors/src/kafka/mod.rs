@@ -1,9 +1,11 @@
 //! Kafka: a topic as a source, read in offset ranges the engine plans and
-//! records in `offsets/N`, and as a transactional sink.
+//! records in `offsets/N`, and as a transactional sink; and partition
+//! ownership for the workers of a cluster ([`group`]).
 
 pub mod client;
 pub mod config;
 mod fetch;
+pub mod group;
 pub mod marks;
 pub mod plan;
 pub mod sink;

@@ -73,6 +73,8 @@ pub struct KafkaSettings {
     pub timeout: Duration,
     pub batch_rows: usize,
     pub policy: MalformedPolicy,
+    /// Only this partition of each topic (a cluster worker's share).
+    pub partition: Option<i32>,
 }
 
 const META: [(&str, DataType, bool); 6] = [
@@ -187,6 +189,7 @@ impl KafkaSource {
             topics: self.s.topics.clone(),
             servers: self.s.bootstrap_servers.clone(),
             timeout: self.s.timeout,
+            partition: self.s.partition,
         }
     }
 
@@ -628,8 +631,13 @@ impl Source for KafkaSource {
     }
 
     fn identity(&self) -> String {
+        let partition = self
+            .s
+            .partition
+            .map(|p| format!("#{p}"))
+            .unwrap_or_default();
         format!(
-            "kafka:{}/{}",
+            "kafka:{}/{}{partition}",
             self.s.bootstrap_servers,
             self.s.topics.join(",")
         )

@@ -12,6 +12,10 @@
 //! `<progress_table>_parts` by `(query_id, sink_name, epoch, part)`: a
 //! replayed part that committed before the crash is skipped the same way.
 //!
+//! A worker that takes a partition over fences the writer before it: each
+//! transaction checks the owner generation it took ([`owner`]), so a late
+//! write from a worker that lost the partition is refused.
+//!
 //! Large epochs go through binary `COPY`, small ones through a prepared
 //! `INSERT` per row (see [`WriteMethod`]). A server that is down, restarting
 //! or out of connections is waited out with backoff and jitter — the engine
@@ -22,6 +26,7 @@
 mod cells;
 pub mod config;
 mod errors;
+mod owner;
 pub mod table;
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -37,6 +42,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use table::{quote_ident, ColumnPlan, TableName};
 use weir_core::backoff::Backoff;
+use weir_core::sink::Fenced;
 
 pub use config::PostgresSinkConfig;
 pub use errors::is_transient;
@@ -177,6 +183,8 @@ enum Written {
     Rows(WriteMethod),
     /// An earlier attempt of the epoch committed with this many rows.
     AlreadyThere(i64),
+    /// No rows: only the owner generation was checked.
+    Nothing,
 }
 
 /// What one transaction claims before it writes rows: a whole epoch
@@ -198,6 +206,11 @@ pub struct PostgresSink {
     plan: Option<(SchemaRef, Arc<[ColumnPlan]>)>,
     /// Whether the parts progress table is known to exist.
     parts_table_ready: bool,
+    /// The owner generation taken by [`Sink::fence`], checked by every
+    /// write; `None` for a sink that never fenced (a single process).
+    ///
+    /// [`Sink::fence`]: weir_core::sink::Sink::fence
+    generation: Option<i64>,
 }
 
 impl PostgresSink {
@@ -214,6 +227,7 @@ impl PostgresSink {
             client: None,
             plan: None,
             parts_table_ready: false,
+            generation: None,
         };
         let deadline = Instant::now() + sink.s.timeout;
         let mut outage: Option<Backoff> = None;
@@ -372,6 +386,11 @@ impl PostgresSink {
             planned.push((*batch, self.plan_for(client, &batch.schema())?));
         }
         let mut tx = client.transaction()?;
+        self.check_owner(&mut tx)?;
+        if rows == 0 {
+            tx.commit()?;
+            return Ok(Written::Nothing);
+        }
         if let Some(before) = self.claim(&mut tx, claim, rows)? {
             return Ok(Written::AlreadyThere(before));
         }
@@ -391,6 +410,38 @@ impl PostgresSink {
         }
         tx.commit()?;
         Ok(Written::Rows(method))
+    }
+
+    /// Refuses the write if another writer took a newer owner generation
+    /// since this one fenced.
+    fn check_owner(&self, tx: &mut Transaction<'_>) -> Result<(), Attempt> {
+        let Some(held) = self.generation else {
+            return Ok(());
+        };
+        let owners = owner::table(&self.s.progress_table);
+        let current = owner::current(tx, &owners, &self.s.query_id, &self.s.sink_name)?;
+        match current {
+            Some(current) if current == held => Ok(()),
+            current => Err(Attempt::Refused(anyhow::Error::new(Fenced {
+                what: format!("table {} (sink `{}`)", self.s.table, self.s.sink_name),
+                held,
+                current: current.unwrap_or(0),
+            }))),
+        }
+    }
+
+    /// Takes the next owner generation, creating the owners table if it
+    /// is missing.
+    fn take_ownership(&mut self) -> Result<i64, postgres::Error> {
+        let mut client = match self.client.take() {
+            Some(c) if !c.is_closed() => c,
+            _ => self.config.connect(NoTls)?,
+        };
+        let owners = owner::table(&self.s.progress_table);
+        let taken = create_if_missing(&mut client, &owner::ddl(&owners))
+            .and_then(|()| owner::take(&mut client, &owners, &self.s.query_id, &self.s.sink_name));
+        self.client = Some(client);
+        taken
     }
 
     /// The column plan for an output schema: checked against the table
@@ -559,6 +610,25 @@ impl weir_core::sink::Sink for PostgresSink {
     fn supports_parts(&self) -> bool {
         true
     }
+
+    fn fence(&mut self) -> Result<()> {
+        let generation = self.take_ownership().map_err(|e| {
+            anyhow!(
+                "PostgreSQL at {}: taking ownership of table {}: {}",
+                self.location,
+                self.s.table,
+                errors::explain(&e)
+            )
+        })?;
+        tracing::info!(
+            table = %self.s.table,
+            sink = %self.s.sink_name,
+            generation,
+            "took ownership of the sink's output; earlier owners' writes are refused"
+        );
+        self.generation = Some(generation);
+        Ok(())
+    }
 }
 
 impl PostgresSink {
@@ -567,7 +637,9 @@ impl PostgresSink {
     fn write_claimed(&mut self, epoch: u64, claim: Claim, batches: &[RecordBatch]) -> Result<()> {
         let batches: Vec<&RecordBatch> = batches.iter().filter(|b| b.num_rows() > 0).collect();
         let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
-        if rows == 0 {
+        // An epoch without output writes nothing, but a fenced writer must
+        // still hear that it lost the partition before it commits.
+        if rows == 0 && self.generation.is_none() {
             return Ok(());
         }
         let started = Instant::now();
@@ -587,6 +659,7 @@ impl PostgresSink {
                             epoch, table = %self.s.table,
                             "epoch already in the table (written before a restart); not writing it again"
                         ),
+                        Written::Nothing => {}
                         Written::AlreadyThere(before) => tracing::warn!(
                             epoch, table = %self.s.table,
                             "epoch already in the table with {before} rows, but this replay produced {rows}; \

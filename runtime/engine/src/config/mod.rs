@@ -3,8 +3,10 @@
 //! (unknown keys are errors) and every error names the key at fault.
 
 pub mod admin;
+pub mod cluster;
 
 pub use admin::{AdminConfig, AdminSettings, ConnectionLimits};
+pub use cluster::{Assignment, ClusterConfig};
 
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
@@ -82,6 +84,10 @@ pub struct PipelineConfig {
     /// Progress records kept in the checkpoint. Not part of the config hash.
     #[serde(default, skip_serializing)]
     pub progress: ProgressConfig,
+    /// `[cluster]`: this file runs on several workers that share its
+    /// partitions ([`crate::cluster`]). Off unless present.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<ClusterConfig>,
 }
 
 /// `[wal]`: the offset and commit logs are compacted every `compact_every`
@@ -506,6 +512,7 @@ impl PipelineConfig {
         let mut cfg: PipelineConfig = toml::from_str(text).map_err(|e| anyhow::anyhow!("{e}"))?;
         cfg.validate()?;
         cfg.take_checkpoint_url()?;
+        cfg.check_cluster()?;
         // One place, one spelling: the checkpoint records source and sink
         // paths, and `cd dir && weir run pipeline.toml` must name the
         // same ones as `weir run dir/pipeline.toml`.
@@ -565,6 +572,38 @@ impl PipelineConfig {
             if set {
                 bail!("`{key}` is only for a checkpoint in an object store (`checkpoint = \"s3://bucket/prefix\"`)");
             }
+        }
+        Ok(())
+    }
+
+    /// A cluster's workers share their source by partition and their
+    /// checkpoint through an object store.
+    fn check_cluster(&self) -> Result<()> {
+        let Some(cluster) = &self.cluster else {
+            return Ok(());
+        };
+        cluster.validate()?;
+        if !self.source.partitioned() {
+            bail!(
+                "`[cluster]` needs a source the workers can share by partition (kafka); the {} \
+                 source has none",
+                self.source.kind()
+            );
+        }
+        if self.checkpoint_url.is_none() {
+            bail!(
+                "`[cluster]` needs the checkpoint in an object store that every worker reaches \
+                 (`checkpoint = \"s3://bucket/prefix\"`): a worker takes a partition over from it"
+            );
+        }
+        if matches!(
+            self.trigger,
+            TriggerConfig::Once | TriggerConfig::AvailableNow
+        ) {
+            bail!(
+                "`[cluster]` is for continuous pipelines; use a `processing-time` or `real-time` \
+                 trigger (a batch run needs no workers)"
+            );
         }
         Ok(())
     }
@@ -726,6 +765,59 @@ path = "out"
             err_of(&stray).contains("only for a checkpoint in an object store"),
             "{}",
             err_of(&stray)
+        );
+    }
+
+    #[test]
+    fn a_cluster_needs_kafka_an_object_store_and_a_continuous_trigger() {
+        let cluster = GOOD
+            .replace("checkpoint = \"ckpt\"", "checkpoint = \"s3://weir-ckpt/fraud\"")
+            .replace(
+                "mode = \"available-now\"",
+                "mode = \"processing-time\"\ninterval = \"1s\"",
+            )
+            .replace(
+                "kind = \"files\"\npath = \"in\"",
+                "kind = \"kafka\"\nbootstrap_servers = \"k:9092\"\ntopics = [\"payments\"]",
+            )
+            + "[cluster]\ngroup = \"fraud\"\n";
+        let cfg = PipelineConfig::parse(&cluster, Path::new("/base")).unwrap();
+        let c = cfg.cluster.unwrap();
+        assert_eq!(c.session_timeout, Duration::from_secs(10));
+        assert_eq!(c.assignment.librdkafka(), "roundrobin");
+        for (change, said) in [
+            (("s3://weir-ckpt/fraud", "ckpt"), "checkpoint in an object store"),
+            (
+                ("processing-time\"\ninterval = \"1s\"", "once\""),
+                "continuous pipelines",
+            ),
+            (("group = \"fraud\"", "group = \" \""), "`cluster.group`"),
+            (
+                (
+                    "group = \"fraud\"",
+                    "group = \"f\"\nsession_timeout = \"10m\"",
+                ),
+                "between",
+            ),
+            (
+                (
+                    "group = \"fraud\"",
+                    "group = \"f\"\nassignment = \"sticky\"",
+                ),
+                "unknown variant",
+            ),
+        ] {
+            let text = cluster.replace(change.0, change.1);
+            assert!(err_of(&text).contains(said), "{}", err_of(&text));
+        }
+        let files = GOOD
+            .replace("checkpoint = \"ckpt\"", "checkpoint = \"s3://weir-ckpt/fraud\"")
+            .to_string()
+            + "[cluster]\ngroup = \"fraud\"\n";
+        assert!(
+            err_of(&files).contains("share by partition"),
+            "{}",
+            err_of(&files)
         );
     }
 

@@ -42,6 +42,7 @@ use weir_core::backoff::Backoff;
 use weir_core::checkpoint::Checkpoint;
 use weir_core::latency::Histogram;
 use weir_core::progress::{EpochProgress, Phases};
+use weir_core::sink::Fenced;
 use weir_core::source::DynSource;
 use weir_core::wal::{OffsetEntry, OperatorRef};
 use weir_core::Digest;
@@ -194,6 +195,14 @@ impl Pipeline {
         self.telemetry.clone()
     }
 
+    /// Takes ownership of the sink's output: a writer that held it before
+    /// (another worker, a zombie) has its later writes refused
+    /// ([`weir_core::sink::Sink::fence`]). A cluster worker calls it before
+    /// running a partition it was just assigned.
+    pub fn fence(&mut self) -> Result<()> {
+        self.sinks.fence()
+    }
+
     /// Takes up what the control plane says new epochs run with. Called
     /// between epochs only, so a swap happens at an epoch boundary.
     fn follow_control(&mut self) {
@@ -266,7 +275,7 @@ impl Pipeline {
                 }
                 Err(e) => {
                     self.telemetry.epoch_failed();
-                    if !self.retries_failed_epochs() {
+                    if !self.retries_failed_epochs() || lost_ownership(&e) {
                         return Err(e);
                     }
                     self.wait_to_retry(epoch, &e, &mut retry, stop);
@@ -554,6 +563,14 @@ impl VersionRun {
             tasks: tasks.of_entry(entry),
         }
     }
+}
+
+/// Whether `e` says another writer holds this pipeline's checkpoint or
+/// output: a newer owner fenced the sink ([`Fenced`]), or wrote an epoch's
+/// entry first ([`weir_core::wal::EntryTaken`]). Retrying cannot help;
+/// [`Pipeline::run`] returns it at once.
+pub fn lost_ownership(e: &anyhow::Error) -> bool {
+    Fenced::is_in(e) || e.chain().any(|c| c.is::<weir_core::wal::EntryTaken>())
 }
 
 fn sleep_until(deadline: Instant, stop: &AtomicBool) {

@@ -18,18 +18,29 @@ pub(crate) struct TaskSinks {
     settings: Box<dyn SinkSettings>,
     pipeline: String,
     query_id: String,
+    partition: Option<i32>,
     writers: Vec<Box<dyn Sink>>,
+    /// Whether writers take ownership as they open ([`TaskSinks::fence`]).
+    fencing: bool,
 }
 
 impl TaskSinks {
     /// Opens the first task's writer at once, so that a sink that cannot
     /// be reached or configured fails the start.
-    pub fn open(settings: &dyn SinkSettings, pipeline: &str, query_id: &str) -> Result<Self> {
+    /// `partition` is the source partition a cluster worker runs.
+    pub fn open(
+        settings: &dyn SinkSettings,
+        pipeline: &str,
+        query_id: &str,
+        partition: Option<i32>,
+    ) -> Result<Self> {
         let mut sinks = TaskSinks {
             settings: settings.clone_box(),
             pipeline: pipeline.to_string(),
             query_id: query_id.to_string(),
+            partition,
             writers: Vec::new(),
+            fencing: false,
         };
         sinks.ensure(1)?;
         Ok(sinks)
@@ -51,9 +62,30 @@ impl TaskSinks {
                     pipeline: &self.pipeline,
                     query_id: &self.query_id,
                     task,
+                    partition: self.partition,
                 })
                 .with_context(|| format!("opening task {task}'s sink writer"))?;
             self.writers.push(writer);
+            if self.fencing {
+                self.fence_from(self.writers.len() - 1)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Takes ownership of the output for every writer, now and as more
+    /// tasks' writers open ([`Sink::fence`]): a worker's first step with a
+    /// partition it was assigned.
+    pub fn fence(&mut self) -> Result<()> {
+        self.fencing = true;
+        self.fence_from(0)
+    }
+
+    fn fence_from(&mut self, first: usize) -> Result<()> {
+        for (task, writer) in self.writers.iter_mut().enumerate().skip(first) {
+            writer
+                .fence()
+                .with_context(|| format!("task {task}'s writer taking ownership"))?;
         }
         Ok(())
     }

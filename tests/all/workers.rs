@@ -1,0 +1,464 @@
+//! Workers (issue 18): several `weir run` processes of one `[cluster]`
+//! pipeline share a Kafka topic's partitions through the consumer-group
+//! protocol (tansu), keep the checkpoint in an S3-compatible store (s3s-fs)
+//! and write alerts to PostgreSQL. A worker killed with SIGKILL, or stopped
+//! with SIGSTOP past its session timeout, loses its partitions to the
+//! others, state included, and nothing is lost or written twice.
+
+use crate::common::broker::Broker;
+use crate::common::pg::PgServer;
+use crate::common::s3::{S3Server, BUCKET};
+use crate::common::{guest, VELOCITY_CONFIG};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use weir_cli::demo::generator::{self, BURST_EVERY};
+
+const TOPIC: &str = "payments";
+const PARTITIONS: i32 = 6;
+const SEED: u64 = 18;
+
+/// The partition a card's payments go to, as a producer keyed by card
+/// would choose: all of a card's payments, and its velocity state, live in
+/// one partition.
+fn partition_of(card: &str) -> i32 {
+    let h = card.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    });
+    (h % PARTITIONS as u64) as i32
+}
+
+/// Produces payments `range` of the generated stream, each to its card's
+/// partition.
+fn feed(broker: &Broker, range: std::ops::Range<u64>) {
+    let payments: Vec<_> = range.map(|i| generator::payment(SEED, i).0).collect();
+    let values: Vec<Vec<u8>> = payments
+        .iter()
+        .map(|p| serde_json::to_vec(p).unwrap())
+        .collect();
+    broker.produce(TOPIC, &values, |i| partition_of(&payments[i].card_id));
+}
+
+/// The card of the velocity burst that starts at payment `start`.
+fn burst_card(start: u64) -> String {
+    generator::payment(SEED, start).0.card_id
+}
+
+/// The velocity pipeline over the topic into `table`: a cluster's when
+/// `cluster` holds its `[cluster]` keys (checkpoint in the object store),
+/// else a single process's over everything there is (local checkpoint).
+fn pipeline(
+    dir: &Path,
+    broker: &Broker,
+    s3: &S3Server,
+    pg: &PgServer,
+    table: &str,
+    cluster: Option<&str>,
+) -> PathBuf {
+    let (checkpoint, trigger, tail) = match cluster {
+        Some(keys) => (
+            format!(
+                "checkpoint = \"s3://{BUCKET}/{table}\"\ncheckpoint_cache = \"{}/cache\"",
+                dir.display()
+            ),
+            "mode = \"processing-time\"\ninterval = \"300ms\"",
+            format!("[cluster]\n{keys}\n{}", s3.settings_toml()),
+        ),
+        None => (
+            format!("checkpoint = \"{}/checkpoint-{table}\"", dir.display()),
+            "mode = \"available-now\"",
+            String::new(),
+        ),
+    };
+    let toml = format!(
+        r#"name = "fraud"
+{checkpoint}
+[trigger]
+{trigger}
+[source]
+kind = "kafka"
+bootstrap_servers = "{bootstrap}"
+topics = ["{TOPIC}"]
+timeout = "5s"
+{schema}
+[operator]
+path = "{op}"
+config = {VELOCITY_CONFIG}
+[sink]
+kind = "postgres"
+url = "{url}"
+table = "{table}"
+[state]
+snapshot_every = 3
+{tail}"#,
+        bootstrap = broker.bootstrap(),
+        schema = generator::SCHEMA_TOML,
+        op = guest("fraud_velocity").display(),
+        url = pg.url("postgres"),
+    );
+    let file = dir.join(format!("{table}.toml"));
+    std::fs::write(&file, toml).unwrap();
+    file
+}
+
+/// A `weir run --worker NAME` process, its stdout and stderr in files.
+struct Worker {
+    name: String,
+    child: Option<Child>,
+    out: PathBuf,
+    err: PathBuf,
+}
+
+impl Worker {
+    fn start(dir: &Path, pipeline: &Path, name: &str, s3: &S3Server) -> Worker {
+        let (out, err) = (
+            dir.join(format!("{name}.out")),
+            dir.join(format!("{name}.err")),
+        );
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_weir"));
+        cmd.args(["run", "--worker", name])
+            .arg(pipeline)
+            .env("WEIR_CACHE_DIR", dir.join("compiled"))
+            .env(
+                "WEIR_LOG",
+                std::env::var("WEIR_TEST_WORKER_LOG").unwrap_or("info".into()),
+            )
+            .stdout(Stdio::from(std::fs::File::create(&out).unwrap()))
+            .stderr(Stdio::from(std::fs::File::create(&err).unwrap()));
+        let child = s3.credentials(&mut cmd).spawn().unwrap();
+        Worker {
+            name: name.to_string(),
+            child: Some(child),
+            out,
+            err,
+        }
+    }
+
+    /// Partitions this worker committed an epoch of (from its progress lines).
+    fn committed(&self) -> BTreeSet<i32> {
+        std::fs::read_to_string(&self.out)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| {
+                l.strip_prefix("partition ")?
+                    .split(':')
+                    .next()?
+                    .parse()
+                    .ok()
+            })
+            .collect()
+    }
+
+    /// Its stderr, then its progress lines, for failure messages.
+    fn log(&self) -> String {
+        let err = std::fs::read_to_string(&self.err).unwrap_or_default();
+        let out = std::fs::read_to_string(&self.out).unwrap_or_default();
+        format!("{err}--- {} progress ---\n{out}", self.name)
+    }
+
+    fn signal(&self, signal: i32) {
+        let pid = self.child.as_ref().unwrap().id() as libc::pid_t;
+        // SAFETY: signalling our own child process.
+        unsafe { libc::kill(pid, signal) };
+    }
+
+    /// SIGKILL: no LeaveGroup, no last epoch.
+    fn kill(&mut self) {
+        let mut child = self.child.take().unwrap();
+        child.kill().unwrap();
+        child.wait().unwrap();
+    }
+
+    /// Ctrl-C: the current epochs finish, the worker leaves the group.
+    fn interrupt(&mut self) {
+        self.signal(libc::SIGINT);
+        let status = self.child.take().unwrap().wait().unwrap();
+        assert!(
+            status.success(),
+            "worker {} failed:\n{}",
+            self.name,
+            self.log()
+        );
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Waits until `done`, showing the workers' logs if it never comes.
+fn wait_until(what: &str, workers: &[&Worker], limit: Duration, done: impl Fn() -> bool) {
+    if !wait_at_most(what, limit, done) {
+        let logs: Vec<String> = workers
+            .iter()
+            .map(|w| format!("--- {} ---\n{}", w.name, w.log()))
+            .collect();
+        panic!("{what}: not after {limit:?}\n{}", logs.join("\n"));
+    }
+}
+
+/// Waits until `done` or `limit`; says which.
+fn wait_at_most(what: &str, limit: Duration, done: impl Fn() -> bool) -> bool {
+    let start = Instant::now();
+    while !done() {
+        if start.elapsed() > limit {
+            eprintln!("{what}: not after {limit:?}");
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    eprintln!("{what}: after {:.1?}", start.elapsed());
+    true
+}
+
+/// The alerts of `table`: `(txn_id, count)`.
+fn alerts(pg: &PgServer, table: &str) -> BTreeMap<String, i64> {
+    pg.client()
+        .query(
+            &format!("SELECT txn_id, count(*) FROM {table} GROUP BY txn_id"),
+            &[],
+        )
+        .map(|rows| rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+        .unwrap_or_default()
+}
+
+/// What a single process makes of everything in the topic.
+fn single_process_alerts(
+    dir: &Path,
+    broker: &Broker,
+    s3: &S3Server,
+    pg: &PgServer,
+) -> BTreeMap<String, i64> {
+    let file = pipeline(dir, broker, s3, pg, "alerts_single", None);
+    let status = Command::new(env!("CARGO_BIN_EXE_weir"))
+        .args(["run", "--quiet"])
+        .arg(&file)
+        .env("WEIR_CACHE_DIR", dir.join("compiled"))
+        .env("WEIR_LOG", "warn")
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    alerts(pg, "alerts_single")
+}
+
+/// A broker with the topic, an S3 server, PostgreSQL, and the cluster's
+/// pipeline file (6 s session timeout) in a temp dir.
+struct Setup {
+    broker: Broker,
+    s3: S3Server,
+    pg: PgServer,
+    dir: tempfile::TempDir,
+    file: PathBuf,
+}
+
+impl Setup {
+    fn new() -> Setup {
+        // SQLite storage: tansu 0.6's in-memory storage reports a
+        // partition's high watermark as 1 after a batched produce.
+        let (broker, s3, pg) = (Broker::start(), S3Server::start(), PgServer::start());
+        broker.create_topic(TOPIC, PARTITIONS as u32);
+        let dir = tempfile::tempdir().unwrap();
+        let keys = "group = \"fraud\"\nsession_timeout = \"6s\"";
+        let file = pipeline(dir.path(), &broker, &s3, &pg, "alerts", Some(keys));
+        Setup {
+            broker,
+            s3,
+            pg,
+            dir,
+            file,
+        }
+    }
+
+    fn worker(&self, name: &str) -> Worker {
+        Worker::start(self.dir.path(), &self.file, name, &self.s3)
+    }
+
+    /// Waits until every partition committed an epoch and each worker ran
+    /// some.
+    fn wait_for_all_partitions(&self, workers: &[Worker]) {
+        let all: BTreeSet<i32> = (0..PARTITIONS).collect();
+        wait_until(
+            "every partition committed an epoch",
+            &workers.iter().collect::<Vec<_>>(),
+            Duration::from_secs(120),
+            || {
+                let committed: BTreeSet<i32> = workers.iter().flat_map(Worker::committed).collect();
+                committed == all && workers.iter().all(|w| !w.committed().is_empty())
+            },
+        );
+    }
+
+    /// Waits for the cluster to write what a single process writes, stops
+    /// the workers, and checks that every alert is there exactly once.
+    fn check_alerts_against_a_single_process(&self, workers: &mut [Worker]) {
+        let expected = single_process_alerts(self.dir.path(), &self.broker, &self.s3, &self.pg);
+        assert!(
+            expected.len() > 20,
+            "the reference found only {} alerts",
+            expected.len()
+        );
+        wait_at_most(
+            "the cluster's alerts match the single process's",
+            Duration::from_secs(120),
+            || alerts(&self.pg, "alerts").len() >= expected.len(),
+        );
+        for w in workers.iter_mut().filter(|w| w.child.is_some()) {
+            w.interrupt();
+        }
+        let got = alerts(&self.pg, "alerts");
+        let missing: Vec<&String> = expected.keys().filter(|t| !got.contains_key(*t)).collect();
+        assert!(
+            missing.is_empty(),
+            "{} of {} alerts missing: {:?}\n{}",
+            missing.len(),
+            expected.len(),
+            &missing[..missing.len().min(10)],
+            workers
+                .iter()
+                .map(|w| format!("--- {} ---\n{}", w.name, w.log()))
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+        let twice: Vec<_> = got.iter().filter(|(_, &n)| n > 1).collect();
+        assert!(twice.is_empty(), "alerts written twice: {twice:?}");
+        assert_eq!(
+            got.keys().collect::<Vec<_>>(),
+            expected.keys().collect::<Vec<_>>(),
+            "the cluster wrote alerts a single process does not"
+        );
+        eprintln!("{} alerts, each exactly once", got.len());
+    }
+}
+
+/// Waits until one of `workers` commits an epoch of `partition` after
+/// the progress they had written at `lens`.
+fn wait_for_commit_of(partition: i32, workers: &[&Worker], lens: &[u64], what: &str) {
+    wait_until(what, workers, Duration::from_secs(120), || {
+        workers.iter().zip(lens).any(|(w, &len)| {
+            let text = std::fs::read_to_string(&w.out).unwrap_or_default();
+            text.get(len as usize..)
+                .unwrap_or("")
+                .lines()
+                .any(|l| l.starts_with(&format!("partition {partition}:")))
+        })
+    });
+}
+
+fn out_len(w: &Worker) -> u64 {
+    std::fs::metadata(&w.out).map_or(0, |m| m.len())
+}
+
+/// Where each phase of the feed ends: in the middle of a burst, so that
+/// the burst's first half lands before a worker dies (or a replacement
+/// joins) and its second half after.
+const PHASE_ENDS: [u64; 3] = [BURST_EVERY + 4, 2 * BURST_EVERY + 4, 3 * BURST_EVERY];
+
+/// Acceptance: three workers, six partitions, a steady feed with velocity
+/// bursts; one worker is killed with SIGKILL mid-run (the one whose
+/// partition holds a burst that spans the kill) and a replacement starts
+/// later. Every alert a single process finds is in the table exactly once,
+/// the spanning bursts' velocity alerts included: their state moved.
+#[test]
+fn three_workers_lose_one_to_sigkill_and_every_alert_lands_once() {
+    let setup = Setup::new();
+    let mut workers: Vec<Worker> = ["w1", "w2", "w3"].iter().map(|n| setup.worker(n)).collect();
+    feed(&setup.broker, 0..PHASE_ENDS[0]);
+    setup.wait_for_all_partitions(&workers);
+
+    // Kill the worker that runs the spanning burst's card.
+    let spanning = partition_of(&burst_card(BURST_EVERY));
+    let victim = workers
+        .iter()
+        .position(|w| w.committed().contains(&spanning))
+        .expect("someone runs the burst's partition");
+    eprintln!(
+        "killing {} (runs partition {spanning})",
+        workers[victim].name
+    );
+    workers[victim].kill();
+    let killed_at = Instant::now();
+    feed(&setup.broker, PHASE_ENDS[0]..PHASE_ENDS[1]);
+    let survivors: Vec<&Worker> = workers.iter().filter(|w| w.child.is_some()).collect();
+    let lens: Vec<u64> = survivors.iter().map(|w| out_len(w)).collect();
+    let what = "a survivor commits the dead worker's burst partition";
+    wait_for_commit_of(spanning, &survivors, &lens, what);
+    eprintln!(
+        "takeover of partition {spanning}: {:.1?} after the kill",
+        killed_at.elapsed()
+    );
+
+    workers.push(setup.worker("w4"));
+    feed(&setup.broker, PHASE_ENDS[1]..PHASE_ENDS[2]);
+    setup.check_alerts_against_a_single_process(&mut workers);
+    let bursts: Vec<String> = (1..3).map(|b| burst_card(b * BURST_EVERY)).collect();
+    let velocity = |table: &str| {
+        setup.pg.count(&format!(
+            "SELECT count(*) FROM {table} WHERE card_id IN ('{}') AND reasons LIKE '%velocity%'",
+            bursts.join("','")
+        ))
+    };
+    assert!(velocity("alerts") >= 6, "each spanning burst raises 3");
+    assert_eq!(velocity("alerts"), velocity("alerts_single"));
+}
+
+/// Acceptance: a worker stopped with SIGSTOP past its session timeout
+/// loses its partitions; when it wakes up, its late writes are refused
+/// (the sink's owner generation moved on, or the epoch's entry in the
+/// object store is taken) and nothing is written twice.
+#[test]
+fn a_worker_stopped_past_its_session_timeout_cannot_write_when_it_wakes() {
+    let setup = Setup::new();
+    let mut workers: Vec<Worker> = ["w1", "w2"].iter().map(|n| setup.worker(n)).collect();
+    feed(&setup.broker, 0..PHASE_ENDS[0]);
+    setup.wait_for_all_partitions(&workers);
+    let zombie_owned = workers[0].committed();
+    workers[0].signal(libc::SIGSTOP);
+    let stopped_at = Instant::now();
+    // Work for the zombie to find when it wakes: it was between epochs.
+    feed(&setup.broker, PHASE_ENDS[0]..PHASE_ENDS[1]);
+    let lens = [out_len(&workers[1])];
+    for &p in &zombie_owned {
+        let what = format!("w2 commits partition {p} of the stopped w1");
+        wait_for_commit_of(p, &[&workers[1]], &lens, &what);
+    }
+    eprintln!(
+        "w1's partitions moved {:.1?} after SIGSTOP",
+        stopped_at.elapsed()
+    );
+    feed(&setup.broker, PHASE_ENDS[1]..PHASE_ENDS[2]);
+    let log_len = std::fs::metadata(&workers[0].err).map_or(0, |m| m.len()) as usize;
+    workers[0].signal(libc::SIGCONT);
+    let woke = |w: &Worker| {
+        let log = std::fs::read_to_string(&w.err).unwrap_or_default();
+        log.get(log_len..).unwrap_or("").to_string()
+    };
+    wait_until(
+        "w1 notices it lost its partitions",
+        &[&workers[0]],
+        Duration::from_secs(60),
+        || {
+            let log = woke(&workers[0]);
+            log.contains("fenced")
+                || log.contains("no longer owns")
+                || log.contains("partitions revoked")
+        },
+    );
+    let log = woke(&workers[0]);
+    let refused = log.contains("fenced") || log.contains("no longer owns");
+    eprintln!(
+        "w1 after waking: {}",
+        if refused {
+            "its late write was refused"
+        } else {
+            "the group told it first"
+        }
+    );
+    setup.check_alerts_against_a_single_process(&mut workers);
+}
