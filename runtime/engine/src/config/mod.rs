@@ -770,8 +770,11 @@ path = "out"
 
     #[test]
     fn a_cluster_needs_kafka_an_object_store_and_a_continuous_trigger() {
-        let cluster = GOOD
-            .replace("checkpoint = \"ckpt\"", "checkpoint = \"s3://weir-ckpt/fraud\"")
+        let cluster =
+            GOOD.replace(
+                "checkpoint = \"ckpt\"",
+                "checkpoint = \"s3://weir-ckpt/fraud\"",
+            )
             .replace(
                 "mode = \"available-now\"",
                 "mode = \"processing-time\"\ninterval = \"1s\"",
@@ -779,14 +782,16 @@ path = "out"
             .replace(
                 "kind = \"files\"\npath = \"in\"",
                 "kind = \"kafka\"\nbootstrap_servers = \"k:9092\"\ntopics = [\"payments\"]",
-            )
-            + "[cluster]\ngroup = \"fraud\"\n";
+            ) + "[cluster]\ngroup = \"fraud\"\n";
         let cfg = PipelineConfig::parse(&cluster, Path::new("/base")).unwrap();
         let c = cfg.cluster.unwrap();
         assert_eq!(c.session_timeout, Duration::from_secs(10));
         assert_eq!(c.assignment.librdkafka(), "roundrobin");
         for (change, said) in [
-            (("s3://weir-ckpt/fraud", "ckpt"), "checkpoint in an object store"),
+            (
+                ("s3://weir-ckpt/fraud", "ckpt"),
+                "checkpoint in an object store",
+            ),
             (
                 ("processing-time\"\ninterval = \"1s\"", "once\""),
                 "continuous pipelines",
@@ -811,7 +816,10 @@ path = "out"
             assert!(err_of(&text).contains(said), "{}", err_of(&text));
         }
         let files = GOOD
-            .replace("checkpoint = \"ckpt\"", "checkpoint = \"s3://weir-ckpt/fraud\"")
+            .replace(
+                "checkpoint = \"ckpt\"",
+                "checkpoint = \"s3://weir-ckpt/fraud\"",
+            )
             .to_string()
             + "[cluster]\ngroup = \"fraud\"\n";
         assert!(
