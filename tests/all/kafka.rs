@@ -481,7 +481,7 @@ fn commit_to_group_mirrors_progress_for_lag_tools() {
 #[test]
 fn raw_records_carry_key_value_and_metadata_columns() {
     use arrow_array::{Array, Int64Array, StringArray};
-    use weir_connectors::kafka::{KafkaSettings, KafkaSource, StartingOffsets, ValueFormat};
+    use weir_connectors::kafka::KafkaSource;
     use weir_core::source::{PlanLimit, Source};
     let broker = Broker::start();
     broker.create_topic("raw", 1);
@@ -490,22 +490,7 @@ fn raw_records_carry_key_value_and_metadata_columns() {
         &[b"hello".to_vec(), b"{\"not\": \"parsed\"}".to_vec()],
         |_| 0,
     );
-    let mut source = KafkaSource::new(KafkaSettings {
-        bootstrap_servers: broker.bootstrap(),
-        topics: vec!["raw".into()],
-        starting_offsets: StartingOffsets::default(),
-        max_offsets_per_trigger: None,
-        fail_on_data_loss: true,
-        value_format: ValueFormat::Raw,
-        value_schema: std::sync::Arc::new(arrow_schema::Schema::empty()),
-        commit_to_group: None,
-        options: Default::default(),
-        timeout: std::time::Duration::from_secs(5),
-        batch_rows: 100,
-        policy: weir_engine::config::MalformedPolicy::Fail,
-        partition: None,
-    })
-    .unwrap();
+    let mut source = KafkaSource::new(raw_settings(&broker, "raw", None)).unwrap();
     let range = source
         .plan(PlanLimit::PerTrigger)
         .unwrap()
@@ -558,28 +543,13 @@ fn raw_records_carry_key_value_and_metadata_columns() {
 #[test]
 fn a_source_opened_for_one_partition_reads_only_that_partition() {
     use arrow_array::Array;
-    use weir_connectors::kafka::{KafkaSettings, KafkaSource, StartingOffsets, ValueFormat};
+    use weir_connectors::kafka::KafkaSource;
     use weir_core::source::{PlanLimit, Source};
     let broker = Broker::start();
     broker.create_topic("parts", 3);
     let values: Vec<Vec<u8>> = (0..300).map(|i| format!("v{i}").into_bytes()).collect();
     broker.produce("parts", &values, |i| (i % 3) as i32);
-    let mut source = KafkaSource::new(KafkaSettings {
-        bootstrap_servers: broker.bootstrap(),
-        topics: vec!["parts".into()],
-        starting_offsets: StartingOffsets::default(),
-        max_offsets_per_trigger: None,
-        fail_on_data_loss: true,
-        value_format: ValueFormat::Raw,
-        value_schema: std::sync::Arc::new(arrow_schema::Schema::empty()),
-        commit_to_group: None,
-        options: Default::default(),
-        timeout: std::time::Duration::from_secs(5),
-        batch_rows: 64,
-        policy: weir_engine::config::MalformedPolicy::Fail,
-        partition: Some(1),
-    })
-    .unwrap();
+    let mut source = KafkaSource::new(raw_settings(&broker, "parts", Some(1))).unwrap();
     let range = source
         .plan(PlanLimit::PerTrigger)
         .unwrap()
@@ -613,4 +583,28 @@ fn a_source_opened_for_one_partition_reads_only_that_partition() {
         .collect();
     assert_eq!(values, expected);
     assert!(source.identity().ends_with("/parts#1"));
+}
+
+/// A raw-format source of `topic` (only `partition`, if given).
+fn raw_settings(
+    broker: &Broker,
+    topic: &str,
+    partition: Option<i32>,
+) -> weir_connectors::kafka::KafkaSettings {
+    use weir_connectors::kafka::{KafkaSettings, StartingOffsets, ValueFormat};
+    KafkaSettings {
+        bootstrap_servers: broker.bootstrap(),
+        topics: vec![topic.into()],
+        starting_offsets: StartingOffsets::default(),
+        max_offsets_per_trigger: None,
+        fail_on_data_loss: true,
+        value_format: ValueFormat::Raw,
+        value_schema: std::sync::Arc::new(arrow_schema::Schema::empty()),
+        commit_to_group: None,
+        options: Default::default(),
+        timeout: std::time::Duration::from_secs(5),
+        batch_rows: 64,
+        policy: weir_engine::config::MalformedPolicy::Fail,
+        partition,
+    }
 }
