@@ -1,0 +1,276 @@
+//! Workers (issue 18): how long a dead worker's partitions take to resume
+//! elsewhere, and what 1, 2 and 3 workers get through. Real services on
+//! 127.0.0.1: tansu (SQLite storage), s3s-fs and PostgreSQL; `weir run
+//! --worker` processes of a `[cluster]` velocity pipeline over a
+//! 6-partition topic.
+//!
+//! - **Throughput**: a backlog of payments, then N workers started at
+//!   once; rows per second until every partition has committed all of it
+//!   (group join and takeover included), and the ratio to one worker.
+//! - **Takeover**: three workers under a steady feed; a worker that runs
+//!   partitions is killed with SIGKILL, and for each of its partitions the
+//!   time until a survivor commits an epoch of it is measured; the worker
+//!   is then started again and the group settles. Median and max over the
+//!   kills. Two cores bound the throughput here; the takeover time is
+//!   mostly the session timeout (6 s) and a rebalance.
+//!
+//! `cargo bench -p weir-cli --bench takeover` (`WEIR_BENCH_KILLS`, default 5).
+
+#[path = "../../../tests/all/common/broker.rs"]
+mod broker;
+#[path = "../../../tests/all/common/pg.rs"]
+mod pg;
+#[path = "../../../tests/all/common/s3.rs"]
+mod s3;
+
+use broker::Broker;
+use pg::PgServer;
+use s3::{S3Server, BUCKET};
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use weir_cli::feed::{feed, FeedOptions};
+
+const TOPIC: &str = "payments";
+const PARTITIONS: u32 = 6;
+const SESSION: &str = "6s";
+
+fn main() {
+    let (broker, s3, pg) = (Broker::start(), S3Server::start(), PgServer::start());
+    broker.create_topic(TOPIC, PARTITIONS);
+    let dir = tempfile::tempdir().unwrap();
+    let backlog = 30_000;
+    produce(&broker, backlog, None, 0);
+    println!("workers  rows/s   vs 1 worker   (backlog of {backlog} payments, join included)");
+    let mut base = None;
+    for n in 1..=3 {
+        let file = pipeline(dir.path(), &broker, &s3, &pg, &format!("run{n}"));
+        let started = Instant::now();
+        let mut workers: Vec<Worker> = (0..n)
+            .map(|i| Worker::start(dir.path(), &file, &format!("run{n}-w{i}"), &s3))
+            .collect();
+        wait(Duration::from_secs(600), || {
+            workers.iter().map(Worker::rows_in).sum::<u64>() >= backlog
+        });
+        let rate = backlog as f64 / started.elapsed().as_secs_f64();
+        let base = *base.get_or_insert(rate);
+        println!("{n:>7}  {rate:>7.0}   {:>5.2}x", rate / base);
+        workers.iter_mut().for_each(Worker::kill);
+    }
+    takeover(&broker, &s3, &pg, dir.path());
+}
+
+/// Three workers under a steady feed, killed one at a time.
+fn takeover(broker: &Broker, s3: &S3Server, pg: &PgServer, dir: &Path) {
+    let kills: usize = std::env::var("WEIR_BENCH_KILLS")
+        .ok()
+        .and_then(|k| k.parse().ok())
+        .unwrap_or(5);
+    let file = pipeline(dir, broker, s3, pg, "takeover");
+    let bootstrap = broker.bootstrap();
+    let feeder = std::thread::spawn(move || {
+        feed(&FeedOptions {
+            bootstrap_servers: bootstrap,
+            topic: TOPIC.into(),
+            payments: 400 * 60 * 10,
+            rate: Some(400),
+            seed: 7,
+            start: 1_000_000,
+        })
+    });
+    let mut workers: Vec<Worker> = (0..3)
+        .map(|i| Worker::start(dir, &file, &format!("t{i}"), s3))
+        .collect();
+    let all: BTreeSet<i32> = (0..PARTITIONS as i32).collect();
+    wait(Duration::from_secs(120), || {
+        workers
+            .iter()
+            .flat_map(|w| w.committed(0))
+            .collect::<BTreeSet<_>>()
+            == all
+    });
+    let mut times = Vec::new();
+    println!(
+        "\nkill  worker  partitions  takeover (kill -9 -> first committed epoch on a survivor)"
+    );
+    for k in 0..kills {
+        let victim = k % workers.len();
+        let owned = workers[victim].recently_committed();
+        let marks: Vec<usize> = workers.iter().map(Worker::lines).collect();
+        workers[victim].kill();
+        let killed = Instant::now();
+        let mut took = Vec::new();
+        for &p in &owned {
+            wait(Duration::from_secs(120), || {
+                workers
+                    .iter()
+                    .zip(&marks)
+                    .any(|(w, &from)| w.child.is_some() && w.committed(from).contains(&p))
+            });
+            took.push(killed.elapsed());
+        }
+        let max = took.iter().max().copied().unwrap_or_default();
+        println!(
+            "{k:>4}  {:>6}  {owned:?}  {:.2?}",
+            workers[victim].name, max
+        );
+        times.extend(took);
+        let name = workers[victim].name.clone();
+        workers[victim] = Worker::start(dir, &file, &name, s3);
+        let marks: Vec<usize> = workers.iter().map(Worker::lines).collect();
+        // Settled: every worker commits again after the rejoin's rebalance.
+        wait(Duration::from_secs(120), || {
+            workers
+                .iter()
+                .zip(&marks)
+                .all(|(w, &from)| !w.committed(from).is_empty())
+        });
+    }
+    times.sort();
+    if let (Some(max), false) = (times.last(), times.is_empty()) {
+        println!(
+            "takeover over {} moved partitions: median {:.2?}, max {:.2?} (session timeout {SESSION})",
+            times.len(),
+            times[times.len() / 2],
+            max
+        );
+    }
+    workers.iter_mut().for_each(Worker::kill);
+    drop(feeder);
+}
+
+/// `n` payments keyed by card (librdkafka's partitioner spreads the cards).
+fn produce(broker: &Broker, n: u64, rate: Option<u64>, start: u64) {
+    feed(&FeedOptions {
+        bootstrap_servers: broker.bootstrap(),
+        topic: TOPIC.into(),
+        payments: n,
+        rate,
+        seed: 7,
+        start,
+    })
+    .unwrap();
+}
+
+/// The velocity pipeline over the topic as a cluster (its own group and
+/// checkpoint prefix per `name`), alerts into PostgreSQL.
+fn pipeline(dir: &Path, broker: &Broker, s3: &S3Server, pg: &PgServer, name: &str) -> PathBuf {
+    let toml = format!(
+        r#"name = "{name}"
+checkpoint = "s3://{BUCKET}/{name}"
+checkpoint_cache = "{dir}/cache-{name}"
+[trigger]
+mode = "processing-time"
+interval = "200ms"
+[source]
+kind = "kafka"
+bootstrap_servers = "{bootstrap}"
+topics = ["{TOPIC}"]
+max_offsets_per_trigger = 5000
+{schema}
+[operator]
+path = "{op}"
+config = {{ alert_threshold = 0.7, rules = [ {{ rule = "amount_above", threshold = 2500.0, weight = 0.5 }} ], velocity = {{ window_ms = 60000, max_payments = 5, weight = 0.7 }} }}
+[sink]
+kind = "postgres"
+url = "{url}"
+table = "alerts_{name}"
+[state]
+snapshot_every = 5
+[cluster]
+group = "{name}"
+session_timeout = "{SESSION}"
+{store}"#,
+        dir = dir.display(),
+        bootstrap = broker.bootstrap(),
+        schema = weir_cli::demo::generator::SCHEMA_TOML,
+        op = Path::new(weir_cli::GUEST_DIR)
+            .join("fraud_velocity.wasm")
+            .display(),
+        url = pg.url("postgres"),
+        store = s3.settings_toml(),
+    );
+    let file = dir.join(format!("{name}.toml"));
+    std::fs::write(&file, toml).unwrap();
+    file
+}
+
+/// A `weir run --worker` process; its progress lines in a file.
+struct Worker {
+    name: String,
+    child: Option<Child>,
+    out: PathBuf,
+}
+
+impl Worker {
+    fn start(dir: &Path, pipeline: &Path, name: &str, s3: &S3Server) -> Worker {
+        let out = dir.join(format!("{name}.out"));
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_weir"));
+        cmd.args(["run", "--worker", name])
+            .arg(pipeline)
+            .env("WEIR_CACHE_DIR", dir.join("compiled"))
+            .env("WEIR_LOG", "error")
+            .stdout(Stdio::from(std::fs::File::create(&out).unwrap()))
+            .stderr(Stdio::null());
+        Worker {
+            name: name.into(),
+            child: Some(s3.credentials(&mut cmd).spawn().unwrap()),
+            out,
+        }
+    }
+
+    fn text(&self) -> String {
+        std::fs::read_to_string(&self.out).unwrap_or_default()
+    }
+
+    fn lines(&self) -> usize {
+        self.text().lines().count()
+    }
+
+    /// Partitions with a committed epoch from progress line `from` on.
+    fn committed(&self, from: usize) -> BTreeSet<i32> {
+        self.text()
+            .lines()
+            .skip(from)
+            .filter_map(|l| {
+                l.strip_prefix("partition ")?
+                    .split(':')
+                    .next()?
+                    .parse()
+                    .ok()
+            })
+            .collect()
+    }
+
+    /// The partitions of its last 30 progress lines: what it runs now.
+    fn recently_committed(&self) -> BTreeSet<i32> {
+        self.committed(self.lines().saturating_sub(30))
+    }
+
+    /// Rows read by its committed epochs (the progress lines' `in N`).
+    fn rows_in(&self) -> u64 {
+        self.text()
+            .lines()
+            .filter_map(|l| {
+                let rest = l.split(" in ").nth(1)?;
+                rest.split_whitespace().next()?.parse::<u64>().ok()
+            })
+            .sum()
+    }
+
+    fn kill(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn wait(limit: Duration, done: impl Fn() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        assert!(start.elapsed() < limit, "not done after {limit:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
