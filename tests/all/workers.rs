@@ -8,10 +8,11 @@
 use crate::common::broker::Broker;
 use crate::common::pg::PgServer;
 use crate::common::s3::{S3Server, BUCKET};
+use crate::common::worker::Worker;
 use crate::common::{guest, VELOCITY_CONFIG};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use weir_cli::demo::generator::{self, BURST_EVERY};
 
@@ -100,96 +101,6 @@ snapshot_every = 3
     let file = dir.join(format!("{table}.toml"));
     std::fs::write(&file, toml).unwrap();
     file
-}
-
-/// A `weir run --worker NAME` process, its stdout and stderr in files.
-struct Worker {
-    name: String,
-    child: Option<Child>,
-    out: PathBuf,
-    err: PathBuf,
-}
-
-impl Worker {
-    fn start(dir: &Path, pipeline: &Path, name: &str, s3: &S3Server) -> Worker {
-        let (out, err) = (
-            dir.join(format!("{name}.out")),
-            dir.join(format!("{name}.err")),
-        );
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_weir"));
-        cmd.args(["run", "--worker", name])
-            .arg(pipeline)
-            .env("WEIR_CACHE_DIR", dir.join("compiled"))
-            .env(
-                "WEIR_LOG",
-                std::env::var("WEIR_TEST_WORKER_LOG").unwrap_or("info".into()),
-            )
-            .stdout(Stdio::from(std::fs::File::create(&out).unwrap()))
-            .stderr(Stdio::from(std::fs::File::create(&err).unwrap()));
-        let child = s3.credentials(&mut cmd).spawn().unwrap();
-        Worker {
-            name: name.to_string(),
-            child: Some(child),
-            out,
-            err,
-        }
-    }
-
-    /// Partitions this worker committed an epoch of (from its progress lines).
-    fn committed(&self) -> BTreeSet<i32> {
-        std::fs::read_to_string(&self.out)
-            .unwrap_or_default()
-            .lines()
-            .filter_map(|l| {
-                l.strip_prefix("partition ")?
-                    .split(':')
-                    .next()?
-                    .parse()
-                    .ok()
-            })
-            .collect()
-    }
-
-    /// Its stderr, then its progress lines, for failure messages.
-    fn log(&self) -> String {
-        let err = std::fs::read_to_string(&self.err).unwrap_or_default();
-        let out = std::fs::read_to_string(&self.out).unwrap_or_default();
-        format!("{err}--- {} progress ---\n{out}", self.name)
-    }
-
-    fn signal(&self, signal: i32) {
-        let pid = self.child.as_ref().unwrap().id() as libc::pid_t;
-        // SAFETY: signalling our own child process.
-        unsafe { libc::kill(pid, signal) };
-    }
-
-    /// SIGKILL: no LeaveGroup, no last epoch.
-    fn kill(&mut self) {
-        let mut child = self.child.take().unwrap();
-        child.kill().unwrap();
-        child.wait().unwrap();
-    }
-
-    /// Ctrl-C: the current epochs finish, the worker leaves the group.
-    fn interrupt(&mut self) {
-        self.signal(libc::SIGINT);
-        let status = self.child.take().unwrap().wait().unwrap();
-        assert!(
-            status.success(),
-            "worker {} failed:\n{}",
-            self.name,
-            self.log()
-        );
-    }
-}
-
-impl Drop for Worker {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
 }
 
 /// Waits until `done`, showing the workers' logs if it never comes.
@@ -309,7 +220,7 @@ impl Setup {
             Duration::from_secs(120),
             || alerts(&self.pg, "alerts").len() >= expected.len(),
         );
-        for w in workers.iter_mut().filter(|w| w.child.is_some()) {
+        for w in workers.iter_mut().filter(|w| w.is_running()) {
             w.interrupt();
         }
         let got = alerts(&self.pg, "alerts");
@@ -338,21 +249,14 @@ impl Setup {
 }
 
 /// Waits until one of `workers` commits an epoch of `partition` after
-/// the progress they had written at `lens`.
-fn wait_for_commit_of(partition: i32, workers: &[&Worker], lens: &[u64], what: &str) {
+/// its progress mark in `marks` ([`Worker::mark`]).
+fn wait_for_commit_of(partition: i32, workers: &[&Worker], marks: &[usize], what: &str) {
     wait_until(what, workers, Duration::from_secs(120), || {
-        workers.iter().zip(lens).any(|(w, &len)| {
-            let text = std::fs::read_to_string(&w.out).unwrap_or_default();
-            text.get(len as usize..)
-                .unwrap_or("")
-                .lines()
-                .any(|l| l.starts_with(&format!("partition {partition}:")))
-        })
+        workers
+            .iter()
+            .zip(marks)
+            .any(|(w, &mark)| w.committed_since(mark).contains(&partition))
     });
-}
-
-fn out_len(w: &Worker) -> u64 {
-    std::fs::metadata(&w.out).map_or(0, |m| m.len())
 }
 
 /// Where each phase of the feed ends: in the middle of a burst, so that
@@ -385,10 +289,10 @@ fn three_workers_lose_one_to_sigkill_and_every_alert_lands_once() {
     workers[victim].kill();
     let killed_at = Instant::now();
     feed(&setup.broker, PHASE_ENDS[0]..PHASE_ENDS[1]);
-    let survivors: Vec<&Worker> = workers.iter().filter(|w| w.child.is_some()).collect();
-    let lens: Vec<u64> = survivors.iter().map(|w| out_len(w)).collect();
+    let survivors: Vec<&Worker> = workers.iter().filter(|w| w.is_running()).collect();
+    let marks: Vec<usize> = survivors.iter().map(|w| w.mark()).collect();
     let what = "a survivor commits the dead worker's burst partition";
-    wait_for_commit_of(spanning, &survivors, &lens, what);
+    wait_for_commit_of(spanning, &survivors, &marks, what);
     eprintln!(
         "takeover of partition {spanning}: {:.1?} after the kill",
         killed_at.elapsed()
@@ -423,22 +327,19 @@ fn a_worker_stopped_past_its_session_timeout_cannot_write_when_it_wakes() {
     let stopped_at = Instant::now();
     // Work for the zombie to find when it wakes: it was between epochs.
     feed(&setup.broker, PHASE_ENDS[0]..PHASE_ENDS[1]);
-    let lens = [out_len(&workers[1])];
+    let marks = [workers[1].mark()];
     for &p in &zombie_owned {
         let what = format!("w2 commits partition {p} of the stopped w1");
-        wait_for_commit_of(p, &[&workers[1]], &lens, &what);
+        wait_for_commit_of(p, &[&workers[1]], &marks, &what);
     }
     eprintln!(
         "w1's partitions moved {:.1?} after SIGSTOP",
         stopped_at.elapsed()
     );
     feed(&setup.broker, PHASE_ENDS[1]..PHASE_ENDS[2]);
-    let log_len = std::fs::metadata(&workers[0].err).map_or(0, |m| m.len()) as usize;
+    let log_len = workers[0].log_len();
     workers[0].signal(libc::SIGCONT);
-    let woke = |w: &Worker| {
-        let log = std::fs::read_to_string(&w.err).unwrap_or_default();
-        log.get(log_len..).unwrap_or("").to_string()
-    };
+    let woke = |w: &Worker| w.log_since(log_len);
     wait_until(
         "w1 notices it lost its partitions",
         &[&workers[0]],

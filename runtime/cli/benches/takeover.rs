@@ -16,21 +16,26 @@
 //!
 //! `cargo bench -p weir-cli --bench takeover` (`WEIR_BENCH_KILLS`, default 5).
 
+// The workers' helper sends signals to its processes: libc.
+#![allow(unsafe_code)]
+
 #[path = "../../../tests/all/common/broker.rs"]
 mod broker;
 #[path = "../../../tests/all/common/pg.rs"]
 mod pg;
 #[path = "../../../tests/all/common/s3.rs"]
 mod s3;
+#[path = "../../../tests/all/common/worker.rs"]
+mod worker;
 
 use broker::Broker;
 use pg::PgServer;
 use s3::{S3Server, BUCKET};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use weir_cli::feed::{feed, FeedOptions};
+use worker::Worker;
 
 const TOPIC: &str = "payments";
 const PARTITIONS: u32 = 6;
@@ -84,20 +89,23 @@ fn takeover(broker: &Broker, s3: &S3Server, pg: &PgServer, dir: &Path) {
         .collect();
     let all: BTreeSet<i32> = (0..PARTITIONS as i32).collect();
     wait(Duration::from_secs(120), || {
-        workers
-            .iter()
-            .flat_map(|w| w.committed(0))
-            .collect::<BTreeSet<_>>()
-            == all
+        workers.iter().all(|w| !w.committed().is_empty())
+            && workers
+                .iter()
+                .flat_map(Worker::committed)
+                .collect::<BTreeSet<_>>()
+                == all
     });
+    // Progress marks from which each worker's commits show what it runs now.
+    let mut settled = settle(&workers);
     let mut times = Vec::new();
     println!(
         "\nkill  worker  partitions  takeover (kill -9 -> first committed epoch on a survivor)"
     );
     for k in 0..kills {
         let victim = k % workers.len();
-        let owned = workers[victim].recently_committed();
-        let marks: Vec<usize> = workers.iter().map(Worker::lines).collect();
+        let owned = workers[victim].committed_since(settled[victim]);
+        let marks: Vec<usize> = workers.iter().map(Worker::mark).collect();
         workers[victim].kill();
         let killed = Instant::now();
         let mut took = Vec::new();
@@ -106,7 +114,7 @@ fn takeover(broker: &Broker, s3: &S3Server, pg: &PgServer, dir: &Path) {
                 workers
                     .iter()
                     .zip(&marks)
-                    .any(|(w, &from)| w.child.is_some() && w.committed(from).contains(&p))
+                    .any(|(w, &mark)| w.is_running() && w.committed_since(mark).contains(&p))
             });
             took.push(killed.elapsed());
         }
@@ -118,14 +126,7 @@ fn takeover(broker: &Broker, s3: &S3Server, pg: &PgServer, dir: &Path) {
         times.extend(took);
         let name = workers[victim].name.clone();
         workers[victim] = Worker::start(dir, &file, &name, s3);
-        let marks: Vec<usize> = workers.iter().map(Worker::lines).collect();
-        // Settled: every worker commits again after the rejoin's rebalance.
-        wait(Duration::from_secs(120), || {
-            workers
-                .iter()
-                .zip(&marks)
-                .all(|(w, &from)| !w.committed(from).is_empty())
-        });
+        settled = settle(&workers);
     }
     times.sort();
     if let (Some(max), false) = (times.last(), times.is_empty()) {
@@ -196,75 +197,17 @@ session_timeout = "{SESSION}"
     file
 }
 
-/// A `weir run --worker` process; its progress lines in a file.
-struct Worker {
-    name: String,
-    child: Option<Child>,
-    out: PathBuf,
-}
-
-impl Worker {
-    fn start(dir: &Path, pipeline: &Path, name: &str, s3: &S3Server) -> Worker {
-        let out = dir.join(format!("{name}.out"));
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_weir"));
-        cmd.args(["run", "--worker", name])
-            .arg(pipeline)
-            .env("WEIR_CACHE_DIR", dir.join("compiled"))
-            .env("WEIR_LOG", "error")
-            .stdout(Stdio::from(std::fs::File::create(&out).unwrap()))
-            .stderr(Stdio::null());
-        Worker {
-            name: name.into(),
-            child: Some(s3.credentials(&mut cmd).spawn().unwrap()),
-            out,
-        }
-    }
-
-    fn text(&self) -> String {
-        std::fs::read_to_string(&self.out).unwrap_or_default()
-    }
-
-    fn lines(&self) -> usize {
-        self.text().lines().count()
-    }
-
-    /// Partitions with a committed epoch from progress line `from` on.
-    fn committed(&self, from: usize) -> BTreeSet<i32> {
-        self.text()
-            .lines()
-            .skip(from)
-            .filter_map(|l| {
-                l.strip_prefix("partition ")?
-                    .split(':')
-                    .next()?
-                    .parse()
-                    .ok()
-            })
-            .collect()
-    }
-
-    /// The partitions of its last 30 progress lines: what it runs now.
-    fn recently_committed(&self) -> BTreeSet<i32> {
-        self.committed(self.lines().saturating_sub(30))
-    }
-
-    /// Rows read by its committed epochs (the progress lines' `in N`).
-    fn rows_in(&self) -> u64 {
-        self.text()
-            .lines()
-            .filter_map(|l| {
-                let rest = l.split(" in ").nth(1)?;
-                rest.split_whitespace().next()?.parse::<u64>().ok()
-            })
-            .sum()
-    }
-
-    fn kill(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
-            let _ = c.wait();
-        }
-    }
+/// Waits until every worker commits an epoch after this moment (past any
+/// rebalance in flight); returns the progress marks of this moment.
+fn settle(workers: &[Worker]) -> Vec<usize> {
+    let marks: Vec<usize> = workers.iter().map(Worker::mark).collect();
+    wait(Duration::from_secs(120), || {
+        workers
+            .iter()
+            .zip(&marks)
+            .all(|(w, &mark)| !w.committed_since(mark).is_empty())
+    });
+    marks
 }
 
 fn wait(limit: Duration, done: impl Fn() -> bool) {

@@ -6,6 +6,7 @@ pub mod broker;
 pub mod guests;
 pub mod pg;
 pub mod s3;
+pub mod worker;
 
 use std::path::{Path, PathBuf};
 

@@ -53,20 +53,20 @@ impl Topics {
             if t.partitions().is_empty() {
                 bail!("topic `{topic}` does not exist on {}", self.servers);
             }
-            let wanted = |id: i32| self.partition.is_none_or(|p| p == id);
-            if !t.partitions().iter().any(|p| wanted(p.id())) {
+            let ids: Vec<i32> = t
+                .partitions()
+                .iter()
+                .map(|p| p.id())
+                .filter(|&id| self.partition.is_none_or(|p| p == id))
+                .collect();
+            if ids.is_empty() {
                 bail!(
                     "topic `{topic}` on {} has no partition {:?}",
                     self.servers,
                     self.partition
                 );
             }
-            out.extend(
-                t.partitions()
-                    .iter()
-                    .filter(|p| wanted(p.id()))
-                    .map(|p| (topic.clone(), p.id())),
-            );
+            out.extend(ids.into_iter().map(|id| (topic.clone(), id)));
         }
         Ok(out)
     }

@@ -359,10 +359,7 @@ impl PostgresSink {
         batches: &[&RecordBatch],
         rows: i64,
     ) -> Result<Written, Attempt> {
-        let mut client = match self.client.take() {
-            Some(c) if !c.is_closed() => c,
-            _ => self.config.connect(NoTls)?,
-        };
+        let mut client = self.take_client()?;
         if matches!(claim, Claim::Part { .. }) {
             if let Err(e) = self.ensure_parts_table(&mut client) {
                 self.client = Some(client);
@@ -412,6 +409,15 @@ impl PostgresSink {
         Ok(Written::Rows(method))
     }
 
+    /// The open connection, or a new one if there is none or it closed
+    /// (the caller puts it back in `self.client`).
+    fn take_client(&mut self) -> Result<Client, postgres::Error> {
+        match self.client.take() {
+            Some(c) if !c.is_closed() => Ok(c),
+            _ => self.config.connect(NoTls),
+        }
+    }
+
     /// Refuses the write if another writer took a newer owner generation
     /// since this one fenced.
     fn check_owner(&self, tx: &mut Transaction<'_>) -> Result<(), Attempt> {
@@ -433,10 +439,7 @@ impl PostgresSink {
     /// Takes the next owner generation, creating the owners table if it
     /// is missing.
     fn take_ownership(&mut self) -> Result<i64, postgres::Error> {
-        let mut client = match self.client.take() {
-            Some(c) if !c.is_closed() => c,
-            _ => self.config.connect(NoTls)?,
-        };
+        let mut client = self.take_client()?;
         let owners = owner::table(&self.s.progress_table);
         let taken = create_if_missing(&mut client, &owner::ddl(&owners))
             .and_then(|()| owner::take(&mut client, &owners, &self.s.query_id, &self.s.sink_name));

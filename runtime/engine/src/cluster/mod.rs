@@ -149,27 +149,33 @@ impl Partitions {
         };
         let mut again = Vec::new();
         for (&p, run) in runs.iter_mut() {
-            let wait = match run.ended() {
-                None => continue,
-                Some((Ended::Stopped, _)) => Duration::ZERO,
-                Some((Ended::Conflict(_), _)) => self.settle,
-                Some((Ended::Failed(_), _)) => RETRY_FAILED_AFTER,
+            let Some((how, at)) = run.ended() else {
+                continue;
             };
-            if run.ended().is_some_and(|(_, at)| at.elapsed() >= wait) && owned.contains(&p) {
+            let wait = match how {
+                Ended::Stopped => Duration::ZERO,
+                Ended::Conflict(_) => self.settle,
+                Ended::Failed(_) => RETRY_FAILED_AFTER,
+            };
+            if at.elapsed() >= wait && owned.contains(&p) {
                 again.push(p);
             }
         }
-        for p in again {
+        for p in &again {
             tracing::info!(
                 partition = p,
                 "running partition {p} again: this worker still owns it"
             );
-            runs.remove(&p);
-            self.start(&mut runs, p);
+            runs.remove(p);
         }
+        self.start_missing(&mut runs, owned);
+    }
+
+    /// Starts the partitions of `owned` that have no run.
+    fn start_missing(&self, runs: &mut BTreeMap<i32, PartitionRun>, owned: &BTreeSet<i32>) {
         for &p in owned {
             if !runs.contains_key(&p) {
-                self.start(&mut runs, p);
+                self.start(runs, p);
             }
         }
     }
@@ -203,13 +209,8 @@ impl Partitions {
 
 impl Ownership for Partitions {
     fn assigned(&self, partitions: &BTreeSet<i32>) {
-        let Ok(mut runs) = self.runs.lock() else {
-            return;
-        };
-        for &p in partitions {
-            if !runs.contains_key(&p) {
-                self.start(&mut runs, p);
-            }
+        if let Ok(mut runs) = self.runs.lock() {
+            self.start_missing(&mut runs, partitions);
         }
     }
 
