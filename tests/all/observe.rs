@@ -4,6 +4,7 @@
 //! checkpoint across a restart, and the dashboard rendered by headless
 //! Chromium showing the live figures.
 
+use crate::common::browser::render;
 use crate::common::{guest, pipeline_toml, sink_files, write_input, Running};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashSet};
@@ -276,54 +277,6 @@ fn progress_records_and_metrics_match_the_known_input() {
     assert_eq!(numbers, [3, 4, 5, 6]);
     assert_eq!(metrics(&run.url)["weir_epochs_total"], 0.0);
     run.interrupt();
-}
-
-/// Debian's Chromium (installed by `scripts/install-chromium.sh`).
-fn chromium() -> PathBuf {
-    let path = std::env::var_os("CHROMIUM")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/usr/bin/chromium"));
-    assert!(
-        path.exists(),
-        "{} not found: run `bash scripts/install-chromium.sh` (or set CHROMIUM)",
-        path.display()
-    );
-    path
-}
-
-/// Loads `url` in headless Chromium, lets its scripts run for a few
-/// seconds of virtual time, and returns the DOM (or, with `screenshot`,
-/// also writes a PNG of the page).
-fn render(url: &str, screenshot: Option<&Path>) -> String {
-    let profile = tempfile::tempdir().unwrap();
-    let mut cmd = Command::new(chromium());
-    // As the machine's probe does: no sandbox (CI runs as root), and none of
-    // the background connections a closed network refuses.
-    cmd.args([
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--hide-scrollbars",
-        "--window-size=1280,1000",
-        "--virtual-time-budget=4000",
-    ])
-    .arg(format!("--user-data-dir={}", profile.path().display()));
-    match screenshot {
-        Some(png) => cmd.arg(format!("--screenshot={}", png.display())),
-        None => cmd.arg("--dump-dom"),
-    };
-    let out = cmd.arg(url).output().unwrap();
-    assert!(
-        out.status.success(),
-        "chromium failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// The `data-value` of the element with `id`.

@@ -103,6 +103,25 @@ snapshot_every = 3
     file
 }
 
+/// Waits until every partition is assigned to exactly one of `workers`
+/// and each has some.
+fn wait_for_assignment(workers: &[Worker]) {
+    let refs: Vec<&Worker> = workers.iter().collect();
+    wait_until(
+        "the group dealt the partitions out",
+        &refs,
+        Duration::from_secs(60),
+        || {
+            let sets: Vec<BTreeSet<i32>> = workers.iter().map(Worker::assigned).collect();
+            let total: usize = sets.iter().map(BTreeSet::len).sum();
+            let union: BTreeSet<i32> = sets.iter().flatten().copied().collect();
+            sets.iter().all(|s| !s.is_empty())
+                && total == PARTITIONS as usize
+                && union.len() == total
+        },
+    );
+}
+
 /// Waits until `done`, showing the workers' logs if it never comes.
 fn wait_until(what: &str, workers: &[&Worker], limit: Duration, done: impl Fn() -> bool) {
     if !wait_at_most(what, limit, done) {
@@ -191,6 +210,15 @@ impl Setup {
         Worker::start(self.dir.path(), &self.file, name, &self.s3)
     }
 
+    /// Starts workers `names` and waits until the group has dealt every
+    /// partition out among all of them: input fed after that is shared,
+    /// not run by whichever worker joined first.
+    fn workers(&self, names: &[&str]) -> Vec<Worker> {
+        let workers: Vec<Worker> = names.iter().map(|n| self.worker(n)).collect();
+        wait_for_assignment(&workers);
+        workers
+    }
+
     /// Waits until every partition committed an epoch and each worker ran
     /// some.
     fn wait_for_all_partitions(&self, workers: &[Worker]) {
@@ -272,7 +300,7 @@ const PHASE_ENDS: [u64; 3] = [BURST_EVERY + 4, 2 * BURST_EVERY + 4, 3 * BURST_EV
 #[test]
 fn three_workers_lose_one_to_sigkill_and_every_alert_lands_once() {
     let setup = Setup::new();
-    let mut workers: Vec<Worker> = ["w1", "w2", "w3"].iter().map(|n| setup.worker(n)).collect();
+    let mut workers = setup.workers(&["w1", "w2", "w3"]);
     feed(&setup.broker, 0..PHASE_ENDS[0]);
     setup.wait_for_all_partitions(&workers);
 
@@ -319,7 +347,7 @@ fn three_workers_lose_one_to_sigkill_and_every_alert_lands_once() {
 #[test]
 fn a_worker_stopped_past_its_session_timeout_cannot_write_when_it_wakes() {
     let setup = Setup::new();
-    let mut workers: Vec<Worker> = ["w1", "w2"].iter().map(|n| setup.worker(n)).collect();
+    let mut workers = setup.workers(&["w1", "w2"]);
     feed(&setup.broker, 0..PHASE_ENDS[0]);
     setup.wait_for_all_partitions(&workers);
     let zombie_owned = workers[0].committed();
@@ -362,4 +390,256 @@ fn a_worker_stopped_past_its_session_timeout_cannot_write_when_it_wakes() {
         }
     );
     setup.check_alerts_against_a_single_process(&mut workers);
+}
+
+/// A worker with its admin API on a free port; its URL, once it serves.
+fn admin_worker(setup: &Setup, name: &str) -> (Worker, String) {
+    let w = Worker::start_with(
+        setup.dir.path(),
+        &setup.file,
+        name,
+        &setup.s3,
+        &["--admin", "127.0.0.1:0"],
+    );
+    let url_file = setup.dir.path().join("cache").join(name).join("admin-url");
+    wait_until(
+        &format!("{name} serves its admin API"),
+        &[&w],
+        Duration::from_secs(60),
+        || url_file.exists(),
+    );
+    let url = std::fs::read_to_string(&url_file)
+        .unwrap()
+        .trim()
+        .to_string();
+    (w, url)
+}
+
+/// `weir <args> --pipeline fraud --admin <url>`; its stdout, which it must
+/// succeed to give.
+fn weir_admin(url: &str, args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_weir"))
+        .args(args)
+        .args(["--pipeline", "fraud", "--admin", url])
+        .env("WEIR_LOG", "warn")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "weir {args:?} failed: {text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text
+}
+
+fn get_json(url: &str) -> serde_json::Value {
+    reqwest::blocking::get(url).unwrap().json().unwrap()
+}
+
+/// The operator version of each partition's newest epoch, by worker, as
+/// the cluster status from the admin API at `url` reports it.
+fn versions_by_worker(url: &str) -> BTreeMap<String, BTreeMap<i64, Option<u64>>> {
+    let status = get_json(&format!("{url}/v1/pipelines/fraud"));
+    let mut out = BTreeMap::new();
+    for w in status["cluster"]["workers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        if !w["live"].as_bool().unwrap_or(false) {
+            continue;
+        }
+        let parts = w["partitions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|p| {
+                Some((
+                    p["partition"].as_i64()?,
+                    p["last_epoch"]["version"].as_u64(),
+                ))
+            })
+            .collect();
+        out.insert(w["worker"].as_str().unwrap_or("?").to_string(), parts);
+    }
+    out
+}
+
+/// Whether the status from `url` shows both workers live, all partitions
+/// between them, and every partition's newest epoch on `version`.
+fn cluster_runs(url: &str, workers: usize, version: u64) -> bool {
+    let by_worker = versions_by_worker(url);
+    let all: Vec<Option<u64>> = by_worker
+        .values()
+        .flat_map(|p| p.values().copied())
+        .collect();
+    by_worker.len() == workers
+        && all.len() == PARTITIONS as usize
+        && all.iter().all(|v| *v == Some(version))
+}
+
+/// Sets its flag when dropped (also by a panic).
+struct StopOnDrop<'a>(&'a std::sync::atomic::AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// Feeds payments from `from` on, a few every 200 ms, until `stop`.
+fn feed_steadily(broker: &Broker, from: u64, stop: &std::sync::atomic::AtomicBool) {
+    let mut next = from;
+    while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+        feed(broker, next..next + 30);
+        next += 30;
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Issue 18, point 5: `weir deploy`, `rollback`, `versions` and `status`
+/// through any worker reach the whole cluster. A version deployed through
+/// one worker runs on every partition of both; a rollback through the
+/// other undoes it everywhere; either worker's status lists both workers
+/// and every partition; each worker's `/metrics` has its own partitions,
+/// and its dashboard shows every worker.
+#[test]
+fn a_deploy_and_a_rollback_through_either_worker_reach_every_partition() {
+    let setup = Setup::new();
+    let (w1, url1) = admin_worker(&setup, "w1");
+    let (w2, url2) = admin_worker(&setup, "w2");
+    let mut workers = [w1, w2];
+    wait_for_assignment(&workers);
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        scope.spawn(|| feed_steadily(&setup.broker, 0, &stop));
+        // A failed check below must stop the feed, or the scope never ends.
+        let _stop_feed = StopOnDrop(&stop);
+        setup.wait_for_all_partitions(&workers);
+        let refs: Vec<&Worker> = workers.iter().collect();
+        wait_until(
+            "the status lists both workers and every partition on version 1",
+            &refs,
+            Duration::from_secs(60),
+            || cluster_runs(&url1, 2, 1),
+        );
+
+        // Deploy through w1: both workers' partitions take it up.
+        let v2 = setup.dir.path().join("v2.wasm");
+        let wasm = std::fs::read(guest("fraud_velocity")).unwrap();
+        std::fs::write(&v2, crate::common::variant(&wasm, "v2")).unwrap();
+        let deployed = weir_admin(&url1, &["deploy", v2.to_str().unwrap()]);
+        assert!(deployed.contains("version 2"), "{deployed}");
+        wait_until(
+            "every partition on both workers runs version 2",
+            &refs,
+            Duration::from_secs(60),
+            || cluster_runs(&url2, 2, 2),
+        );
+
+        // Roll back through w2: every partition returns to version 1.
+        weir_admin(&url2, &["rollback"]);
+        wait_until(
+            "every partition on both workers runs version 1 again",
+            &refs,
+            Duration::from_secs(60),
+            || cluster_runs(&url1, 2, 1),
+        );
+        let versions: serde_json::Value =
+            serde_json::from_str(&weir_admin(&url1, &["versions", "--json"])).unwrap();
+        let active: Vec<u64> = versions
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|v| v["active"] == true)
+            .map(|v| v["number"].as_u64().unwrap())
+            .collect();
+        assert_eq!(active, [1], "w1 lists the rollback made through w2");
+
+        // Two uploads through different workers at once: the registry is
+        // replaced only at the version each read, so neither is lost.
+        let staged: Vec<String> = std::thread::scope(|s| {
+            let uploads: Vec<_> = [(&url1, "v3"), (&url2, "v4")]
+                .into_iter()
+                .map(|(url, tag)| {
+                    let path = setup.dir.path().join(format!("{tag}.wasm"));
+                    std::fs::write(&path, crate::common::variant(&wasm, tag)).unwrap();
+                    s.spawn(move || weir_admin(url, &["deploy", "--stage", path.to_str().unwrap()]))
+                })
+                .collect();
+            uploads.into_iter().map(|u| u.join().unwrap()).collect()
+        });
+        let listed: serde_json::Value =
+            serde_json::from_str(&weir_admin(&url2, &["versions", "--json"])).unwrap();
+        let numbers: Vec<u64> = listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v["number"].as_u64().unwrap())
+            .collect();
+        assert_eq!(
+            numbers,
+            [1, 2, 3, 4],
+            "both staged uploads are registered: {staged:?}"
+        );
+        let retried = workers
+            .iter()
+            .map(|w| w.log().matches("applying the change again").count())
+            .sum::<usize>();
+        eprintln!("registry changes applied again after a conflict: {retried}");
+
+        // `weir status` through either worker shows the whole cluster.
+        let text = weir_admin(&url2, &["status"]);
+        eprintln!("weir status through w2:\n{text}");
+        assert!(
+            text.contains("cluster  group fraud: 2 workers live"),
+            "{text}"
+        );
+        for name in ["w1", "w2"] {
+            assert!(text.contains(&format!("worker   {name} pid")), "{text}");
+        }
+        let partition_lines = text.lines().filter(|l| l.starts_with("    partition "));
+        assert_eq!(partition_lines.count(), PARTITIONS as usize, "{text}");
+
+        // Each worker's /metrics: its own partitions, one exposition.
+        let by_worker = versions_by_worker(&url1);
+        for (url, name) in [(&url1, "w1"), (&url2, "w2")] {
+            let metrics = reqwest::blocking::get(format!("{url}/metrics"))
+                .unwrap()
+                .text()
+                .unwrap();
+            let labelled: BTreeSet<i64> = metrics
+                .lines()
+                .filter(|l| l.starts_with("weir_epochs_total{"))
+                .filter_map(|l| {
+                    l.split("partition=\"")
+                        .nth(1)?
+                        .split('"')
+                        .next()?
+                        .parse()
+                        .ok()
+                })
+                .collect();
+            let owned: BTreeSet<i64> = by_worker[name].keys().copied().collect();
+            assert_eq!(labelled, owned, "{name}'s /metrics has its partitions");
+            assert_eq!(metrics.matches("# EOF").count(), 1);
+        }
+
+        // The dashboard of either worker shows both workers and every partition.
+        let dom = crate::common::browser::render(&format!("{url2}/dashboard"), None);
+        for name in ["w1", "w2"] {
+            assert!(
+                dom.contains(&format!("<tr data-worker=\"{name}\"")),
+                "{dom}"
+            );
+        }
+        let rows = (0..PARTITIONS)
+            .filter(|p| dom.contains(&format!("data-partition=\"{p}\"")))
+            .count();
+        assert_eq!(rows, PARTITIONS as usize, "a row per partition");
+    });
+    for w in &mut workers {
+        w.interrupt();
+    }
 }

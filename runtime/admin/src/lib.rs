@@ -21,7 +21,7 @@ pub use weir_engine::config::admin::{
 
 use anyhow::{Context, Result};
 use weir_engine::deploy::Control;
-use weir_engine::observe::Telemetry;
+use weir_engine::observe::Observe;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -37,13 +37,14 @@ pub struct AdminServer {
 
 impl AdminServer {
     /// Binds `settings.listen` (port 0 picks a free port) and serves
-    /// `control`'s pipeline, its progress and metrics from `telemetry`, and
-    /// the dashboard. The bound URL is also written to `url_file`,
+    /// `control`'s pipeline, its progress and metrics from `telemetry` (a
+    /// pipeline's, or a cluster worker's over its partitions), and the
+    /// dashboard. The bound URL is also written to `url_file`,
     /// for scripts that start a pipeline on port 0.
     pub fn start(
         settings: AdminSettings,
         control: Arc<Control>,
-        telemetry: Arc<Telemetry>,
+        telemetry: Arc<dyn Observe>,
         url_file: Option<PathBuf>,
     ) -> Result<Self> {
         let listener = std::net::TcpListener::bind(settings.listen)

@@ -30,13 +30,13 @@ use std::sync::Arc;
 use weir_core::upload_form::{FormParts, UploadForm};
 use weir_engine::deploy::validate::Golden;
 use weir_engine::deploy::{Control, DeployError, Then, Upload};
-use weir_engine::observe::Telemetry;
+use weir_engine::observe::Observe;
 use weir_engine::registry::Origin;
 
 #[derive(Clone)]
 struct App {
     control: Arc<Control>,
-    telemetry: Arc<Telemetry>,
+    telemetry: Arc<dyn Observe>,
     token: Option<Arc<str>>,
     max_upload: usize,
     /// One permit per upload being read and validated (`admin.max_concurrent_uploads`).
@@ -73,7 +73,7 @@ type ApiResult<T> = Result<T, ApiError>;
 
 pub(super) fn router(
     control: Arc<Control>,
-    telemetry: Arc<Telemetry>,
+    telemetry: Arc<dyn Observe>,
     settings: &AdminSettings,
 ) -> Router {
     let app = App {

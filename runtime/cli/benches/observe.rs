@@ -38,8 +38,14 @@ fn main() {
     demo::run(&opts, &mut |p| records.push(p.clone())).unwrap();
     let epoch = median(records.iter().map(|p| p.total).collect());
 
-    let telemetry =
-        Telemetry::open(&scratch.path().join("progress"), "bench", Some(1000), 100).unwrap();
+    let telemetry = Telemetry::open(
+        &scratch.path().join("progress"),
+        "bench",
+        Some(1000),
+        100,
+        None,
+    )
+    .unwrap();
     let mut n = 0u64;
     let bookkeeping = time(2_000, || {
         let mut p = records[(n % records.len() as u64) as usize].clone();

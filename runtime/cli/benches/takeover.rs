@@ -7,6 +7,11 @@
 //! - **Throughput**: a backlog of payments, then N workers started at
 //!   once; rows per second until every partition has committed all of it
 //!   (group join and takeover included), and the ratio to one worker.
+//! - **Latency**: N workers under a steady feed of payments stamped with
+//!   their production time (`weir feed`), each new query starting at the
+//!   topic's end; the event → sink latency of the alerts (each epoch's
+//!   p99, `[event_time]`), median and max over the epochs of a 20 s
+//!   window.
 //! - **Takeover**: three workers under a steady feed; a worker that runs
 //!   partitions is killed with SIGKILL, and for each of its partitions the
 //!   time until a survivor commits an epoch of it is measured; the worker
@@ -50,7 +55,7 @@ fn main() {
     println!("workers  rows/s   vs 1 worker   (backlog of {backlog} payments, join included)");
     let mut base = None;
     for n in 1..=3 {
-        let file = pipeline(dir.path(), &broker, &s3, &pg, &format!("run{n}"));
+        let file = pipeline(dir.path(), &broker, &s3, &pg, &format!("run{n}"), "");
         let started = Instant::now();
         let mut workers: Vec<Worker> = (0..n)
             .map(|i| Worker::start(dir.path(), &file, &format!("run{n}-w{i}"), &s3))
@@ -63,7 +68,72 @@ fn main() {
         println!("{n:>7}  {rate:>7.0}   {:>5.2}x", rate / base);
         workers.iter_mut().for_each(Worker::kill);
     }
+    latency(&broker, &s3, &pg, dir.path());
     takeover(&broker, &s3, &pg, dir.path());
+}
+
+/// Payments per second of the latency and takeover phases' feeds.
+const RATE: u64 = 400;
+
+/// How long the latency of a worker count is watched for.
+const WATCH: Duration = Duration::from_secs(20);
+
+/// N = 1, 2, 3 workers under a steady feed: the alerts' event → sink p99.
+fn latency(broker: &Broker, s3: &S3Server, pg: &PgServer, dir: &Path) {
+    println!(
+        "
+workers  epochs  alerts  event->sink p99 per epoch: median  max   (steady {RATE} payments/s, {WATCH:?})"
+    );
+    let extra =
+        "starting_offsets = \"latest\"\n[event_time]\ncolumn = \"ts\"\nallowed_lateness = \"1h\"";
+    for n in 1..=3u64 {
+        let file = pipeline(dir, broker, s3, pg, &format!("lat{n}"), extra);
+        let mut workers: Vec<Worker> = (0..n)
+            .map(|i| Worker::start(dir, &file, &format!("lat{n}-w{i}"), s3))
+            .collect();
+        let bootstrap = broker.bootstrap();
+        let secs = 120 + WATCH.as_secs();
+        let feeder = std::thread::spawn(move || {
+            feed(&FeedOptions {
+                bootstrap_servers: bootstrap,
+                topic: TOPIC.into(),
+                payments: RATE * secs,
+                rate: Some(RATE),
+                seed: 11,
+                start: 2_000_000 * n,
+            })
+        });
+        let marks = settle(&workers);
+        std::thread::sleep(WATCH);
+        let mut p99s: Vec<f64> = Vec::new();
+        let mut epochs = 0;
+        let mut alerts = 0;
+        for (w, &mark) in workers.iter().zip(&marks) {
+            for line in w.progress_since(mark).lines() {
+                epochs += 1;
+                alerts += line
+                    .split(" out ")
+                    .nth(1)
+                    .and_then(|r| r.split_whitespace().next()?.parse::<u64>().ok())
+                    .unwrap_or(0);
+                if let Some(ms) = line
+                    .split("latency p99 ")
+                    .nth(1)
+                    .and_then(|r| r.split_whitespace().next()?.parse::<f64>().ok())
+                {
+                    p99s.push(ms);
+                }
+            }
+        }
+        p99s.sort_by(f64::total_cmp);
+        let (median, max) = match p99s.last() {
+            Some(max) => (p99s[p99s.len() / 2], *max),
+            None => (f64::NAN, f64::NAN),
+        };
+        println!("{n:>7}  {epochs:>6}  {alerts:>6}  {median:>7.1} ms  {max:>7.1} ms");
+        workers.iter_mut().for_each(Worker::kill);
+        drop(feeder);
+    }
 }
 
 /// Three workers under a steady feed, killed one at a time.
@@ -72,14 +142,14 @@ fn takeover(broker: &Broker, s3: &S3Server, pg: &PgServer, dir: &Path) {
         .ok()
         .and_then(|k| k.parse().ok())
         .unwrap_or(5);
-    let file = pipeline(dir, broker, s3, pg, "takeover");
+    let file = pipeline(dir, broker, s3, pg, "takeover", "");
     let bootstrap = broker.bootstrap();
     let feeder = std::thread::spawn(move || {
         feed(&FeedOptions {
             bootstrap_servers: bootstrap,
             topic: TOPIC.into(),
-            payments: 400 * 60 * 10,
-            rate: Some(400),
+            payments: RATE * 60 * 10,
+            rate: Some(RATE),
             seed: 7,
             start: 1_000_000,
         })
@@ -155,8 +225,16 @@ fn produce(broker: &Broker, n: u64, rate: Option<u64>, start: u64) {
 }
 
 /// The velocity pipeline over the topic as a cluster (its own group and
-/// checkpoint prefix per `name`), alerts into PostgreSQL.
-fn pipeline(dir: &Path, broker: &Broker, s3: &S3Server, pg: &PgServer, name: &str) -> PathBuf {
+/// checkpoint prefix per `name`), alerts into PostgreSQL; `extra` is TOML
+/// for the end of `[source]` (more source keys, then more tables).
+fn pipeline(
+    dir: &Path,
+    broker: &Broker,
+    s3: &S3Server,
+    pg: &PgServer,
+    name: &str,
+    extra: &str,
+) -> PathBuf {
     let toml = format!(
         r#"name = "{name}"
 checkpoint = "s3://{BUCKET}/{name}"
@@ -170,6 +248,7 @@ bootstrap_servers = "{bootstrap}"
 topics = ["{TOPIC}"]
 max_offsets_per_trigger = 5000
 {schema}
+{extra}
 [operator]
 path = "{op}"
 config = {{ alert_threshold = 0.7, rules = [ {{ rule = "amount_above", threshold = 2500.0, weight = 0.5 }} ], velocity = {{ window_ms = 60000, max_payments = 5, weight = 0.7 }} }}

@@ -41,6 +41,12 @@ enum Command {
     ///
     /// An `available-now` or `once` pipeline (a backfill) shows a progress
     /// bar with rate and ETA when stderr is a terminal.
+    ///
+    /// With `[cluster]`, this process is one worker of the cluster: it runs
+    /// the Kafka partitions the consumer group gives it. Its admin API
+    /// reaches the whole cluster: a deploy or rollback through any worker
+    /// is taken up by every partition on every worker, and `weir status`
+    /// lists every worker and its partitions.
     Run {
         /// The pipeline file (see README, "Pipeline config").
         pipeline: PathBuf,
@@ -51,7 +57,8 @@ enum Command {
         #[arg(long)]
         watch: bool,
         /// Serve the admin API on this address (overrides `admin.listen`;
-        /// `127.0.0.1:0` picks a free port, written to <checkpoint>/admin-url).
+        /// `127.0.0.1:0` picks a free port, written to <checkpoint>/admin-url,
+        /// or <checkpoint_cache>/<worker>/admin-url for a cluster's worker).
         #[arg(long, value_name = "HOST:PORT")]
         admin: Option<String>,
         /// This worker's name, with `[cluster]` (default: the host name).
@@ -688,12 +695,6 @@ fn run(
     worker: Option<String>,
 ) -> Result<()> {
     let mut cfg = PipelineConfig::load(&path)?;
-    if cfg.cluster.is_some() {
-        return run_worker(&cfg, quiet, watch || admin.is_some(), worker);
-    }
-    if worker.is_some() {
-        anyhow::bail!("`--worker` is for a pipeline with a `[cluster]` section");
-    }
     if let Some(listen) = admin {
         cfg.admin.get_or_insert_with(Default::default).listen = listen;
     }
@@ -703,6 +704,12 @@ fn run(
         .map(AdminSettings::resolve)
         .transpose()
         .context("`[admin]`")?;
+    if cfg.cluster.is_some() {
+        return run_worker(&cfg, quiet, watch, admin, worker);
+    }
+    if worker.is_some() {
+        anyhow::bail!("`--worker` is for a pipeline with a `[cluster]` section");
+    }
     let host = WasmHost::new(default_cache_root())?;
     let mut pipeline = weir_engine::open(&cfg, &host, OpenOptions::default())?;
     let _server = admin
@@ -758,19 +765,15 @@ fn run(
 }
 
 /// `weir run` of a pipeline with `[cluster]`: this process is one worker,
-/// running the partitions the group gives it until Ctrl-C.
+/// running the partitions the group gives it until Ctrl-C. Its admin API
+/// (if any) deploys to, and reports on, the whole cluster.
 fn run_worker(
     cfg: &PipelineConfig,
     quiet: bool,
-    per_process_admin: bool,
+    watch: bool,
+    admin: Option<AdminSettings>,
     worker: Option<String>,
 ) -> Result<()> {
-    if per_process_admin || cfg.admin.is_some() {
-        anyhow::bail!(
-            "`[admin]`, `--admin` and `--watch` are not available for a `[cluster]` pipeline yet: \
-             a worker runs one pipeline per partition it owns"
-        );
-    }
     let worker = match worker {
         Some(w) => w,
         None => host_name()?,
@@ -782,7 +785,31 @@ fn run_worker(
             println!("partition {p}: {e}");
         }
     });
-    weir_engine::cluster::run_worker(cfg, &host, &worker, &stop, on_epoch)?;
+    let node = weir_engine::cluster::Worker::open(cfg, &host, &worker, on_epoch)?;
+    let _server = match admin {
+        Some(settings) => {
+            let server = AdminServer::start(
+                settings,
+                node.control(),
+                node.telemetry(),
+                Some(node.cache().join("admin-url")),
+            )?;
+            node.set_admin_url(server.url());
+            Some(server)
+        }
+        None => None,
+    };
+    let _watcher = watch
+        .then(|| {
+            Watcher::start(
+                cfg.operator.path.clone(),
+                cfg.operator_config_json()?,
+                node.control(),
+            )
+            .context("starting the operator watcher")
+        })
+        .transpose()?;
+    node.run(&stop)?;
     println!("{}: worker {worker} stopped", cfg.name);
     Ok(())
 }
@@ -958,6 +985,55 @@ fn status_text(s: &Status) -> String {
             e.rows_out,
             e.total_ms
         );
+    }
+    if let Some(c) = &s.cluster {
+        out += &cluster_text(c);
+    }
+    out
+}
+
+/// The workers lines of `weir status` for a `[cluster]` pipeline: each
+/// worker, whether its record is fresh, and its partitions' newest epochs.
+fn cluster_text(c: &weir_engine::cluster::roster::ClusterStatus) -> String {
+    let live = c.workers.iter().filter(|w| w.live).count();
+    let mut out = format!(
+        "  cluster  group {}: {} workers live{} (answered by {})\n",
+        c.group,
+        live,
+        match c.workers.len() - live {
+            0 => String::new(),
+            gone => format!(", {gone} gone"),
+        },
+        c.answered_by
+    );
+    for w in &c.workers {
+        let r = &w.record;
+        out += &format!(
+            "  worker   {}{} pid {}{}: {} partitions\n",
+            r.worker,
+            if w.live { "" } else { " (gone)" },
+            r.pid,
+            r.admin_url
+                .as_ref()
+                .map(|u| format!(" at {u}"))
+                .unwrap_or_default(),
+            r.partitions.len()
+        );
+        for p in &r.partitions {
+            let last = p.last_epoch.as_ref().map_or_else(
+                || "no epoch yet".to_string(),
+                |e| {
+                    format!(
+                        "epoch {} on version {}, {} rows in, {} out",
+                        e.epoch,
+                        or_null(e.version),
+                        e.rows_in,
+                        e.rows_out
+                    )
+                },
+            );
+            out += &format!("    partition {:<3} {:<8} {last}\n", p.partition, p.state);
+        }
     }
     out
 }

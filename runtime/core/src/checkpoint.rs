@@ -488,6 +488,12 @@ pub struct Blobs {
 }
 
 impl Blobs {
+    /// The blob store in `dir`, kept in `mirror` too if there is one: a
+    /// cluster's shared blobs live beside its partitions' checkpoints.
+    pub fn new(dir: PathBuf, mirror: Option<Arc<Mirror>>) -> Self {
+        Blobs { dir, mirror }
+    }
+
     /// Stores `bytes` under their digest and returns it (in the shared
     /// checkpoint first, if there is one).
     pub fn put(&self, bytes: &[u8]) -> Result<Digest> {
@@ -503,10 +509,19 @@ impl Blobs {
     }
 
     /// Reads a blob back, verifying its digest.
+    /// A blob the local cache lacks is fetched from the shared checkpoint
+    /// (another worker stored it) and kept.
     pub fn get(&self, digest: &Digest) -> Result<Vec<u8>> {
         let path = self.dir.join(digest.hex());
-        let bytes = std::fs::read(&path)
-            .with_context(|| format!("checkpoint is missing blob {digest} ({})", path.display()))?;
+        let bytes = match std::fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                self.fetch(&path)?.with_context(|| {
+                    format!("checkpoint is missing blob {digest} ({})", path.display())
+                })?
+            }
+            Err(e) => return Err(e).with_context(|| format!("reading blob {}", path.display())),
+        };
         let actual = Digest::of(&bytes);
         if actual != *digest {
             bail!(
@@ -515,6 +530,19 @@ impl Blobs {
             );
         }
         Ok(bytes)
+    }
+
+    /// The blob at `path` from the shared checkpoint, kept locally.
+    fn fetch(&self, path: &Path) -> Result<Option<Vec<u8>>> {
+        let Some(mirror) = &self.mirror else {
+            return Ok(None);
+        };
+        let Some(bytes) = mirror.get(path)? else {
+            return Ok(None);
+        };
+        fsutil::create_dir_durable(&self.dir)?;
+        fsutil::write_atomic(path, &bytes)?;
+        Ok(Some(bytes))
     }
 }
 

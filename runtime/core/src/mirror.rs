@@ -43,8 +43,12 @@ pub struct RemoteObject {
     pub size: u64,
 }
 
-/// A key-value store of byte strings with conditional create: what a
-/// checkpoint needs of shared storage. Keys are relative to the
+/// An object's version as the store names it (S3's ETag): what a
+/// conditional replace ([`Remote::replace`]) compares.
+pub type Tag = String;
+
+/// A key-value store of byte strings with conditional create and replace:
+/// what a checkpoint needs of shared storage. Keys are relative to the
 /// checkpoint's own prefix and `/`-separated. Calls block.
 pub trait Remote: Send + Sync {
     /// Where it is, for messages (`s3://bucket/prefix`).
@@ -55,6 +59,13 @@ pub trait Remote: Send + Sync {
     fn put(&self, key: &str, bytes: &[u8]) -> Result<()>;
     /// Writes the object only if it does not exist yet.
     fn create(&self, key: &str, bytes: &[u8]) -> Result<Created>;
+    /// The object's bytes and version tag, or `None` if there is none.
+    fn get_tagged(&self, key: &str) -> Result<Option<(Vec<u8>, Tag)>>;
+    /// Replaces the object only if it is still at version `tag` (with
+    /// `None`: only if it does not exist): optimistic concurrency for a
+    /// document several workers change, like the operator registry.
+    /// Returns the new tag, or `None` if another writer got there first.
+    fn replace(&self, key: &str, bytes: &[u8], tag: Option<&str>) -> Result<Option<Tag>>;
     /// Every object whose key starts with `prefix`.
     fn list(&self, prefix: &str) -> Result<Vec<RemoteObject>>;
     /// Removes the object; a missing one is no error.
@@ -147,6 +158,37 @@ impl Mirror {
         self.remote
             .create(&key, bytes)
             .with_context(|| format!("creating {key} in {}", self.url()))
+    }
+
+    /// The object for `local`, if there is one.
+    pub fn get(&self, local: &Path) -> Result<Option<Vec<u8>>> {
+        let key = self.key(local)?;
+        self.remote
+            .get(&key)
+            .with_context(|| format!("reading {key} from {}", self.url()))
+    }
+
+    /// The object for `local` with its version tag, if there is one.
+    pub fn get_tagged(&self, local: &Path) -> Result<Option<(Vec<u8>, Tag)>> {
+        let key = self.key(local)?;
+        self.remote
+            .get_tagged(&key)
+            .with_context(|| format!("reading {key} from {}", self.url()))
+    }
+
+    /// Replaces the object for `local` if it is still at `tag` (see
+    /// [`Remote::replace`]).
+    pub fn replace(&self, local: &Path, bytes: &[u8], tag: Option<&str>) -> Result<Option<Tag>> {
+        let key = self.key(local)?;
+        self.remote
+            .replace(&key, bytes, tag)
+            .with_context(|| format!("replacing {key} in {}", self.url()))
+    }
+
+    /// The remote store itself, for documents kept beside the checkpoint
+    /// (the workers' records).
+    pub fn remote(&self) -> &Arc<dyn Remote> {
+        &self.remote
     }
 
     /// Writes the object for `local`.
@@ -407,6 +449,12 @@ mod tests {
             bail!("unused")
         }
         fn create(&self, _: &str, _: &[u8]) -> Result<Created> {
+            bail!("unused")
+        }
+        fn get_tagged(&self, _: &str) -> Result<Option<(Vec<u8>, Tag)>> {
+            bail!("unused")
+        }
+        fn replace(&self, _: &str, _: &[u8], _: Option<&str>) -> Result<Option<Tag>> {
             bail!("unused")
         }
         fn list(&self, _: &str) -> Result<Vec<RemoteObject>> {

@@ -78,6 +78,10 @@ impl Phases {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct EpochProgress {
     pub pipeline: String,
+    /// The source partition this epoch belongs to, on a cluster's worker
+    /// (each partition has epochs of its own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition: Option<i32>,
     pub epoch: u64,
     /// Wall-clock time the epoch's planning started, Unix ms.
     pub started_ms: i64,
@@ -227,6 +231,7 @@ impl EpochProgress {
     pub fn sample(n: u64) -> Self {
         EpochProgress {
             pipeline: "p".into(),
+            partition: None,
             epoch: n,
             started_ms: 0,
             finished_ms: 0,

@@ -18,21 +18,26 @@ use std::path::Path;
 use std::sync::Arc;
 use weir_connectors::connector::SourceContext;
 use weir_connectors::s3::S3Remote;
-use weir_core::checkpoint::{Checkpoint, Metadata, SchemaColumn, FORMAT_VERSION};
+use weir_core::checkpoint::{Blobs, Checkpoint, Metadata, SchemaColumn, FORMAT_VERSION};
 use weir_core::mirror::Mirror;
 use weir_core::source::DynSource;
+use weir_core::Digest;
 use weir_host::LoadedOperator;
 use weir_host::{OperatorFailure, WasmHost};
 use weir_state::StateStore;
 
 /// Options that are not part of the pipeline file.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Clone, Default)]
 pub struct OpenOptions {
     /// Do not warn about a checkpoint on tmpfs or under /tmp (the demo's own).
     pub ephemeral_checkpoint_ok: bool,
     /// Read only this partition of the source: a cluster worker opens one
     /// pipeline per partition it owns ([`crate::cluster`]).
     pub partition: Option<i32>,
+    /// The control plane to follow instead of one of the pipeline's own:
+    /// a cluster's partitions all run what the cluster's shared registry
+    /// says ([`crate::cluster::plane`]).
+    pub control: Option<Arc<Control>>,
 }
 
 /// Opens the pipeline described by `cfg`, in dependency order: the source
@@ -46,7 +51,7 @@ pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<
         partition: opts.partition,
     })?;
     let (event_time, dedup) = input_preparation(cfg, source.as_ref())?;
-    let checkpoint = open_checkpoint(cfg, source.as_ref(), opts)?;
+    let checkpoint = open_checkpoint(cfg, source.as_ref(), &opts)?;
     let mut sinks = TaskSinks::open(
         &*cfg.sink,
         &cfg.name,
@@ -80,21 +85,29 @@ pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<
         input_schema: source.schema(),
         batch_rows: cfg.batch_rows,
     };
-    let file_operator = FileOperator::load(cfg, host, &checks)?;
-    let from_file = file_operator.register(cfg, &checkpoint)?;
-    let configs = HashMap::from([(from_file.config_digest, file_operator.config_json)]);
-    let (registry, active, active_loaded) =
-        choose_active(&checkpoint, &checks, from_file, file_operator.loaded)?;
+    let plane = match opts.control {
+        Some(control) => ControlPlane::follow(control, host, cfg)?,
+        None => {
+            let registry =
+                Registry::open(checkpoint.root())?.mirrored(checkpoint.mirror().cloned());
+            ControlPlane::open(
+                cfg,
+                host,
+                checks,
+                registry,
+                checkpoint.blobs(),
+                checkpoint.root(),
+            )?
+        }
+    };
+    let ControlPlane {
+        control,
+        active,
+        active_loaded,
+        configs,
+    } = plane;
     let tasks = tasks_of(cfg, source.as_ref(), &active_loaded)?;
-    let operators = Arc::new(OperatorCache::default());
-    operators.insert(active_loaded);
-    let control = Arc::new(Control::new(
-        checks,
-        checkpoint.blobs(),
-        registry,
-        checkpoint.root(),
-        operators.clone(),
-    ));
+    let operators = control.operators().clone();
     let dead_letter_dir = cfg
         .source
         .dead_letter()
@@ -105,6 +118,7 @@ pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<
         &cfg.name,
         cfg.trigger.interval_ms(),
         cfg.progress.retain,
+        opts.partition,
     )?;
     tracing::info!(
         pipeline = %cfg.name,
@@ -148,6 +162,7 @@ pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<
         wal: cfg.wal,
         tasks,
         task_run: Default::default(),
+        partition: opts.partition,
     })
 }
 
@@ -212,7 +227,7 @@ fn input_preparation(
 fn open_checkpoint(
     cfg: &PipelineConfig,
     source: &dyn DynSource,
-    opts: OpenOptions,
+    opts: &OpenOptions,
 ) -> Result<Checkpoint> {
     let expected = Metadata {
         format_version: FORMAT_VERSION,
@@ -238,6 +253,75 @@ fn open_checkpoint(
         opts.ephemeral_checkpoint_ok,
         mirror,
     )
+}
+
+/// A pipeline's control plane as it opens: the version it starts with,
+/// compiled, and the configs it knows.
+pub struct ControlPlane {
+    pub control: Arc<Control>,
+    pub active: Version,
+    pub active_loaded: Arc<LoadedOperator>,
+    /// Operator configs by digest, so epochs need not read them back.
+    pub configs: HashMap<Digest, String>,
+}
+
+impl ControlPlane {
+    /// A control plane over `registry`: the pipeline file's operator is
+    /// loaded, checked and registered (its bytes put in `blobs`), and the
+    /// version to start with chosen ([`choose_active`]).
+    pub fn open(
+        cfg: &PipelineConfig,
+        host: &WasmHost,
+        checks: Checks,
+        registry: Registry,
+        blobs: Blobs,
+        root: &Path,
+    ) -> Result<Self> {
+        let file_operator = FileOperator::load(cfg, host, &checks)?;
+        let from_file = file_operator.register(cfg, &blobs)?;
+        let configs = HashMap::from([(from_file.config_digest, file_operator.config_json)]);
+        let (registry, active, active_loaded) =
+            choose_active(registry, &blobs, &checks, from_file, file_operator.loaded)?;
+        let operators = Arc::new(OperatorCache::default());
+        operators.insert(active_loaded.clone());
+        let control = Arc::new(Control::new(checks, blobs, registry, root, operators));
+        Ok(ControlPlane {
+            control,
+            active,
+            active_loaded,
+            configs,
+        })
+    }
+
+    /// A pipeline's view of a control plane it shares (a cluster's):
+    /// it starts with what that plane runs now.
+    fn follow(control: Arc<Control>, host: &WasmHost, cfg: &PipelineConfig) -> Result<Self> {
+        let active = control
+            .planned()
+            .context("the cluster's registry has no active version")?
+            .active;
+        let active_loaded = match control.operators().get(&active.digest) {
+            Some(loaded) => loaded,
+            None => {
+                let wasm = control.blobs().get(&active.digest)?;
+                let loaded =
+                    Arc::new(host.load(&wasm, cfg.operator.grants).with_context(|| {
+                        format!(
+                            "loading operator version {} ({})",
+                            active.number, active.digest
+                        )
+                    })?);
+                control.operators().insert(loaded.clone());
+                loaded
+            }
+        };
+        Ok(ControlPlane {
+            control,
+            active,
+            active_loaded,
+            configs: HashMap::new(),
+        })
+    }
 }
 
 /// The operator the pipeline file names, loaded and `init`-checked at
@@ -275,13 +359,13 @@ impl FileOperator {
         })
     }
 
-    /// Stores the component and config in the checkpoint's blobs: the
-    /// registry entry the file's operator gets.
-    fn register(&self, cfg: &PipelineConfig, checkpoint: &Checkpoint) -> Result<Version> {
+    /// Stores the component and config in the blobs: the registry entry
+    /// the file's operator gets.
+    fn register(&self, cfg: &PipelineConfig, blobs: &Blobs) -> Result<Version> {
         Ok(Version {
             number: 0,
-            digest: checkpoint.put_blob(&self.wasm)?,
-            config_digest: checkpoint.put_blob(self.config_json.as_bytes())?,
+            digest: blobs.put(&self.wasm)?,
+            config_digest: blobs.put(self.config_json.as_bytes())?,
             registered_ms: weir_core::clock::now_ms(),
             origin: Origin::File {
                 path: cfg.operator.path.clone(),
@@ -299,31 +383,34 @@ impl FileOperator {
 /// undoes a deploy. A deployed version is checked again (`init` with its
 /// config) before the pipeline starts.
 fn choose_active(
-    checkpoint: &Checkpoint,
+    mut registry: Registry,
+    blobs: &Blobs,
     checks: &Checks,
     from_file: Version,
     file_operator: LoadedOperator,
 ) -> Result<(Registry, Version, Arc<LoadedOperator>)> {
-    let mut registry = Registry::open(checkpoint.root())?.mirrored(checkpoint.mirror().cloned());
-    let file_version = registry.register(from_file)?;
-    let edited = registry.set_file_version(file_version.number)?;
-    if edited || registry.active().is_none() {
-        if let Some(old) = registry
-            .active()
-            .filter(|a| a.number != file_version.number)
-        {
-            tracing::info!(
-                replaced = old.number,
-                "the pipeline file names a new operator; it replaces deployed version {}",
-                old.number
-            );
+    let file_version = registry.change(|registry| {
+        let file_version = registry.register(from_file.clone())?;
+        let edited = registry.set_file_version(file_version.number)?;
+        if edited || registry.active().is_none() {
+            if let Some(old) = registry
+                .active()
+                .filter(|a| a.number != file_version.number)
+            {
+                tracing::info!(
+                    replaced = old.number,
+                    "the pipeline file names a new operator; it replaces deployed version {}",
+                    old.number
+                );
+            }
+            registry.activate(
+                file_version.number,
+                "activate",
+                Some("pipeline file".into()),
+            )?;
         }
-        registry.activate(
-            file_version.number,
-            "activate",
-            Some("pipeline file".into()),
-        )?;
-    }
+        Ok(file_version)
+    })?;
     let active = registry
         .active()
         .cloned()
@@ -338,8 +425,8 @@ fn choose_active(
          edit it, or `weir rollback`, to change that)",
         active.number
     );
-    let wasm = checkpoint.get_blob(&active.digest)?;
-    let config = String::from_utf8(checkpoint.get_blob(&active.config_digest)?)
+    let wasm = blobs.get(&active.digest)?;
+    let config = String::from_utf8(blobs.get(&active.config_digest)?)
         .context("the deployed version's config is not UTF-8")?;
     let loaded = checks.component(&wasm, &config).map_err(|why| {
         anyhow::anyhow!(

@@ -7,13 +7,19 @@
 //! loaded again for as long as the checkpoint exists. The registry says what
 //! *new* epochs should run; what an epoch actually ran with is in its
 //! `offsets/N` entry, and replay only ever reads that.
+//!
+//! A cluster's workers share one registry in the object store
+//! ([`Registry::shared`]): a change is a conditional replace of the
+//! version read (optimistic concurrency, as Delta Lake's log does it), so
+//! two workers changing it at once cannot lose either change — the second
+//! gets [`RegistryMoved`], reads the registry again and retries.
 
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use weir_core::clock::now_ms;
-use weir_core::mirror::{write_through, Mirror};
+use weir_core::mirror::{write_through, Mirror, Tag};
 use weir_core::{fsutil, Digest};
 
 /// Where a version came from.
@@ -84,6 +90,11 @@ pub struct Event {
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 struct Document {
+    /// Counts the changes saved: a worker never takes up a shared
+    /// registry older than the one it holds (a read that raced its own
+    /// write).
+    #[serde(default)]
+    revision: u64,
     versions: Vec<Version>,
     active: Option<u32>,
     /// Versions that were active before, newest last: what `rollback` pops.
@@ -104,7 +115,74 @@ pub struct Registry {
     doc: Document,
     /// The shared checkpoint the file is written to first, if any.
     mirror: Option<Arc<Mirror>>,
+    /// The cluster's shared registry this one follows, if any.
+    shared: Option<Shared>,
 }
+
+/// A registry several workers change: the version this one last read.
+struct Shared {
+    source: SharedSource,
+    tag: Option<Tag>,
+}
+
+/// Where a shared registry lives; clonable, so that it can be read
+/// without holding whatever guards the [`Registry`].
+#[derive(Clone)]
+pub struct SharedSource {
+    mirror: Arc<Mirror>,
+    path: PathBuf,
+}
+
+/// A shared registry as read from the object store, not yet installed.
+pub struct Fetched {
+    doc: Document,
+    tag: Tag,
+}
+
+/// Another worker changed the shared registry after this one read it; the
+/// change was not made. Read it again ([`Registry::reload`]) and retry.
+#[derive(Debug, thiserror::Error)]
+#[error("another worker changed the operator registry at the same time")]
+pub struct RegistryMoved;
+
+impl SharedSource {
+    /// The shared registry, unless it is still at version `known`.
+    pub fn fetch(&self, known: Option<&str>) -> Result<Option<Fetched>> {
+        let Some((bytes, tag)) = self.mirror.get_tagged(&self.path)? else {
+            return Ok(None);
+        };
+        if known == Some(tag.as_str()) {
+            return Ok(None);
+        }
+        let doc = serde_json::from_slice(&bytes)
+            .with_context(|| format!("the shared registry {} is not valid", self.path.display()))?;
+        Ok(Some(Fetched { doc, tag }))
+    }
+}
+
+impl Fetched {
+    /// The versions new epochs would run after installing it: the active
+    /// one and the shadow candidate (a follower compiles them first).
+    pub fn to_run(&self) -> Vec<Version> {
+        let get = |n: u32| self.doc.versions.iter().find(|v| v.number == n).cloned();
+        let shadow = self.doc.shadow.as_ref().map(|s| s.version);
+        self.doc
+            .active
+            .into_iter()
+            .chain(shadow)
+            .filter_map(get)
+            .collect()
+    }
+
+    /// Its version tag.
+    pub fn tag(&self) -> &str {
+        &self.tag
+    }
+}
+
+/// How often a change to a shared registry is tried against newer
+/// versions before giving up.
+const CHANGE_ATTEMPTS: usize = 8;
 
 /// At most this many events are kept in the file.
 const EVENTS_KEPT: usize = 1000;
@@ -125,7 +203,66 @@ impl Registry {
             path,
             doc,
             mirror: None,
+            shared: None,
         })
+    }
+
+    /// The registry a cluster's workers share, at `root/operators/` in
+    /// `mirror` (cached under `root`): read from the object store now, and
+    /// changed there only by conditional replaces.
+    pub fn shared(root: &Path, mirror: Arc<Mirror>) -> Result<Self> {
+        let mut registry = Registry::open(root)?;
+        registry.doc = Document::default();
+        registry.shared = Some(Shared {
+            source: SharedSource {
+                mirror,
+                path: registry.path.clone(),
+            },
+            tag: None,
+        });
+        registry.reload()?;
+        Ok(registry)
+    }
+
+    /// Where the shared registry lives, if this one is shared.
+    pub fn shared_source(&self) -> Option<SharedSource> {
+        self.shared.as_ref().map(|s| s.source.clone())
+    }
+
+    /// The version of the shared registry this one holds.
+    pub fn shared_tag(&self) -> Option<&str> {
+        self.shared.as_ref().and_then(|s| s.tag.as_deref())
+    }
+
+    /// Reads the shared registry again if another worker changed it;
+    /// returns whether it did.
+    pub fn reload(&mut self) -> Result<bool> {
+        let Some(shared) = &self.shared else {
+            return Ok(false);
+        };
+        match shared.source.fetch(shared.tag.as_deref())? {
+            Some(fetched) => self.install(fetched),
+            None => Ok(false),
+        }
+    }
+
+    /// Takes up a shared registry read by [`SharedSource::fetch`]; returns
+    /// whether it changed anything.
+    pub fn install(&mut self, fetched: Fetched) -> Result<bool> {
+        let Some(shared) = &mut self.shared else {
+            return Ok(false);
+        };
+        if shared.tag.as_deref() == Some(fetched.tag.as_str())
+            || fetched.doc.revision <= self.doc.revision && shared.tag.is_some()
+        {
+            return Ok(false);
+        }
+        shared.tag = Some(fetched.tag);
+        self.doc = fetched.doc;
+        let mut bytes = serde_json::to_vec_pretty(&self.doc)?;
+        bytes.push(b'\n');
+        fsutil::write_atomic(&self.path, &bytes)?;
+        Ok(true)
     }
 
     /// Writes every change to `mirror` (the shared checkpoint) before the
@@ -144,15 +281,25 @@ impl Registry {
                     .with_context(|| format!("{} is not a valid registry", path.display()))?,
                 path,
                 mirror: None,
+                shared: None,
             })),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
         }
     }
 
-    fn save(&self) -> Result<()> {
+    fn save(&mut self) -> Result<()> {
+        self.doc.revision += 1;
         let mut bytes = serde_json::to_vec_pretty(&self.doc)?;
         bytes.push(b'\n');
+        if let Some(shared) = &mut self.shared {
+            let tag = shared
+                .source
+                .mirror
+                .replace(&self.path, &bytes, shared.tag.as_deref())?;
+            shared.tag = Some(tag.ok_or(RegistryMoved)?);
+            return fsutil::write_atomic(&self.path, &bytes);
+        }
         write_through(self.mirror.as_deref(), &self.path, &bytes)
             .with_context(|| format!("writing {}", self.path.display()))
     }
@@ -166,6 +313,32 @@ impl Registry {
         });
         let excess = self.doc.events.len().saturating_sub(EVENTS_KEPT);
         self.doc.events.drain(..excess);
+    }
+
+    /// Applies `change`; if it fails, the registry is as it was. On a
+    /// shared registry that another worker changed first, reads theirs
+    /// and applies `change` to it again.
+    pub fn change<T>(&mut self, mut change: impl FnMut(&mut Self) -> Result<T>) -> Result<T> {
+        for _ in 0..CHANGE_ATTEMPTS {
+            let before = self.doc.clone();
+            match change(self) {
+                Ok(t) => return Ok(t),
+                Err(e) => {
+                    self.doc = before;
+                    if e.downcast_ref::<RegistryMoved>().is_none() {
+                        return Err(e);
+                    }
+                    tracing::info!(
+                        "the shared operator registry changed meanwhile; applying the change again"
+                    );
+                    self.reload()?;
+                }
+            }
+        }
+        bail!(
+            "the shared operator registry changed {CHANGE_ATTEMPTS} times while this change was \
+             being made; try again"
+        )
     }
 
     /// Every version, oldest first.
@@ -381,6 +554,76 @@ mod tests {
             size: 1,
             golden: None,
         }
+    }
+
+    /// An object store in memory whose tags count the writes: enough to
+    /// test the registry's retry logic (the S3 server is in tests/all).
+    #[derive(Default)]
+    struct Memory(std::sync::Mutex<std::collections::HashMap<String, (Vec<u8>, u64)>>);
+
+    impl weir_core::mirror::Remote for Memory {
+        fn url(&self) -> String {
+            "memory://".into()
+        }
+        fn get(&self, key: &str) -> Result<Option<Vec<u8>>> {
+            Ok(self.get_tagged(key)?.map(|(b, _)| b))
+        }
+        fn get_tagged(&self, key: &str) -> Result<Option<(Vec<u8>, Tag)>> {
+            let objects = self.0.lock().unwrap();
+            Ok(objects.get(key).map(|(b, n)| (b.clone(), n.to_string())))
+        }
+        fn put(&self, _: &str, _: &[u8]) -> Result<()> {
+            bail!("the shared registry is only ever replaced conditionally")
+        }
+        fn create(&self, _: &str, _: &[u8]) -> Result<weir_core::mirror::Created> {
+            bail!("unused")
+        }
+        fn replace(&self, key: &str, bytes: &[u8], tag: Option<&str>) -> Result<Option<Tag>> {
+            let mut objects = self.0.lock().unwrap();
+            let current = objects.get(key).map(|(_, n)| n.to_string());
+            if current.as_deref() != tag {
+                return Ok(None);
+            }
+            let n = current.map_or(1, |c| c.parse::<u64>().unwrap() + 1);
+            objects.insert(key.to_string(), (bytes.to_vec(), n));
+            Ok(Some(n.to_string()))
+        }
+        fn list(&self, _: &str) -> Result<Vec<weir_core::mirror::RemoteObject>> {
+            bail!("unused")
+        }
+        fn delete(&self, _: &str) -> Result<()> {
+            bail!("unused")
+        }
+    }
+
+    #[test]
+    fn two_workers_changing_a_shared_registry_at_once_keep_both_changes() {
+        let remote: Arc<dyn weir_core::mirror::Remote> = Arc::new(Memory::default());
+        let (d1, d2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let mut r1 = Registry::shared(d1.path(), Mirror::new(remote.clone(), d1.path())).unwrap();
+        let mut r2 = Registry::shared(d2.path(), Mirror::new(remote.clone(), d2.path())).unwrap();
+        let a = r1.change(|r| r.register(version("a"))).unwrap();
+        r1.change(|r| r.activate(a.number, "activate", None))
+            .unwrap();
+        // r2 read the registry before r1's changes: its change is refused
+        // once, then made on top of them.
+        let b = r2.change(|r| r.register(version("b"))).unwrap();
+        assert_eq!((a.number, b.number), (1, 2));
+        assert_eq!(r2.active().unwrap().number, 1, "r1's activation kept");
+        assert!(r1.reload().unwrap(), "r1 sees r2's change");
+        assert_eq!(r1.versions().len(), 2);
+        assert!(!r1.reload().unwrap(), "nothing new the second time");
+        // A read that raced this worker's own later write is not taken up.
+        let stale = r1.shared_source().unwrap().fetch(None).unwrap().unwrap();
+        r1.change(|r| r.register(version("c"))).unwrap();
+        assert!(!r1.install(stale).unwrap(), "an older registry is ignored");
+        assert_eq!(r1.versions().len(), 3);
+        // A change that fails leaves the registry as it was.
+        assert!(r1.change(|r| r.roll_back(Some(9))).is_err());
+        assert_eq!(r1.active().unwrap().number, 1);
+        // A plain `put` is never used for it: every write is conditional.
+        let opened = Registry::shared(d2.path(), Mirror::new(remote, d2.path())).unwrap();
+        assert_eq!(opened.versions().len(), 3);
     }
 
     #[test]

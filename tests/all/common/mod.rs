@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod broker;
+pub mod browser;
 pub mod guests;
 pub mod pg;
 pub mod s3;

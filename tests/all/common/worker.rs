@@ -19,12 +19,24 @@ impl Worker {
     /// Starts worker `name` of `pipeline`, with `s3`'s credentials; its
     /// log level is `WEIR_TEST_WORKER_LOG` (default `info`).
     pub fn start(dir: &Path, pipeline: &Path, name: &str, s3: &S3Server) -> Worker {
+        Self::start_with(dir, pipeline, name, s3, &[])
+    }
+
+    /// [`Worker::start`] with more `weir run` arguments (`--admin …`).
+    pub fn start_with(
+        dir: &Path,
+        pipeline: &Path,
+        name: &str,
+        s3: &S3Server,
+        args: &[&str],
+    ) -> Worker {
         let (out, err) = (
             dir.join(format!("{name}.out")),
             dir.join(format!("{name}.err")),
         );
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_weir"));
         cmd.args(["run", "--worker", name])
+            .args(args)
             .arg(pipeline)
             .env("WEIR_CACHE_DIR", dir.join("compiled"))
             .env(
@@ -48,6 +60,39 @@ impl Worker {
 
     fn progress(&self) -> String {
         std::fs::read_to_string(&self.out).unwrap_or_default()
+    }
+
+    /// Its progress lines after line `mark`.
+    pub fn progress_since(&self, mark: usize) -> String {
+        self.progress()
+            .lines()
+            .skip(mark)
+            .map(|l| format!("{l}\n"))
+            .collect()
+    }
+
+    /// The partitions the group gave it, as its log says (each
+    /// `partitions assigned` adds, each `partitions revoked` removes).
+    pub fn assigned(&self) -> BTreeSet<i32> {
+        let mut owned = BTreeSet::new();
+        for line in self.log_since(0).lines() {
+            let Some(set) = line
+                .split("partitions={")
+                .nth(1)
+                .and_then(|r| r.split('}').next())
+            else {
+                continue;
+            };
+            let parts = set.split(',').filter_map(|p| p.trim().parse::<i32>().ok());
+            if line.contains("partitions assigned") {
+                owned.extend(parts);
+            } else if line.contains("partitions revoked") {
+                for p in parts {
+                    owned.remove(&p);
+                }
+            }
+        }
+        owned
     }
 
     /// How many progress lines it has printed: a mark for

@@ -8,10 +8,10 @@ use super::{open_store, ObjectStoreSettings, S3Url};
 use anyhow::{bail, Context, Result};
 use futures_util::TryStreamExt;
 use object_store::path::Path as ObjectPath;
-use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
+use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, UpdateVersion};
 use std::future::Future;
 use std::sync::Arc;
-use weir_core::mirror::{Created, Remote, RemoteObject};
+use weir_core::mirror::{Created, Remote, RemoteObject, Tag};
 
 /// A checkpoint under `s3://bucket/prefix`. Calls block the calling thread
 /// (the engine's threads are not async); they run on a small runtime of
@@ -143,6 +143,58 @@ impl Remote for S3Remote {
                 Ok(Created::Exists(theirs))
             }
             Err(e) => Err(e).with_context(|| format!("creating {key} in {}", self.url)),
+        }
+    }
+
+    fn get_tagged(&self, key: &str) -> Result<Option<(Vec<u8>, Tag)>> {
+        let (store, path) = (self.store.clone(), self.path(key));
+        let got = self
+            .block(async move {
+                match store.get(&path).await {
+                    Ok(got) => {
+                        let tag = got.meta.e_tag.clone();
+                        got.bytes().await.map(|b| Some((b.to_vec(), tag)))
+                    }
+                    Err(object_store::Error::NotFound { .. }) => Ok(None),
+                    Err(e) => Err(e),
+                }
+            })?
+            .with_context(|| format!("reading {key} from {}", self.url))?;
+        match got {
+            None => Ok(None),
+            Some((bytes, Some(tag))) => Ok(Some((bytes, tag))),
+            Some((_, None)) => bail!(
+                "{} gave no ETag for {key}: conditional replaces need one",
+                self.url
+            ),
+        }
+    }
+
+    fn replace(&self, key: &str, bytes: &[u8], tag: Option<&str>) -> Result<Option<Tag>> {
+        let (store, path) = (self.store.clone(), self.path(key));
+        let payload = PutPayload::from(bytes.to_vec());
+        let mode = match tag {
+            None => PutMode::Create,
+            Some(tag) => PutMode::Update(UpdateVersion {
+                e_tag: Some(tag.to_string()),
+                version: None,
+            }),
+        };
+        let options = PutOptions {
+            mode,
+            ..PutOptions::default()
+        };
+        match self.block(async move { store.put_opts(&path, payload, options).await })? {
+            Ok(put) => Ok(Some(put.e_tag.with_context(|| {
+                format!(
+                    "{} gave no ETag for {key}: conditional replaces need one",
+                    self.url
+                )
+            })?)),
+            Err(object_store::Error::AlreadyExists { .. })
+            | Err(object_store::Error::Precondition { .. })
+            | Err(object_store::Error::NotFound { .. }) => Ok(None),
+            Err(e) => Err(e).with_context(|| format!("replacing {key} in {}", self.url)),
         }
     }
 

@@ -23,21 +23,33 @@
 //! See `docs/cluster.md` for running workers and what a takeover costs.
 
 pub mod partition;
+pub mod plane;
+pub mod roster;
+mod telemetry;
+
+pub use telemetry::WorkerTelemetry;
 
 use crate::config::PipelineConfig;
+use crate::deploy::Control;
 use anyhow::{Context, Result};
 use partition::{Ended, OnEpoch, PartitionRun};
+use plane::ClusterPlane;
+use roster::{PartitionEpoch, PartitionRecord, Roster, WorkerRecord, PUBLISH_EVERY};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use weir_connectors::kafka::group::{GroupSettings, Membership, Ownership};
 use weir_connectors::kafka::KafkaSourceConfig;
+use weir_core::clock::now_ms;
 use weir_host::WasmHost;
 
 /// How often the worker serves the group and looks after its partitions.
 const TEND_EVERY: Duration = Duration::from_millis(100);
+
+/// How often the worker looks for changes to the shared operator registry.
+const FOLLOW_EVERY: Duration = Duration::from_secs(1);
 
 /// How long a partition whose run failed (not a conflict) waits before the
 /// worker runs it again, if it still owns it.
@@ -53,52 +65,193 @@ pub fn run_worker(
     stop: &AtomicBool,
     on_epoch: OnEpoch,
 ) -> Result<()> {
-    let cluster = cfg
-        .cluster
-        .as_ref()
-        .context("the pipeline file has no `[cluster]`")?;
-    let kafka =
-        KafkaSourceConfig::of(&*cfg.source).context("a cluster's source must be a Kafka topic")?;
-    let topic = kafka.topics.first().context("`source.topics` is empty")?;
-    let cache = worker_cache(&cfg.checkpoint, worker)?;
-    let _lock = CacheLock::take(&cache)?;
-    let partitions = Arc::new(Partitions {
-        cfg: cfg.clone(),
-        cache,
-        host: host.clone(),
-        on_epoch,
-        settle: cluster.session_timeout,
-        runs: Mutex::new(BTreeMap::new()),
-    });
-    let member_name = format!("weir-{worker}");
-    let settings = GroupSettings {
-        brokers: kafka.brokers(),
-        group: &cluster.group,
-        topic,
-        member: &member_name,
-        session_timeout: cluster.session_timeout,
-        heartbeat_interval: cluster.heartbeat_interval(),
-        assignment: cluster.assignment.librdkafka(),
-    };
-    let member = Membership::join(&settings, partitions.clone())?;
-    tracing::info!(
-        pipeline = %cfg.name,
-        worker,
-        group = %cluster.group,
-        topic = %topic,
-        "worker joined the group; waiting for partitions"
-    );
-    while !stop.load(Ordering::Relaxed) {
-        member.poll(TEND_EVERY);
-        partitions.tend(&member.owned());
+    Worker::open(cfg, host, worker, on_epoch)?.run(stop)
+}
+
+/// A worker of a cluster, open but not yet in the group: its control
+/// plane and figures can be served (the admin API) before it takes
+/// partitions.
+pub struct Worker {
+    name: String,
+    group: String,
+    kafka: KafkaSourceConfig,
+    topic: String,
+    session_timeout: Duration,
+    heartbeat_interval: Duration,
+    assignment: &'static str,
+    pipeline: String,
+    partitions: Arc<Partitions>,
+    plane: ClusterPlane,
+    roster: Roster,
+    admin_url: Mutex<Option<String>>,
+    started_ms: i64,
+    _lock: CacheLock,
+}
+
+impl Worker {
+    /// Opens worker `worker` of the cluster `cfg` describes: takes its
+    /// cache, opens the cluster's control plane (registering the pipeline
+    /// file's operator there), and gets ready to run partitions.
+    pub fn open(
+        cfg: &PipelineConfig,
+        host: &WasmHost,
+        worker: &str,
+        on_epoch: OnEpoch,
+    ) -> Result<Self> {
+        let cluster = cfg
+            .cluster
+            .as_ref()
+            .context("the pipeline file has no `[cluster]`")?;
+        let kafka = KafkaSourceConfig::of(&*cfg.source)
+            .context("a cluster's source must be a Kafka topic")?;
+        let topic = kafka
+            .topics
+            .first()
+            .context("`source.topics` is empty")?
+            .clone();
+        let cache = worker_cache(&cfg.checkpoint, worker)?;
+        let lock = CacheLock::take(&cache)?;
+        let plane = ClusterPlane::open(cfg, host, &cache)?;
+        let roster = Roster::new(
+            plane.mirror.remote().clone(),
+            &cluster.group,
+            worker,
+            cluster.session_timeout,
+        );
+        let partitions = Arc::new(Partitions {
+            cfg: cfg.clone(),
+            cache,
+            host: host.clone(),
+            control: plane.control.clone(),
+            on_epoch,
+            settle: cluster.session_timeout,
+            runs: Mutex::new(BTreeMap::new()),
+        });
+        Ok(Worker {
+            name: worker.to_string(),
+            group: cluster.group.clone(),
+            topic,
+            kafka,
+            session_timeout: cluster.session_timeout,
+            heartbeat_interval: cluster.heartbeat_interval(),
+            assignment: cluster.assignment.librdkafka(),
+            pipeline: cfg.name.clone(),
+            partitions,
+            plane,
+            roster,
+            admin_url: Mutex::new(None),
+            started_ms: now_ms(),
+            _lock: lock,
+        })
     }
-    tracing::info!(
-        worker,
-        "stopping: every partition's current epoch finishes first"
-    );
-    partitions.stop_all();
-    drop(member);
-    Ok(())
+
+    /// The cluster's control plane as this worker holds it: what its admin
+    /// API deploys, rolls back and reports through.
+    pub fn control(&self) -> Arc<Control> {
+        self.plane.control.clone()
+    }
+
+    /// The figures of the partitions this worker runs, for its admin API.
+    pub fn telemetry(&self) -> Arc<WorkerTelemetry> {
+        Arc::new(WorkerTelemetry::new(
+            self.partitions.clone(),
+            &self.pipeline,
+            self.started_ms,
+        ))
+    }
+
+    /// This worker's cache directory.
+    pub fn cache(&self) -> &Path {
+        &self.partitions.cache
+    }
+
+    /// Announces this worker's admin API in its record.
+    pub fn set_admin_url(&self, url: &str) {
+        if let Ok(mut slot) = self.admin_url.lock() {
+            *slot = Some(url.to_string());
+        }
+    }
+
+    /// Joins the group and runs the partitions it is given until `stop` is
+    /// set; then stops them (each finishes its epoch), leaves the group and
+    /// withdraws its record.
+    pub fn run(&self, stop: &AtomicBool) -> Result<()> {
+        let settings = GroupSettings {
+            brokers: self.kafka.brokers(),
+            group: &self.group,
+            topic: &self.topic,
+            member: &format!("weir-{}", self.name),
+            session_timeout: self.session_timeout,
+            heartbeat_interval: self.heartbeat_interval,
+            assignment: self.assignment,
+        };
+        let member = Membership::join(&settings, self.partitions.clone())?;
+        tracing::info!(
+            pipeline = %self.pipeline,
+            worker = %self.name,
+            group = %self.group,
+            topic = %self.topic,
+            "worker joined the group; waiting for partitions"
+        );
+        std::thread::scope(|scope| {
+            scope.spawn(|| self.keep_house(stop));
+            while !stop.load(Ordering::Relaxed) {
+                member.poll(TEND_EVERY);
+                self.partitions.tend(&member.owned());
+            }
+        });
+        tracing::info!(
+            worker = %self.name,
+            "stopping: every partition's current epoch finishes first"
+        );
+        self.partitions.stop_all();
+        drop(member);
+        if let Err(e) = self.roster.withdraw() {
+            tracing::warn!("could not withdraw this worker's record: {e:#}");
+        }
+        Ok(())
+    }
+
+    /// Until `stop`: follows the shared registry, and renews this worker's
+    /// record and reads the others' for `weir status`.
+    fn keep_house(&self, stop: &AtomicBool) {
+        let mut published: Option<Instant> = None;
+        while !stop.load(Ordering::Relaxed) {
+            if let Err(e) = self.plane.control.follow() {
+                tracing::warn!("reading the cluster's operator registry: {e:#}");
+            }
+            if published.is_none_or(|at| at.elapsed() >= PUBLISH_EVERY) {
+                published = Some(Instant::now());
+                if let Err(e) = self.roster.publish(&self.record()) {
+                    tracing::warn!("{e:#}");
+                }
+                match self.roster.read() {
+                    Ok(status) => self.plane.control.set_cluster(status),
+                    Err(e) => tracing::warn!("reading the workers' records: {e:#}"),
+                }
+            }
+            sleep_unless_stopped(FOLLOW_EVERY, stop);
+        }
+    }
+
+    fn record(&self) -> WorkerRecord {
+        WorkerRecord {
+            worker: self.name.clone(),
+            admin_url: self.admin_url.lock().ok().and_then(|u| u.clone()),
+            pid: std::process::id(),
+            started_ms: self.started_ms,
+            updated_ms: now_ms(),
+            partitions: self.partitions.records(),
+        }
+    }
+}
+
+/// Sleeps `d`, waking early once `stop` is set.
+fn sleep_unless_stopped(d: Duration, stop: &AtomicBool) {
+    let until = Instant::now() + d;
+    while !stop.load(Ordering::Relaxed) && Instant::now() < until {
+        std::thread::sleep(TEND_EVERY.min(until.saturating_duration_since(Instant::now())));
+    }
 }
 
 /// This worker's cache: `<checkpoint cache>/<worker>`. Workers on one
@@ -123,6 +276,8 @@ struct Partitions {
     cfg: PipelineConfig,
     cache: PathBuf,
     host: WasmHost,
+    /// The cluster's control plane, which every partition follows.
+    control: Arc<Control>,
     on_epoch: OnEpoch,
     /// How long a conflicted partition waits before it runs again: a
     /// session timeout, after which a worker that lost the partition has
@@ -133,7 +288,15 @@ struct Partitions {
 
 impl Partitions {
     fn start(&self, runs: &mut BTreeMap<i32, PartitionRun>, p: i32) {
-        match PartitionRun::start(&self.cfg, &self.cache, p, &self.host, self.on_epoch.clone()) {
+        let control = self.control.clone();
+        match PartitionRun::start(
+            &self.cfg,
+            &self.cache,
+            p,
+            &self.host,
+            control,
+            self.on_epoch.clone(),
+        ) {
             Ok(run) => {
                 runs.insert(p, run);
             }
@@ -195,6 +358,39 @@ impl Partitions {
             let how = run.stop();
             tracing::info!(partition = p, "partition {p} stopped ({how:?})");
         }
+    }
+
+    /// What the worker's record says of each partition it runs.
+    fn records(&self) -> Vec<PartitionRecord> {
+        let Ok(mut runs) = self.runs.lock() else {
+            return Vec::new();
+        };
+        runs.iter_mut()
+            .map(|(&partition, run)| PartitionRecord {
+                partition,
+                state: run.state(),
+                last_epoch: run
+                    .telemetry()
+                    .and_then(|t| t.report(None, 1).epochs.pop())
+                    .map(|e| PartitionEpoch {
+                        epoch: e.epoch,
+                        version: e.operator_version,
+                        rows_in: e.rows_in,
+                        rows_out: e.rows_out,
+                        finished_ms: e.finished_ms,
+                    }),
+            })
+            .collect()
+    }
+
+    /// The figures of the partitions that have opened.
+    fn telemetries(&self) -> Vec<(i32, Arc<crate::observe::Telemetry>)> {
+        let Ok(runs) = self.runs.lock() else {
+            return Vec::new();
+        };
+        runs.iter()
+            .filter_map(|(&p, run)| run.telemetry().map(|t| (p, t)))
+            .collect()
     }
 
     fn stop_all(&self) {

@@ -3,12 +3,14 @@
 //! into this worker's cache when it opens), its keyed state, its epochs.
 
 use crate::config::PipelineConfig;
+use crate::deploy::Control;
+use crate::observe::Telemetry;
 use crate::open::{open, OpenOptions};
 use crate::pipeline::lost_ownership;
 use anyhow::{Context, Result};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
 use std::time::Instant;
 use weir_core::progress::EpochProgress;
@@ -33,6 +35,8 @@ pub enum Ended {
 /// A partition being run.
 pub struct PartitionRun {
     stop: Arc<AtomicBool>,
+    /// The pipeline's figures, once it has opened.
+    telemetry: Arc<OnceLock<Arc<Telemetry>>>,
     thread: Option<JoinHandle<Ended>>,
     /// How the run ended, once it has.
     ended: Option<(Ended, Instant)>,
@@ -40,28 +44,52 @@ pub struct PartitionRun {
 
 impl PartitionRun {
     /// Starts running partition `p` of `base` (the pipeline file) with this
-    /// worker's cache under `cache`.
+    /// worker's cache under `cache`, running what `control` (the cluster's
+    /// control plane) says.
     pub fn start(
         base: &PipelineConfig,
         cache: &Path,
         p: i32,
         host: &WasmHost,
+        control: Arc<Control>,
         on_epoch: OnEpoch,
     ) -> Result<Self> {
         let cfg = config_for(base, cache, p)?;
         let stop = Arc::new(AtomicBool::new(false));
+        let telemetry = Arc::new(OnceLock::new());
         let thread = {
             let (stop, host) = (stop.clone(), host.clone());
+            let opened = Opened {
+                control,
+                telemetry: telemetry.clone(),
+            };
             std::thread::Builder::new()
                 .name(format!("weir-partition-{p}"))
-                .spawn(move || run(&cfg, p, &host, &stop, on_epoch))
+                .spawn(move || run(&cfg, p, &host, &stop, opened, on_epoch))
                 .context("starting a partition's thread")?
         };
         Ok(PartitionRun {
             stop,
+            telemetry,
             thread: Some(thread),
             ended: None,
         })
+    }
+
+    /// The partition's figures, once its pipeline has opened.
+    pub fn telemetry(&self) -> Option<Arc<Telemetry>> {
+        self.telemetry.get().cloned()
+    }
+
+    /// `running`, `stopped`, or `conflict: …` / `failed: …` with why: what
+    /// the worker's record says of the partition.
+    pub fn state(&mut self) -> String {
+        match self.ended() {
+            None => "running".into(),
+            Some((Ended::Stopped, _)) => "stopped".into(),
+            Some((Ended::Conflict(why), _)) => format!("conflict: {why}"),
+            Some((Ended::Failed(why), _)) => format!("failed: {why}"),
+        }
     }
 
     /// Tells the run to stop after its current epoch, without waiting.
@@ -110,14 +138,23 @@ pub fn config_for(base: &PipelineConfig, cache: &Path, p: i32) -> Result<Pipelin
     Ok(cfg)
 }
 
+/// What a partition's pipeline shares with its worker.
+struct Opened {
+    /// The cluster's control plane, which the pipeline follows.
+    control: Arc<Control>,
+    /// Where the pipeline's telemetry is handed over once it opens.
+    telemetry: Arc<OnceLock<Arc<Telemetry>>>,
+}
+
 fn run(
     cfg: &PipelineConfig,
     p: i32,
     host: &WasmHost,
     stop: &AtomicBool,
+    opened: Opened,
     on_epoch: OnEpoch,
 ) -> Ended {
-    match run_until_stopped(cfg, p, host, stop, &on_epoch) {
+    match run_until_stopped(cfg, p, host, stop, opened, &on_epoch) {
         Ok(()) => Ended::Stopped,
         Err(e) if lost_ownership(&e) => {
             tracing::warn!(partition = p, "partition {p} stopped: {e:#}");
@@ -135,14 +172,17 @@ fn run_until_stopped(
     p: i32,
     host: &WasmHost,
     stop: &AtomicBool,
+    opened: Opened,
     on_epoch: &OnEpoch,
 ) -> Result<()> {
     let started = Instant::now();
     let opts = OpenOptions {
         partition: Some(p),
+        control: Some(opened.control),
         ..OpenOptions::default()
     };
     let mut pipeline = open(cfg, host, opts).with_context(|| format!("opening partition {p}"))?;
+    let _ = opened.telemetry.set(pipeline.telemetry());
     if stop.load(Ordering::Relaxed) {
         return Ok(());
     }

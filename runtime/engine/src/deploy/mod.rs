@@ -12,6 +12,7 @@
 pub mod shadow;
 pub mod validate;
 
+use crate::cluster::roster::ClusterStatus;
 use crate::operator_cache::OperatorCache;
 use crate::registry::{GoldenCheck, Origin, Registry, Shadow, Version};
 use anyhow::Context;
@@ -95,6 +96,11 @@ pub struct Status {
     pub last_epoch: Option<LastEpoch>,
     /// The first epoch this process ran with the active version, once it has.
     pub active_since_epoch: Option<u64>,
+    /// Every worker of the cluster and the partitions it runs, as the
+    /// worker that answered last read their records (a `[cluster]`
+    /// pipeline only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<ClusterStatus>,
 }
 
 /// The shadow candidate and its totals since it was deployed.
@@ -124,6 +130,7 @@ const REPORTS_KEPT: usize = 1000;
 
 struct Inner {
     registry: Registry,
+    cluster: Option<ClusterStatus>,
     last_epoch: Option<LastEpoch>,
     active_since: Option<(u32, u64)>,
     reports: VecDeque<ShadowReport>,
@@ -170,6 +177,7 @@ impl Control {
                 .join("shadow-reports.jsonl"),
             inner: Mutex::new(Inner {
                 registry,
+                cluster: None,
                 last_epoch: None,
                 active_since: None,
                 reports: VecDeque::new(),
@@ -223,7 +231,7 @@ impl Control {
         let digest = self.blobs.put(&upload.wasm)?;
         let config_digest = self.blobs.put(config_json.as_bytes())?;
         let mut inner = self.lock();
-        let version = inner.registry.register(Version {
+        let candidate = Version {
             number: 0,
             digest,
             config_digest,
@@ -232,7 +240,8 @@ impl Control {
             label: upload.label,
             size: upload.wasm.len() as u64,
             golden,
-        })?;
+        };
+        let version = inner.registry.change(|r| r.register(candidate.clone()))?;
         self.operators.insert(Arc::new(loaded));
         tracing::info!(
             pipeline = %self.checks.runner.pipeline(),
@@ -263,17 +272,21 @@ impl Control {
     /// Loads a registered version compiled by an earlier process (e.g. for
     /// a rollback after a restart), checking `init` again.
     fn ensure_loaded(&self, number: u32) -> Result<Version, DeployError> {
-        let (version, loaded) = {
-            let inner = self.lock();
-            let version =
-                inner.registry.get(number).cloned().ok_or_else(|| {
-                    DeployError::NotFound(format!("there is no version {number}"))
-                })?;
-            let loaded = self.operators.contains(&version.digest);
-            (version, loaded)
-        };
-        if loaded {
-            return Ok(version);
+        let version = self
+            .lock()
+            .registry
+            .get(number)
+            .cloned()
+            .ok_or_else(|| DeployError::NotFound(format!("there is no version {number}")))?;
+        self.load(&version)?;
+        Ok(version)
+    }
+
+    /// Compiles `version` from the blobs and checks its `init`, unless it
+    /// is compiled already.
+    fn load(&self, version: &Version) -> Result<(), DeployError> {
+        if self.operators.contains(&version.digest) {
+            return Ok(());
         }
         let wasm = self.blobs.get(&version.digest)?;
         let config = self.config_text(&version.config_digest)?;
@@ -282,13 +295,64 @@ impl Control {
             .component(&wasm, &config)
             .map_err(DeployError::Refused)?;
         self.operators.insert(Arc::new(loaded));
-        Ok(version)
+        Ok(())
+    }
+
+    /// Takes up a change another worker made to the cluster's shared
+    /// registry (a deploy, rollback or promotion through its admin API, an
+    /// automatic rollback of its partitions): the versions it runs are
+    /// compiled first, so the epochs that pick it up do not wait for that.
+    /// Returns whether anything changed; a pipeline of its own has nothing
+    /// to follow.
+    pub fn follow(&self) -> anyhow::Result<bool> {
+        let (source, tag) = {
+            let inner = self.lock();
+            let tag = inner.registry.shared_tag().map(str::to_string);
+            (inner.registry.shared_source(), tag)
+        };
+        let Some(source) = source else {
+            return Ok(false);
+        };
+        let Some(fetched) = source.fetch(tag.as_deref())? else {
+            return Ok(false);
+        };
+        for version in fetched.to_run() {
+            if let Err(e) = self.load(&version) {
+                tracing::error!(
+                    version = version.number,
+                    "another worker made version {} current, and it does not load here: {e}",
+                    version.number
+                );
+            }
+        }
+        let mut inner = self.lock();
+        let before = inner.registry.active().map(|v| v.number);
+        let changed = inner.registry.install(fetched)?;
+        let after = inner.registry.active().map(|v| v.number);
+        drop(inner);
+        if let (true, Some(n)) = (before != after, after) {
+            self.log_change("another worker made active", n);
+        }
+        Ok(changed)
+    }
+
+    /// The blobs versions are stored in (the cluster's shared ones, for a
+    /// worker): where epochs load a version they have not compiled yet.
+    pub fn blobs(&self) -> &Blobs {
+        &self.blobs
+    }
+
+    /// The compiled versions, shared by every pipeline this controls.
+    pub fn operators(&self) -> &Arc<OperatorCache> {
+        &self.operators
     }
 
     /// Makes version `number` the one new epochs run with.
     pub fn activate(&self, number: u32) -> Result<Listed, DeployError> {
         self.ensure_loaded(number)?;
-        self.lock().registry.activate(number, "activate", None)?;
+        self.lock()
+            .registry
+            .change(|r| r.activate(number, "activate", None))?;
         self.log_change("activated", number);
         self.listed(number)
     }
@@ -308,7 +372,7 @@ impl Control {
         let n = self
             .lock()
             .registry
-            .roll_back(Some(target))
+            .change(|r| r.roll_back(Some(target)))
             .map_err(|e| DeployError::Conflict(format!("{e:#}")))?;
         self.log_change("rolled back to", n);
         self.listed(n)
@@ -320,12 +384,12 @@ impl Control {
     /// Returns the version now active.
     pub fn auto_roll_back(&self, from: u32, reason: &str) -> anyhow::Result<Version> {
         let mut inner = self.lock();
-        if inner.registry.active().map(|v| v.number) != Some(from) {
-            anyhow::bail!("version {from} is no longer the active version");
-        }
-        let to = inner
-            .registry
-            .roll_back_as(None, "auto-rollback", Some(reason))?;
+        let to = inner.registry.change(|r| {
+            if r.active().map(|v| v.number) != Some(from) {
+                anyhow::bail!("version {from} is no longer the active version");
+            }
+            r.roll_back_as(None, "auto-rollback", Some(reason))
+        })?;
         let version = inner
             .registry
             .get(to)
@@ -349,10 +413,12 @@ impl Control {
         let mut inner = self.lock();
         inner
             .registry
-            .set_shadow(Some(Shadow {
-                version: number,
-                key,
-            }))
+            .change(|r| {
+                r.set_shadow(Some(Shadow {
+                    version: number,
+                    key: key.clone(),
+                }))
+            })
             .map_err(|e| DeployError::Conflict(format!("{e:#}")))?;
         inner.shadow_totals = Some((number, ShadowTotals::default()));
         drop(inner);
@@ -365,7 +431,7 @@ impl Control {
         let mut inner = self.lock();
         inner
             .registry
-            .set_shadow(None)
+            .change(|r| r.set_shadow(None))
             .map_err(|e| DeployError::Conflict(format!("{e:#}")))?;
         inner.shadow_totals = None;
         Ok(())
@@ -376,7 +442,7 @@ impl Control {
         let n = self
             .lock()
             .registry
-            .promote()
+            .change(Registry::promote)
             .map_err(|e| DeployError::Conflict(format!("{e:#}")))?;
         self.lock().shadow_totals = None;
         self.log_change("promoted", n);
@@ -457,7 +523,14 @@ impl Control {
                 }
             }),
             last_epoch: inner.last_epoch.clone(),
+            cluster: inner.cluster.clone(),
         }
+    }
+
+    /// Records what the cluster's workers last said of themselves, for
+    /// [`Control::status`] (a worker's housekeeping calls it).
+    pub fn set_cluster(&self, status: ClusterStatus) {
+        self.lock().cluster = Some(status);
     }
 
     /// Shadow reports of epochs after `after` (all kept, if `None`).

@@ -82,8 +82,9 @@ pub struct Metrics {
 }
 
 impl Metrics {
-    /// Metrics labelled `pipeline="<pipeline>"`.
-    pub fn new(pipeline: &str) -> Self {
+    /// Metrics labelled `pipeline="<pipeline>"` (and `partition="<p>"`
+    /// for a cluster's partition).
+    pub fn new(pipeline: &str, partition: Option<i32>) -> Self {
         let mut m = Metrics {
             registry: Registry::default(),
             epochs: Counter::default(),
@@ -115,10 +116,13 @@ impl Metrics {
             task_rows_out: Family::default(),
             task_operator_seconds: Family::default(),
         };
-        let r = m
+        let mut r = m
             .registry
             .sub_registry_with_prefix("weir")
             .sub_registry_with_label(("pipeline".into(), pipeline.to_string().into()));
+        if let Some(p) = partition {
+            r = r.sub_registry_with_label(("partition".into(), p.to_string().into()));
+        }
         r.register("epochs", "Epochs committed", m.epochs.clone());
         r.register(
             "event_to_emit_latency_seconds",
@@ -340,13 +344,95 @@ impl Metrics {
     }
 }
 
+/// Several registries' text expositions as one: a cluster worker's
+/// `/metrics` over the partitions it runs. Each metric family is written
+/// once (its `# HELP`/`# TYPE` from the first text that has it) with the
+/// samples of every text; a sample already written (a process-wide series
+/// every registry carries) is not repeated.
+pub fn merge(texts: &[String]) -> String {
+    let mut order: Vec<String> = Vec::new();
+    let mut families: std::collections::HashMap<String, (Vec<String>, Vec<String>)> =
+        std::collections::HashMap::new();
+    let mut seen = std::collections::HashSet::new();
+    for text in texts {
+        let mut current: Option<String> = None;
+        for line in text.lines() {
+            if line == "# EOF" {
+                continue;
+            }
+            if let Some(rest) = line
+                .strip_prefix("# HELP ")
+                .or_else(|| line.strip_prefix("# TYPE "))
+                .or_else(|| line.strip_prefix("# UNIT "))
+            {
+                let name = rest.split(' ').next().unwrap_or_default().to_string();
+                let family = families.entry(name.clone()).or_insert_with(|| {
+                    order.push(name.clone());
+                    (Vec::new(), Vec::new())
+                });
+                if !family.0.iter().any(|h| h == line) && family.1.is_empty() {
+                    family.0.push(line.to_string());
+                }
+                current = Some(name);
+                continue;
+            }
+            let series = line.rsplit_once(' ').map_or(line, |(s, _)| s);
+            if let Some(name) = &current {
+                if seen.insert(series.to_string()) {
+                    if let Some(family) = families.get_mut(name) {
+                        family.1.push(line.to_string());
+                    }
+                }
+            }
+        }
+    }
+    let mut out = String::new();
+    for name in &order {
+        if let Some((headers, samples)) = families.get(name) {
+            for line in headers.iter().chain(samples) {
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+    }
+    out.push_str("# EOF\n");
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
+    fn merged_partitions_write_each_family_once_with_every_partition() {
+        let texts: Vec<String> = [3, 5]
+            .iter()
+            .map(|&p| {
+                let m = Metrics::new("w", Some(p));
+                m.epoch(&EpochProgress::sample(1));
+                m.encode()
+            })
+            .collect();
+        let merged = merge(&texts);
+        assert_eq!(merged.matches("# TYPE weir_epochs counter").count(), 1);
+        assert!(merged.contains("weir_epochs_total{pipeline=\"w\",partition=\"3\"} 1"));
+        assert!(merged.contains("weir_epochs_total{pipeline=\"w\",partition=\"5\"} 1"));
+        assert_eq!(merged.matches("# EOF").count(), 1);
+        assert!(merged.ends_with("# EOF\n"));
+        let log_series = merged
+            .lines()
+            .filter(|l| l.starts_with("weir_log_events_total"))
+            .count();
+        let one = texts[0]
+            .lines()
+            .filter(|l| l.starts_with("weir_log_events_total"))
+            .count();
+        assert_eq!(log_series, one, "process-wide series are not repeated");
+    }
+
+    #[test]
     fn latency_histogram_counts_every_measured_row() {
-        let m = Metrics::new("p");
+        let m = Metrics::new("p", None);
         let mut p = EpochProgress::sample(0);
         let mut h = weir_core::latency::Histogram::default();
         for us in [300, 1_200, 1_900, 45_000] {
@@ -382,7 +468,7 @@ mod task_tests {
 
     #[test]
     fn each_task_has_its_own_series() {
-        let m = Metrics::new("p");
+        let m = Metrics::new("p", None);
         let mut p = EpochProgress::sample(0);
         p.tasks = (0..2)
             .map(|t| TaskProgress {

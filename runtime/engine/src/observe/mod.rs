@@ -34,6 +34,27 @@ pub struct Polled {
     pub backlog: Backlog,
 }
 
+/// What the admin API, `weir status` and the dashboard read of a running
+/// pipeline — or of a cluster's worker, which runs several
+/// ([`crate::cluster::WorkerTelemetry`]).
+pub trait Observe: Send + Sync {
+    /// Progress records after epoch `after`, at most `limit`, with the
+    /// verdict and totals.
+    fn report(&self, after: Option<u64>, limit: usize) -> ProgressReport;
+    /// `/metrics` in Prometheus' text format.
+    fn metrics_text(&self) -> String;
+}
+
+impl Observe for Telemetry {
+    fn report(&self, after: Option<u64>, limit: usize) -> ProgressReport {
+        Telemetry::report(self, after, limit)
+    }
+
+    fn metrics_text(&self) -> String {
+        Telemetry::metrics_text(self)
+    }
+}
+
 /// The pipeline's figures, shared by the engine (writer) and the admin API.
 pub struct Telemetry {
     pipeline: String,
@@ -73,18 +94,20 @@ pub struct Totals {
 }
 
 impl Telemetry {
-    /// Telemetry whose history lives in `dir` (`checkpoint/progress`).
+    /// Telemetry whose history lives in `dir` (`checkpoint/progress`); a
+    /// cluster partition's metrics carry a `partition` label.
     pub fn open(
         dir: &Path,
         pipeline: &str,
         trigger_interval_ms: Option<u64>,
         retain: usize,
+        partition: Option<i32>,
     ) -> Result<Arc<Self>> {
         Ok(Arc::new(Telemetry {
             pipeline: pipeline.to_string(),
             trigger_interval_ms,
             history: Mutex::new(History::open(dir, retain)?),
-            metrics: Metrics::new(pipeline),
+            metrics: Metrics::new(pipeline, partition),
             polled: Mutex::new(None),
             started_ms: now_ms(),
         }))

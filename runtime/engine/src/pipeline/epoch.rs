@@ -428,6 +428,7 @@ impl Pipeline {
         };
         let progress = EpochProgress {
             pipeline: self.name.clone(),
+            partition: self.partition,
             epoch: done.epoch,
             started_ms: done.started_ms,
             finished_ms: now_ms(),

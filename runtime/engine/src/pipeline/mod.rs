@@ -162,6 +162,8 @@ pub struct Pipeline {
     /// What the last operator run's tasks did: their shares for the
     /// progress record and their outputs for the sink writers.
     pub(crate) task_run: TaskRun,
+    /// The source partition this pipeline runs, on a cluster's worker.
+    pub(crate) partition: Option<i32>,
 }
 
 /// An epoch's input as the operator gets it, with the state view.
@@ -525,7 +527,7 @@ impl Pipeline {
         if let Some(op) = self.operators.get(digest) {
             return Ok(op);
         }
-        let wasm = self.checkpoint.get_blob(digest)?;
+        let wasm = self.blob(digest)?;
         let op = Arc::new(
             host.load(&wasm, self.grants)
                 .with_context(|| format!("loading operator {digest} from the checkpoint"))?,
@@ -534,11 +536,20 @@ impl Pipeline {
         Ok(op)
     }
 
+    /// A blob from the control plane's store (a cluster's shared one), or
+    /// the checkpoint's own.
+    fn blob(&self, digest: &Digest) -> Result<Vec<u8>> {
+        self.control
+            .blobs()
+            .get(digest)
+            .or_else(|e| self.checkpoint.get_blob(digest).map_err(|_| e))
+    }
+
     fn config_for(&mut self, digest: &Digest) -> Result<String> {
         if let Some(c) = self.configs.get(digest) {
             return Ok(c.clone());
         }
-        let text = String::from_utf8(self.checkpoint.get_blob(digest)?)
+        let text = String::from_utf8(self.blob(digest)?)
             .with_context(|| format!("operator config {digest} is not UTF-8"))?;
         self.configs.insert(*digest, text.clone());
         Ok(text)
