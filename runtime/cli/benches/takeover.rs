@@ -38,6 +38,8 @@ use pg::PgServer;
 use s3::{S3Server, BUCKET};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use weir_cli::feed::{feed, FeedOptions};
 use worker::Worker;
@@ -91,18 +93,8 @@ workers  epochs  alerts  event->sink p99 per epoch: median  max   (steady {RATE}
         let mut workers: Vec<Worker> = (0..n)
             .map(|i| Worker::start(dir, &file, &format!("lat{n}-w{i}"), s3))
             .collect();
-        let bootstrap = broker.bootstrap();
-        let secs = 120 + WATCH.as_secs();
-        let feeder = std::thread::spawn(move || {
-            feed(&FeedOptions {
-                bootstrap_servers: bootstrap,
-                topic: TOPIC.into(),
-                payments: RATE * secs,
-                rate: Some(RATE),
-                seed: 11,
-                start: 2_000_000 * n,
-            })
-        });
+        let stop = Arc::new(AtomicBool::new(false));
+        let feeder = steady_feed(broker, 2_000_000 * n, stop.clone());
         let marks = settle(&workers);
         std::thread::sleep(WATCH);
         let mut p99s: Vec<f64> = Vec::new();
@@ -131,9 +123,31 @@ workers  epochs  alerts  event->sink p99 per epoch: median  max   (steady {RATE}
             None => (f64::NAN, f64::NAN),
         };
         println!("{n:>7}  {epochs:>6}  {alerts:>6}  {median:>7.1} ms  {max:>7.1} ms");
+        stop.store(true, Ordering::Relaxed);
+        feeder.join().unwrap();
         workers.iter_mut().for_each(Worker::kill);
-        drop(feeder);
     }
+}
+
+/// Feeds [`RATE`] payments a second from payment `start` on, a second's
+/// worth at a time, until `stop`.
+fn steady_feed(broker: &Broker, start: u64, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
+    let bootstrap = broker.bootstrap();
+    std::thread::spawn(move || {
+        let mut next = start;
+        while !stop.load(Ordering::Relaxed) {
+            feed(&FeedOptions {
+                bootstrap_servers: bootstrap.clone(),
+                topic: TOPIC.into(),
+                payments: RATE,
+                rate: Some(RATE),
+                seed: 11,
+                start: next,
+            })
+            .unwrap();
+            next += RATE;
+        }
+    })
 }
 
 /// Three workers under a steady feed, killed one at a time.
@@ -143,17 +157,8 @@ fn takeover(broker: &Broker, s3: &S3Server, pg: &PgServer, dir: &Path) {
         .and_then(|k| k.parse().ok())
         .unwrap_or(5);
     let file = pipeline(dir, broker, s3, pg, "takeover", "");
-    let bootstrap = broker.bootstrap();
-    let feeder = std::thread::spawn(move || {
-        feed(&FeedOptions {
-            bootstrap_servers: bootstrap,
-            topic: TOPIC.into(),
-            payments: RATE * 60 * 10,
-            rate: Some(RATE),
-            seed: 7,
-            start: 1_000_000,
-        })
-    });
+    let stop = Arc::new(AtomicBool::new(false));
+    let feeder = steady_feed(broker, 1_000_000, stop.clone());
     let mut workers: Vec<Worker> = (0..3)
         .map(|i| Worker::start(dir, &file, &format!("t{i}"), s3))
         .collect();
@@ -207,8 +212,9 @@ fn takeover(broker: &Broker, s3: &S3Server, pg: &PgServer, dir: &Path) {
             max
         );
     }
+    stop.store(true, Ordering::Relaxed);
+    feeder.join().unwrap();
     workers.iter_mut().for_each(Worker::kill);
-    drop(feeder);
 }
 
 /// `n` payments keyed by card (librdkafka's partitioner spreads the cards).
