@@ -503,3 +503,35 @@ fn a_writer_fenced_by_a_newer_owner_is_refused_and_writes_nothing() {
         2
     );
 }
+
+/// Tasks that start at once each create the output (and progress) table
+/// if it is missing. `CREATE TABLE IF NOT EXISTS` is not safe under
+/// concurrency: the writers that lose the race get "type … already
+/// exists" or a catalog unique violation, which must count as success
+/// (CI saw two tasks fail their first epoch on it).
+#[test]
+fn writers_creating_the_output_table_at_once_all_write() {
+    let pg = PgServer::start();
+    const WRITERS: usize = 8;
+    for round in 0..4 {
+        let table = format!("raced_{round}");
+        let barrier = std::sync::Barrier::new(WRITERS);
+        std::thread::scope(|s| {
+            for w in 0..WRITERS {
+                let (pg, table, barrier) = (&pg, &table, &barrier);
+                s.spawn(move || {
+                    let mut settings = sink_settings(pg, table);
+                    settings.query_id = format!("q-{round}-{w}");
+                    barrier.wait();
+                    let mut sink = PostgresSink::new(settings).unwrap();
+                    sink.write_epoch(0, &[facts(&["{}"], &[w as i64])])
+                        .unwrap_or_else(|e| panic!("writer {w} of round {round}: {e:#}"));
+                });
+            }
+        });
+        assert_eq!(
+            pg.count(&format!("SELECT count(DISTINCT n) FROM {table}")),
+            WRITERS as i64
+        );
+    }
+}

@@ -518,10 +518,21 @@ fn progress_ddl(table: &TableName, parts: bool) -> String {
 }
 
 /// Runs a `CREATE … IF NOT EXISTS`; losing a creation race to another
-/// writer (which PostgreSQL reports as a duplicate) counts as success.
+/// writer counts as success. `IF NOT EXISTS` does not hold under
+/// concurrency: PostgreSQL reports the loser as a unique violation in its
+/// catalog (23505), a duplicate table (42P07) or a duplicate row type
+/// (42710, "type … already exists"; seen with two tasks creating the
+/// output table at once).
 fn create_if_missing(client: &mut Client, ddl: &str) -> Result<(), postgres::Error> {
     match client.batch_execute(ddl) {
-        Err(e) if matches!(e.code().map(|c| c.code()), Some("23505" | "42P07")) => Ok(()),
+        Err(e)
+            if matches!(
+                e.code().map(|c| c.code()),
+                Some("23505" | "42P07" | "42710")
+            ) =>
+        {
+            Ok(())
+        }
         other => other,
     }
 }
