@@ -29,7 +29,7 @@ mod telemetry;
 
 pub use telemetry::WorkerTelemetry;
 
-use crate::config::PipelineConfig;
+use crate::config::{ClusterConfig, PipelineConfig};
 use crate::deploy::Control;
 use anyhow::{Context, Result};
 use partition::{Ended, OnEpoch, PartitionRun};
@@ -73,13 +73,10 @@ pub fn run_worker(
 /// partitions.
 pub struct Worker {
     name: String,
-    group: String,
+    /// The pipeline file's `[cluster]`.
+    cluster: ClusterConfig,
     kafka: KafkaSourceConfig,
     topic: String,
-    session_timeout: Duration,
-    heartbeat_interval: Duration,
-    assignment: &'static str,
-    pipeline: String,
     partitions: Arc<Partitions>,
     plane: ClusterPlane,
     roster: Roster,
@@ -129,13 +126,9 @@ impl Worker {
         });
         Ok(Worker {
             name: worker.to_string(),
-            group: cluster.group.clone(),
+            cluster: cluster.clone(),
             topic,
             kafka,
-            session_timeout: cluster.session_timeout,
-            heartbeat_interval: cluster.heartbeat_interval(),
-            assignment: cluster.assignment.librdkafka(),
-            pipeline: cfg.name.clone(),
             partitions,
             plane,
             roster,
@@ -155,7 +148,7 @@ impl Worker {
     pub fn telemetry(&self) -> Arc<WorkerTelemetry> {
         Arc::new(WorkerTelemetry::new(
             self.partitions.clone(),
-            &self.pipeline,
+            &self.partitions.cfg.name,
             self.started_ms,
         ))
     }
@@ -178,18 +171,18 @@ impl Worker {
     pub fn run(&self, stop: &AtomicBool) -> Result<()> {
         let settings = GroupSettings {
             brokers: self.kafka.brokers(),
-            group: &self.group,
+            group: &self.cluster.group,
             topic: &self.topic,
             member: &format!("weir-{}", self.name),
-            session_timeout: self.session_timeout,
-            heartbeat_interval: self.heartbeat_interval,
-            assignment: self.assignment,
+            session_timeout: self.cluster.session_timeout,
+            heartbeat_interval: self.cluster.heartbeat_interval(),
+            assignment: self.cluster.assignment.librdkafka(),
         };
         let member = Membership::join(&settings, self.partitions.clone())?;
         tracing::info!(
-            pipeline = %self.pipeline,
+            pipeline = %self.partitions.cfg.name,
             worker = %self.name,
-            group = %self.group,
+            group = %self.cluster.group,
             topic = %self.topic,
             "worker joined the group; waiting for partitions"
         );
