@@ -142,3 +142,80 @@ fn a_worker_on_an_empty_disk_resumes_from_the_object_store() {
         "offsets/0 was compacted away in the object store"
     );
 }
+
+/// A cluster's workers share one operator registry in the object store and
+/// change it by conditional replaces (docs/cluster.md). Four of them, each
+/// with its own client and cache, register six versions each at the same
+/// moment: every version lands, once, and the numbers are 1 to 24 — no
+/// change is lost and no number is handed out twice. (s3s-fs 0.14.1 as
+/// released fails this: its conditional writes were not atomic, see
+/// scripts/install-s3s.sh.)
+#[test]
+fn workers_changing_the_shared_registry_at_once_lose_no_change() {
+    use std::sync::{Arc, Barrier};
+    use weir_connectors::s3::S3Remote;
+    use weir_core::mirror::Mirror;
+    use weir_engine::registry::{Origin, Registry, Version};
+
+    const WRITERS: usize = 4;
+    const EACH: usize = 6;
+    let s3 = S3Server::start();
+    let url = format!("s3://{}/race/cluster", crate::common::s3::BUCKET);
+    let caches = tempfile::tempdir().unwrap();
+    let open = |name: &str| {
+        let remote = Arc::new(S3Remote::open(&url, &s3.settings()).unwrap());
+        let root = caches.path().join(name);
+        Registry::shared(&root, Mirror::new(remote, &root)).unwrap()
+    };
+    let version = |component: String| Version {
+        number: 0,
+        digest: weir_core::Digest::of(component.as_bytes()),
+        config_digest: weir_core::Digest::of(b"{}"),
+        registered_ms: 0,
+        origin: Origin::Upload { file_name: None },
+        label: Some(component),
+        size: 1,
+        golden: None,
+    };
+    let start = Barrier::new(WRITERS);
+    let mut numbers: Vec<u32> = std::thread::scope(|scope| {
+        let writers: Vec<_> = (0..WRITERS)
+            .map(|w| {
+                let (open, version, start) = (&open, &version, &start);
+                scope.spawn(move || {
+                    let mut registry = open(&format!("w{w}"));
+                    start.wait();
+                    (0..EACH)
+                        .map(|i| {
+                            let v = version(format!("w{w}-{i}"));
+                            registry.change(|r| r.register(v.clone())).unwrap().number
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        writers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap())
+            .collect()
+    });
+    numbers.sort_unstable();
+    let all = (WRITERS * EACH) as u32;
+    assert_eq!(
+        numbers,
+        (1..=all).collect::<Vec<_>>(),
+        "a number handed out twice"
+    );
+    let reader = open("reader");
+    let mut labels: Vec<_> = reader
+        .versions()
+        .iter()
+        .map(|v| v.label.clone().unwrap())
+        .collect();
+    labels.sort();
+    let mut expected: Vec<_> = (0..WRITERS)
+        .flat_map(|w| (0..EACH).map(move |i| format!("w{w}-{i}")))
+        .collect();
+    expected.sort();
+    assert_eq!(labels, expected, "a registered version was lost");
+}

@@ -239,12 +239,22 @@ async fn blocking<T: Send + 'static>(
     }
 }
 
-async fn status(State(app): State<App>) -> impl IntoResponse {
-    Json(app.control.status())
+async fn status(State(app): State<App>) -> ApiResult<impl IntoResponse> {
+    let control = app.control.clone();
+    blocking(move || {
+        control.catch_up();
+        Ok(Json(control.status()))
+    })
+    .await
 }
 
-async fn versions(State(app): State<App>) -> impl IntoResponse {
-    Json(app.control.versions())
+async fn versions(State(app): State<App>) -> ApiResult<impl IntoResponse> {
+    let control = app.control.clone();
+    blocking(move || {
+        control.catch_up();
+        Ok(Json(control.versions()))
+    })
+    .await
 }
 
 #[derive(Deserialize)]
@@ -266,8 +276,13 @@ async fn pipelines(State(app): State<App>) -> impl IntoResponse {
     Json([app.control.pipeline().to_string()])
 }
 
-async fn history(State(app): State<App>) -> impl IntoResponse {
-    Json(app.control.events())
+async fn history(State(app): State<App>) -> ApiResult<impl IntoResponse> {
+    let control = app.control.clone();
+    blocking(move || {
+        control.catch_up();
+        Ok(Json(control.events()))
+    })
+    .await
 }
 
 async fn metrics(State(app): State<App>) -> impl IntoResponse {

@@ -182,7 +182,18 @@ impl Fetched {
 
 /// How often a change to a shared registry is tried against newer
 /// versions before giving up.
-const CHANGE_ATTEMPTS: usize = 8;
+const CHANGE_ATTEMPTS: usize = 16;
+
+/// How long a change that lost a race waits before it is tried again:
+/// longer after each loss, and jittered, so that workers that collided do
+/// not collide again in step.
+fn retry_pause(attempt: usize) -> std::time::Duration {
+    let jitter = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |t| t.subsec_nanos() % 20);
+    let steps = attempt.min(5) as u64 + 1;
+    std::time::Duration::from_millis(steps * 10 + u64::from(jitter))
+}
 
 /// At most this many events are kept in the file.
 const EVENTS_KEPT: usize = 1000;
@@ -319,7 +330,7 @@ impl Registry {
     /// shared registry that another worker changed first, reads theirs
     /// and applies `change` to it again.
     pub fn change<T>(&mut self, mut change: impl FnMut(&mut Self) -> Result<T>) -> Result<T> {
-        for _ in 0..CHANGE_ATTEMPTS {
+        for attempt in 0..CHANGE_ATTEMPTS {
             let before = self.doc.clone();
             match change(self) {
                 Ok(t) => return Ok(t),
@@ -331,6 +342,7 @@ impl Registry {
                     tracing::info!(
                         "the shared operator registry changed meanwhile; applying the change again"
                     );
+                    std::thread::sleep(retry_pause(attempt));
                     self.reload()?;
                 }
             }

@@ -86,6 +86,16 @@ impl S3Server {
             .env_remove("AWS_PROFILE")
     }
 
+    /// The object store settings of a client in this test process.
+    pub fn settings(&self) -> weir_connectors::s3::ObjectStoreSettings {
+        client_credentials();
+        weir_connectors::s3::ObjectStoreSettings {
+            endpoint: Some(format!("http://127.0.0.1:{}", self.port)),
+            region: None,
+            allow_http: true,
+        }
+    }
+
     /// Where the server keeps `s3://BUCKET/key` on disk (to look, not to write).
     pub fn object_path(&self, key: &str) -> PathBuf {
         self.dir.path().join("data").join(BUCKET).join(key)
@@ -110,6 +120,17 @@ impl S3Server {
         keys.sort();
         keys
     }
+}
+
+/// A client in this process reads its credentials from the environment,
+/// as `weir` does; every test server has the same key pair, so they are set
+/// once, before the first such client.
+fn client_credentials() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        std::env::set_var("AWS_ACCESS_KEY_ID", ACCESS_KEY);
+        std::env::set_var("AWS_SECRET_ACCESS_KEY", SECRET_KEY);
+    });
 }
 
 impl Drop for S3Server {

@@ -336,6 +336,16 @@ impl Control {
         Ok(changed)
     }
 
+    /// [`Control::follow`] before an answer about versions or status, so
+    /// that one worker lists what was changed through another a moment
+    /// ago (its housekeeping follows only once a second). If the store
+    /// cannot be read, the answer is what this worker last saw.
+    pub fn catch_up(&self) {
+        if let Err(e) = self.follow() {
+            tracing::warn!("reading the cluster's operator registry: {e:#}");
+        }
+    }
+
     /// The blobs versions are stored in (the cluster's shared ones, for a
     /// worker): where epochs load a version they have not compiled yet.
     pub fn blobs(&self) -> &Blobs {
