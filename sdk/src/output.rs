@@ -16,7 +16,7 @@ impl ValidityBuilder {
         if !valid && self.bits.is_none() {
             let mut bits = vec![0xFF; self.len.div_ceil(8)];
             // Clear the padding bits past `len` so they read as null.
-            if self.len % 8 != 0 {
+            if !self.len.is_multiple_of(8) {
                 if let Some(last) = bits.last_mut() {
                     *last = (1u8 << (self.len % 8)) - 1;
                 }

@@ -16,6 +16,7 @@ mod demo;
 mod event_time;
 mod hot_swap;
 mod kafka;
+mod lake;
 mod object_store;
 mod observe;
 mod parallel;

@@ -7,6 +7,7 @@
 //!   not a consumer group) and as a sink (transactional per epoch).
 //! - [`postgres`]: a table as a sink, written in one transaction with the
 //!   epoch's progress row.
+//! - [`parquet`]: a directory of per-epoch Parquet files as a sink.
 //! - [`console`]: standard output, for demos and debugging.
 //! - [`generator`]: demo payments at a steady rate, no service needed.
 //! - [`s3`]: S3-compatible object stores; today they keep checkpoints.
@@ -22,6 +23,7 @@ pub mod console;
 pub mod files;
 pub mod generator;
 pub mod kafka;
+pub mod parquet;
 pub mod postgres;
 pub mod registry;
 pub mod s3;

@@ -3,7 +3,7 @@
 //! `[source]` and `[sink]` tables are turned into typed settings here.
 
 use crate::connector::{SinkConnector, SinkSettings, SourceConnector, SourceSettings};
-use crate::{console, files, generator, kafka, postgres};
+use crate::{console, files, generator, kafka, parquet, postgres};
 use anyhow::{anyhow, Result};
 use serde::de::DeserializeOwned;
 
@@ -36,6 +36,7 @@ pub const SINKS: &[SinkKind] = &[
     sink::<console::ConsoleSinkConfig>(),
     sink::<kafka::KafkaSinkConfig>(),
     sink::<postgres::PostgresSinkConfig>(),
+    sink::<parquet::ParquetSinkConfig>(),
 ];
 
 const fn source<C: SourceConnector>() -> SourceKind {

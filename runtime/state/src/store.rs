@@ -603,7 +603,7 @@ impl StateStore {
     /// After `commits/epoch`: takes a snapshot if the policy says so and
     /// prunes old ones.
     pub fn after_commit(&mut self, epoch: u64) -> Result<()> {
-        if self.policy.every == 0 || (epoch + 1) % self.policy.every != 0 {
+        if self.policy.every == 0 || !(epoch + 1).is_multiple_of(self.policy.every) {
             return Ok(());
         }
         self.snapshot(epoch)

@@ -81,7 +81,7 @@ fn entry(object: &Map<String, Value>) -> Result<(Vec<u8>, Vec<u8>)> {
 }
 
 fn hex(text: &str) -> Result<Vec<u8>> {
-    if text.len() % 2 != 0 {
+    if !text.len().is_multiple_of(2) {
         bail!("{text:?} has an odd number of hex digits");
     }
     (0..text.len())

@@ -14,6 +14,41 @@ use std::path::{Path, PathBuf};
 use weir_core::fsutil;
 use weir_core::sink::{to_json_lines, Sink};
 
+const EXTENSION: &str = "jsonl";
+
+/// The name of the file that holds task `task`'s share of `epoch` (or of
+/// its real-time part `part`) in a sink that writes a file per epoch:
+/// `epoch-<N>[-part-<I>][-task-<T>].<ext>`, task 0 without a task suffix.
+/// Zero-padded, so the names sort in epoch order.
+pub fn output_file(dir: &Path, epoch: u64, part: Option<u32>, task: u16, ext: &str) -> PathBuf {
+    let mut name = format!("epoch-{epoch:010}");
+    if let Some(part) = part {
+        name += &format!("-part-{part:06}");
+    }
+    if task > 0 {
+        name += &format!("-task-{task:03}");
+    }
+    dir.join(format!("{name}.{ext}"))
+}
+
+/// The files holding `epoch`'s whole-epoch output with extension `ext`,
+/// task by task (none if it wrote no rows; real-time parts not included).
+pub fn output_files(dir: &Path, epoch: u64, ext: &str) -> Result<Vec<PathBuf>> {
+    let first = output_file(dir, epoch, None, 0, ext);
+    let tasks = format!("epoch-{epoch:010}-task-");
+    let suffix = format!(".{ext}");
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if path == first || (name.starts_with(&tasks) && name.ends_with(&suffix)) {
+            files.push(path);
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
 /// The file sink.
 pub struct FileSink {
     dir: PathBuf,
@@ -39,38 +74,19 @@ impl FileSink {
 
     /// The file that holds task `task`'s share of `epoch`'s output.
     pub fn task_file(dir: &Path, epoch: u64, task: u16) -> PathBuf {
-        match task {
-            0 => dir.join(format!("epoch-{epoch:010}.jsonl")),
-            t => dir.join(format!("epoch-{epoch:010}-task-{t:03}.jsonl")),
-        }
+        output_file(dir, epoch, None, task, EXTENSION)
     }
 
     /// The files that hold `epoch`'s output, task by task (none if it
     /// wrote no rows).
     pub fn epoch_files(dir: &Path, epoch: u64) -> Result<Vec<PathBuf>> {
-        let first = Self::epoch_file(dir, epoch);
-        let tasks = format!("epoch-{epoch:010}-task-");
-        let mut files = Vec::new();
-        for entry in std::fs::read_dir(dir)? {
-            let path = entry?.path();
-            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
-            if path == first || (name.starts_with(&tasks) && name.ends_with(".jsonl")) {
-                files.push(path);
-            }
-        }
-        files.sort();
-        Ok(files)
+        output_files(dir, epoch, EXTENSION)
     }
 
     /// The file that holds task `task`'s share of part `part` of
     /// real-time epoch `epoch`.
     pub fn part_file(dir: &Path, epoch: u64, part: u32, task: u16) -> PathBuf {
-        match task {
-            0 => dir.join(format!("epoch-{epoch:010}-part-{part:06}.jsonl")),
-            t => dir.join(format!(
-                "epoch-{epoch:010}-part-{part:06}-task-{t:03}.jsonl"
-            )),
-        }
+        output_file(dir, epoch, Some(part), task, EXTENSION)
     }
 
     fn write_file(path: &Path, batches: &[RecordBatch]) -> Result<()> {

@@ -151,7 +151,7 @@ impl RangeFetch {
     /// A transient fetch error: logged now and then, and retried.
     fn retry_after(&mut self, e: &KafkaError) {
         self.errors += 1;
-        if self.errors == 1 || self.errors % 100 == 0 {
+        if self.errors == 1 || self.errors.is_multiple_of(100) {
             tracing::warn!("Kafka fetch error ({} so far, retrying): {e}", self.errors);
         }
     }

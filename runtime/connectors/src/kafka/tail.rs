@@ -91,7 +91,7 @@ impl Tail {
                 }
                 Some(Err(e)) => {
                     self.errors += 1;
-                    if self.errors == 1 || self.errors % 1000 == 0 {
+                    if self.errors == 1 || self.errors.is_multiple_of(1000) {
                         tracing::warn!(
                             "live Kafka reader: {e} ({} errors so far; the client retries, \
                              nothing is skipped)",

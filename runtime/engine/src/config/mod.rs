@@ -839,7 +839,7 @@ path = "out"
                  schema = [ { name = \"a\", type = \"utf8\" } ]"
             }
             ("source", "generator") => "rate = 5000\nseed = 3",
-            ("sink", "files") => "path = \"out\"",
+            ("sink", "files") | ("sink", "parquet") => "path = \"out\"",
             ("sink", "console") => "",
             ("sink", "kafka") => "bootstrap_servers = \"127.0.0.1:9092\"\ntopic = \"alerts\"",
             ("sink", "postgres") => {

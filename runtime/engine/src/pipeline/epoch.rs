@@ -390,7 +390,7 @@ impl Pipeline {
     /// newest `wal.retain`, keeping those a state rebuild may replay.
     fn compact_logs(&mut self, epoch: u64) -> Result<()> {
         let every = self.wal.compact_every;
-        if every == 0 || (epoch + 1) % every != 0 {
+        if every == 0 || !(epoch + 1).is_multiple_of(every) {
             return Ok(());
         }
         let keep_from = (epoch + 1)
