@@ -1,4 +1,4 @@
-//! The lake's formats (issue 19): the Parquet sink.
+//! The lake's formats (issue 19): the Parquet sink, Parquet input.
 
 use crate::common::{
     guest, pipeline_toml, sink_files, weir_run_quiet, write_input, VELOCITY_CONFIG,
@@ -107,4 +107,70 @@ fn the_parquet_sink_holds_the_rows_of_the_files_sink_and_a_replay_rewrites_them_
         "a replay rewrites the same bytes"
     );
     assert_eq!(parquet_rows(&out), expected, "nothing written twice");
+}
+
+/// The same payments as Parquet files (their columns in another order):
+/// the files source reads them and the pipeline raises exactly the alerts
+/// of the JSON-lines run.
+#[test]
+fn payments_in_parquet_files_give_the_alerts_of_the_same_payments_in_json_lines() {
+    use weir_connectors::generator::payments::{columns, json_lines};
+    let cache = tempfile::tempdir().unwrap();
+    let (json, lake) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let json_pipeline = pipeline(json.path(), "files");
+    run(&json_pipeline, cache.path());
+
+    let parquet_pipeline = pipeline(lake.path(), "files");
+    let input = lake.path().join("input");
+    let schema = weir_core::schema::arrow_schema(&columns());
+    // Stored in reverse column order: the source takes columns by name.
+    let reversed: Vec<usize> = (0..schema.fields().len()).rev().collect();
+    for entry in std::fs::read_dir(&input).unwrap() {
+        let path = entry.unwrap().path();
+        let n: u64 = path.file_stem().unwrap().to_str().unwrap()[9..]
+            .parse()
+            .unwrap();
+        let decoder = weir_core::json::JsonDecoder::new(
+            schema.clone(),
+            1_000,
+            weir_core::json::MalformedPolicy::Fail,
+        );
+        let lines = std::fs::read(&path).unwrap();
+        assert_eq!(
+            lines,
+            json_lines(19, n * 1_500, 1_500),
+            "the input this test expects"
+        );
+        let decoded = decoder.decode_lines(&lines, "json").unwrap();
+        let batches: Vec<_> = decoded
+            .batches
+            .iter()
+            .map(|b| b.project(&reversed).unwrap())
+            .collect();
+        let bytes = weir_connectors::parquet::sink::encode(&batches)
+            .unwrap()
+            .unwrap();
+        let parquet = input.join(format!("payments-{n:04}.parquet"));
+        std::fs::write(&parquet, bytes).unwrap();
+        crate::common::date_as_input(&parquet, n);
+        std::fs::remove_file(&path).unwrap();
+    }
+    run(&parquet_pipeline, cache.path());
+
+    let rows = |dir: &Path| {
+        let mut rows: Vec<String> = sink_files(&dir.join("out"))
+            .iter()
+            .flat_map(|(_, b)| {
+                String::from_utf8_lossy(b)
+                    .lines()
+                    .map(str::to_string)
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        rows.sort();
+        rows
+    };
+    let expected = rows(json.path());
+    assert!(expected.len() > 20, "the velocity rules alert");
+    assert_eq!(rows(lake.path()), expected);
 }

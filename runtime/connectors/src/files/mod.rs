@@ -1,7 +1,8 @@
-//! Files: a directory of JSON-lines files read as a replayable source, and a
+//! Files: a directory of JSON-lines (and Parquet) files read as a replayable source, and a
 //! directory the sink writes one file per epoch to.
 
 pub mod config;
+pub mod parquet_input;
 pub mod sink;
 pub mod source;
 pub mod split;

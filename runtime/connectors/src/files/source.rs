@@ -1,10 +1,12 @@
-//! A directory of JSON-lines files. Each epoch takes the next files in
+//! A directory of JSON-lines files, and of Parquet files (names ending in
+//! `.parquet`, see [`super::parquet_input`]). Each epoch takes the next files in
 //! arrival order (modification time, then name), at most
 //! `max_files_per_trigger` of them, and records name and size in the offset
 //! WAL; a replay reads the same files up to the same sizes. Files whose name
 //! starts with `.` or `_` are ignored, so writers can create a file under a
 //! hidden name and rename it into place when it is complete.
 
+use super::parquet_input::{self, is_parquet};
 use super::split::{self, Piece};
 use anyhow::{bail, Context, Result};
 use arrow_array::RecordBatch;
@@ -152,9 +154,23 @@ impl FileSource {
     /// The rows of one piece of a planned file, decoded as it is read;
     /// `None` if some line in it is malformed.
     fn decode_piece(&self, file: &PlannedFile, piece: &Piece) -> Result<Option<Vec<RecordBatch>>> {
+        if is_parquet(&file.name) {
+            return self.decode_parquet(file).map(Some);
+        }
         let mut reader = self.open_planned(file, piece.start, piece.end)?;
         self.decoder
             .decode_lines_fast(&mut reader, piece.end - piece.start)
+    }
+
+    /// The rows of a planned Parquet file, in the source's schema.
+    fn decode_parquet(&self, file: &PlannedFile) -> Result<Vec<RecordBatch>> {
+        let (data, origin) = self.read_planned(file)?;
+        parquet_input::decode(
+            data,
+            self.decoder.schema(),
+            self.decoder.batch_rows(),
+            &origin,
+        )
     }
 
     /// Decodes the planned files on every core (see [`split`]): one record
@@ -164,6 +180,15 @@ impl FileSource {
         let mut pieces = Vec::new();
         for (i, file) in files.iter().enumerate() {
             let path = self.dir.join(&file.name);
+            if is_parquet(&file.name) {
+                // Read whole: its footer says where its rows are.
+                pieces.push(Piece {
+                    file: i,
+                    start: 0,
+                    end: file.size,
+                });
+                continue;
+            }
             pieces.extend(
                 split::pieces_of(&path, i, file.size)
                     .with_context(|| format!("reading {}", path.display()))?,
@@ -348,6 +373,22 @@ impl Source for FileSource {
     fn locate(&mut self, range: &FileRange, row: u64) -> Result<Option<RowOrigin>> {
         let mut first = 0u64;
         for file in &range.files {
+            if is_parquet(&file.name) {
+                let rows: u64 = self
+                    .decode_parquet(file)?
+                    .iter()
+                    .map(|b| b.num_rows() as u64)
+                    .sum();
+                if row < first + rows {
+                    let path = self.dir.join(&file.name);
+                    return Ok(Some(RowOrigin {
+                        origin: format!("{} (row {})", path.display(), row - first + 1),
+                        line: None,
+                    }));
+                }
+                first += rows;
+                continue;
+            }
             let (data, origin) = self.read_planned(file)?;
             let records = lines(&data, &origin);
             let rejected = self.decode_file(&data, &origin)?.rejected;

@@ -1,0 +1,189 @@
+//! Parquet files in a files (or object store) source: a file whose name
+//! ends in `.parquet` is read whole with arrow's Parquet reader and its
+//! rows are put in the source's declared schema, column by column and by
+//! name, so the operator sees the same batches as from JSON lines.
+//!
+//! Only the declared columns are read. A column stored as another type is
+//! cast to the declared one (an `int32` into `int64`, say) when every value
+//! fits; a declared column the file lacks is all null if it is nullable.
+//! Anything else is an error naming the file and the column: a Parquet
+//! file has no lines to set aside one by one, so the epoch fails.
+
+use anyhow::{anyhow, bail, Context, Result};
+use arrow_array::{new_null_array, ArrayRef, RecordBatch};
+use arrow_cast::cast::{cast_with_options, CastOptions};
+use arrow_schema::SchemaRef;
+use bytes::Bytes;
+use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+use parquet::arrow::ProjectionMask;
+
+/// The extension that makes a source file Parquet.
+pub const EXTENSION: &str = ".parquet";
+
+/// Whether the source file `name` is read as Parquet.
+pub fn is_parquet(name: &str) -> bool {
+    name.ends_with(EXTENSION)
+}
+
+/// The rows of the Parquet file `data` (named `origin` in errors) in
+/// `schema`, in batches of at most `batch_rows`.
+pub fn decode(
+    data: Vec<u8>,
+    schema: &SchemaRef,
+    batch_rows: usize,
+    origin: &str,
+) -> Result<Vec<RecordBatch>> {
+    let builder = ParquetRecordBatchReaderBuilder::try_new(Bytes::from(data))
+        .with_context(|| format!("{origin} is not a readable Parquet file"))?;
+    let file_schema = builder.schema().clone();
+    let wanted = schema
+        .fields()
+        .iter()
+        .filter(|f| file_schema.field_with_name(f.name()).is_ok())
+        .map(|f| f.name().as_str());
+    let mask = ProjectionMask::columns(builder.parquet_schema(), wanted);
+    let reader = builder
+        .with_projection(mask)
+        .with_batch_size(batch_rows.max(1))
+        .build()
+        .with_context(|| format!("reading {origin}"))?;
+    let mut out = Vec::new();
+    for batch in reader {
+        let batch = batch.with_context(|| format!("reading {origin}"))?;
+        out.push(conform(&batch, schema, origin)?);
+    }
+    Ok(out)
+}
+
+/// `batch` (as read from the file) in `schema`.
+fn conform(batch: &RecordBatch, schema: &SchemaRef, origin: &str) -> Result<RecordBatch> {
+    let strict = CastOptions {
+        safe: false,
+        ..CastOptions::default()
+    };
+    let columns = schema
+        .fields()
+        .iter()
+        .map(|field| {
+            let name = field.name();
+            let Some(column) = batch.column_by_name(name) else {
+                if field.is_nullable() {
+                    return Ok(new_null_array(field.data_type(), batch.num_rows()));
+                }
+                bail!("{origin} has no column `{name}`, which the source's schema declares not nullable");
+            };
+            let column: ArrayRef = if column.data_type() == field.data_type() {
+                column.clone()
+            } else {
+                cast_with_options(column, field.data_type(), &strict).map_err(|e| {
+                    anyhow!(
+                        "{origin}: column `{name}` is {} in the file and cannot be read as {}: {e}",
+                        column.data_type(),
+                        field.data_type()
+                    )
+                })?
+            };
+            if !field.is_nullable() && column.null_count() > 0 {
+                bail!("{origin}: column `{name}` has nulls, and the source's schema declares it not nullable");
+            }
+            Ok(column)
+        })
+        .collect::<Result<Vec<_>>>()?;
+    RecordBatch::try_new(schema.clone(), columns).with_context(|| format!("reading {origin}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::{Float64Array, Int32Array, Int64Array, StringArray};
+    use arrow_schema::{DataType, Field, Schema};
+    use std::sync::Arc;
+
+    fn declared() -> SchemaRef {
+        Arc::new(Schema::new(vec![
+            Field::new("id", DataType::Utf8, false),
+            Field::new("n", DataType::Int64, false),
+            Field::new("note", DataType::Utf8, true),
+        ]))
+    }
+
+    /// A file with the columns in another order, `n` stored as int32, an
+    /// extra column and no `note`.
+    fn file(n: Vec<Option<i32>>) -> Vec<u8> {
+        let rows = n.len();
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("n", DataType::Int32, true),
+            Field::new("extra", DataType::Float64, false),
+            Field::new("id", DataType::Utf8, false),
+        ]));
+        let batch = RecordBatch::try_new(
+            schema,
+            vec![
+                Arc::new(Int32Array::from(n)),
+                Arc::new(Float64Array::from(vec![1.5; rows])),
+                Arc::new(StringArray::from_iter_values(
+                    (0..rows).map(|i| format!("t{i}")),
+                )),
+            ],
+        )
+        .unwrap();
+        crate::parquet::sink::encode(&[batch]).unwrap().unwrap()
+    }
+
+    #[test]
+    fn columns_are_taken_by_name_cast_to_the_declared_type_and_cut_into_batches() {
+        let batches = decode(
+            file((0..5).map(Some).collect()),
+            &declared(),
+            2,
+            "f.parquet",
+        )
+        .unwrap();
+        assert_eq!(
+            batches
+                .iter()
+                .map(RecordBatch::num_rows)
+                .collect::<Vec<_>>(),
+            [2, 2, 1]
+        );
+        let first = &batches[0];
+        assert_eq!(first.schema(), declared());
+        let n = first
+            .column(1)
+            .as_any()
+            .downcast_ref::<Int64Array>()
+            .unwrap();
+        assert_eq!(n.values(), &[0, 1]);
+        assert_eq!(
+            first.column(2).null_count(),
+            2,
+            "a missing nullable column is null"
+        );
+    }
+
+    #[test]
+    fn what_does_not_fit_the_schema_is_an_error_naming_file_and_column() {
+        let err = decode(file(vec![Some(1), None]), &declared(), 10, "f.parquet").unwrap_err();
+        assert!(
+            format!("{err:#}").contains("f.parquet: column `n` has nulls"),
+            "{err:#}"
+        );
+        let wants_m = Arc::new(Schema::new(vec![Field::new("m", DataType::Int64, false)]));
+        let err = decode(file(vec![Some(1)]), &wants_m, 10, "f.parquet").unwrap_err();
+        assert!(
+            format!("{err:#}").contains("f.parquet has no column `m`"),
+            "{err:#}"
+        );
+        let id_as_number = Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, false)]));
+        let err = decode(file(vec![Some(1)]), &id_as_number, 10, "f.parquet").unwrap_err();
+        assert!(
+            format!("{err:#}").contains("column `id` is Utf8 in the file"),
+            "{err:#}"
+        );
+        let err = decode(b"not parquet".to_vec(), &declared(), 10, "f.parquet").unwrap_err();
+        assert!(
+            format!("{err:#}").contains("not a readable Parquet file"),
+            "{err:#}"
+        );
+    }
+}
