@@ -1,7 +1,7 @@
 //! The lake's formats (issue 19): the Parquet sink, Parquet input.
 
 use crate::common::{
-    guest, pipeline_toml, sink_files, weir_run_quiet, write_input, VELOCITY_CONFIG,
+    guest, pipeline_toml, sorted_rows, weir_run_quiet, write_input, VELOCITY_CONFIG,
 };
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use std::path::Path;
@@ -57,16 +57,7 @@ fn the_parquet_sink_holds_the_rows_of_the_files_sink_and_a_replay_rewrites_them_
     let parquet = pipeline(lake.path(), "parquet");
     run(&parquet, cache.path());
 
-    let mut expected: Vec<String> = sink_files(&files.path().join("out"))
-        .iter()
-        .flat_map(|(_, bytes)| {
-            String::from_utf8_lossy(bytes)
-                .lines()
-                .map(str::to_string)
-                .collect::<Vec<_>>()
-        })
-        .collect();
-    expected.sort();
+    let expected = sorted_rows(files.path());
     assert!(
         expected.len() > 20,
         "the velocity rules alert: {}",
@@ -157,20 +148,7 @@ fn payments_in_parquet_files_give_the_alerts_of_the_same_payments_in_json_lines(
     }
     run(&parquet_pipeline, cache.path());
 
-    let rows = |dir: &Path| {
-        let mut rows: Vec<String> = sink_files(&dir.join("out"))
-            .iter()
-            .flat_map(|(_, b)| {
-                String::from_utf8_lossy(b)
-                    .lines()
-                    .map(str::to_string)
-                    .collect::<Vec<_>>()
-            })
-            .collect();
-        rows.sort();
-        rows
-    };
-    let expected = rows(json.path());
+    let expected = sorted_rows(json.path());
     assert!(expected.len() > 20, "the velocity rules alert");
-    assert_eq!(rows(lake.path()), expected);
+    assert_eq!(sorted_rows(lake.path()), expected);
 }

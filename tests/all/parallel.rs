@@ -8,7 +8,7 @@
 //! by `card_id` gives each task its own cards; the expected counts are
 //! computed natively ([`crate::state::expected_counts`]).
 
-use crate::common::{guest, pipeline_toml, sink_files, write_input, VELOCITY_CONFIG};
+use crate::common::{guest, pipeline_toml, sink_files, sorted_rows, write_input, VELOCITY_CONFIG};
 use crate::state::{count_toml, expected_counts, output_counts, state_dump, write_files};
 use std::path::Path;
 
@@ -20,22 +20,6 @@ fn tasks(parallelism: u16, key: &str) -> String {
 
 fn run(dir: &Path, toml: &str) -> anyhow::Result<Vec<weir_core::progress::EpochProgress>> {
     crate::common::run_epochs(dir, toml)
-}
-
-/// The sink's rows, sorted: the multiset the tasks' order does not change.
-fn sorted_rows(dir: &Path) -> Vec<String> {
-    let mut rows: Vec<String> = sink_files(&dir.join("out"))
-        .into_iter()
-        .flat_map(|(_, b)| {
-            String::from_utf8(b)
-                .unwrap()
-                .lines()
-                .map(str::to_string)
-                .collect::<Vec<_>>()
-        })
-        .collect();
-    rows.sort();
-    rows
 }
 
 #[test]

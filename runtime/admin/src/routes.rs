@@ -25,7 +25,7 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use weir_core::upload_form::{FormParts, UploadForm};
 use weir_engine::deploy::validate::Golden;
@@ -239,22 +239,26 @@ async fn blocking<T: Send + 'static>(
     }
 }
 
-async fn status(State(app): State<App>) -> ApiResult<impl IntoResponse> {
+/// Answers a read of the registry or status after [`Control::catch_up`],
+/// off the async threads (it may read the object store).
+async fn caught_up<T: Serialize + Send + 'static>(
+    app: &App,
+    read: fn(&Control) -> T,
+) -> ApiResult<Json<T>> {
     let control = app.control.clone();
     blocking(move || {
         control.catch_up();
-        Ok(Json(control.status()))
+        Ok(Json(read(&control)))
     })
     .await
 }
 
+async fn status(State(app): State<App>) -> ApiResult<impl IntoResponse> {
+    caught_up(&app, Control::status).await
+}
+
 async fn versions(State(app): State<App>) -> ApiResult<impl IntoResponse> {
-    let control = app.control.clone();
-    blocking(move || {
-        control.catch_up();
-        Ok(Json(control.versions()))
-    })
-    .await
+    caught_up(&app, Control::versions).await
 }
 
 #[derive(Deserialize)]
@@ -277,12 +281,7 @@ async fn pipelines(State(app): State<App>) -> impl IntoResponse {
 }
 
 async fn history(State(app): State<App>) -> ApiResult<impl IntoResponse> {
-    let control = app.control.clone();
-    blocking(move || {
-        control.catch_up();
-        Ok(Json(control.events()))
-    })
-    .await
+    caught_up(&app, Control::events).await
 }
 
 async fn metrics(State(app): State<App>) -> impl IntoResponse {

@@ -141,6 +141,23 @@ pub const VELOCITY_CONFIG: &str = r#"{ alert_threshold = 0.7, rules = [
   { rule = "country_mismatch", weight = 0.4 } ],
   velocity = { window_ms = 60000, max_payments = 5, weight = 0.7 } }"#;
 
+/// The rows of the files sink under `dir/out`, sorted: the multiset that
+/// neither the tasks' order nor the epochs' split changes.
+pub fn sorted_rows(dir: &Path) -> Vec<String> {
+    let mut rows: Vec<String> = sink_files(&dir.join("out"))
+        .into_iter()
+        .flat_map(|(_, b)| {
+            String::from_utf8(b)
+                .unwrap()
+                .lines()
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    rows.sort();
+    rows
+}
+
 /// Every output file of the sink, sorted by name, with its bytes.
 pub fn sink_files(out: &Path) -> Vec<(String, Vec<u8>)> {
     let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(out)
