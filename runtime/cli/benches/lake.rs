@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use weir_connectors::files::parquet_input;
 use weir_connectors::files::FileSink;
 use weir_connectors::generator::payments::{columns, json_lines};
-use weir_connectors::parquet::{sink::encode, ParquetSink};
+use weir_connectors::parquet::{sink::encode, PARQUET};
 use weir_core::json::{JsonDecoder, MalformedPolicy};
 use weir_core::sink::Sink;
 
@@ -94,7 +94,8 @@ fn main() {
             .map(|s| all.slice(s, BATCH_ROWS.min(n - s)))
             .collect();
         let mut files = FileSink::new(dir.path().join(format!("files-{n}")), 0).expect("sink");
-        let mut lake = ParquetSink::new(dir.path().join(format!("parquet-{n}")), 0).expect("sink");
+        let mut lake = FileSink::with_format(dir.path().join(format!("parquet-{n}")), 0, PARQUET)
+            .expect("sink");
         let files_time = timed(|| files.write_epoch(1, &epoch).expect("write"));
         let parquet_time = timed(|| lake.write_epoch(1, &epoch).expect("write"));
         let size = |p: std::path::PathBuf| std::fs::metadata(p).map_or(0, |m| m.len()) as f64;

@@ -108,10 +108,19 @@ impl SinkConnector for FilesSinkConfig {
     }
 
     fn open(&self, ctx: &SinkContext<'_>) -> Result<Box<dyn Sink>> {
-        let dir = match ctx.partition {
-            Some(p) => self.path.join(format!("partition-{p}")),
-            None => self.path.clone(),
-        };
-        Ok(Box::new(FileSink::new(dir, ctx.task)?))
+        Ok(Box::new(FileSink::new(
+            sink_dir(&self.path, ctx),
+            ctx.task,
+        )?))
+    }
+}
+
+/// Where a sink configured with directory `path` writes: a cluster's
+/// worker writes each partition's epochs under `partition-<p>/`, since
+/// every partition numbers its epochs from 0.
+pub fn sink_dir(path: &Path, ctx: &SinkContext<'_>) -> PathBuf {
+    match ctx.partition {
+        Some(p) => path.join(format!("partition-{p}")),
+        None => path.to_path_buf(),
     }
 }

@@ -179,7 +179,6 @@ impl FileSource {
     fn decode_files(&self, files: &[PlannedFile]) -> Result<Vec<Decoded>> {
         let mut pieces = Vec::new();
         for (i, file) in files.iter().enumerate() {
-            let path = self.dir.join(&file.name);
             if is_parquet(&file.name) {
                 // Read whole: its footer says where its rows are.
                 pieces.push(Piece {
@@ -189,6 +188,7 @@ impl FileSource {
                 });
                 continue;
             }
+            let path = self.dir.join(&file.name);
             pieces.extend(
                 split::pieces_of(&path, i, file.size)
                     .with_context(|| format!("reading {}", path.display()))?,

@@ -4,4 +4,4 @@
 
 pub mod sink;
 
-pub use sink::{ParquetSink, ParquetSinkConfig};
+pub use sink::{epoch_files, ParquetSinkConfig, PARQUET};

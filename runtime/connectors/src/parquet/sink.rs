@@ -11,7 +11,8 @@
 //! and Delta Lake write by default.
 
 use crate::connector::{SinkConnector, SinkContext};
-use crate::files::sink::{output_file, output_files};
+use crate::files::config::sink_dir;
+use crate::files::sink::{output_files, FileFormat, FileSink};
 use ::parquet::arrow::ArrowWriter;
 use ::parquet::basic::Compression;
 use ::parquet::file::properties::WriterProperties;
@@ -19,10 +20,7 @@ use anyhow::{bail, Context, Result};
 use arrow_array::RecordBatch;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
-use weir_core::fsutil;
 use weir_core::sink::Sink;
-
-const EXTENSION: &str = "parquet";
 
 /// A directory of Parquet files, one per epoch.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -48,42 +46,21 @@ impl SinkConnector for ParquetSinkConfig {
     }
 
     fn open(&self, ctx: &SinkContext<'_>) -> Result<Box<dyn Sink>> {
-        let dir = match ctx.partition {
-            Some(p) => self.path.join(format!("partition-{p}")),
-            None => self.path.clone(),
-        };
-        Ok(Box::new(ParquetSink::new(dir, ctx.task)?))
+        let dir = sink_dir(&self.path, ctx);
+        Ok(Box::new(FileSink::with_format(dir, ctx.task, PARQUET)?))
     }
 }
 
-/// The Parquet sink of one task.
-pub struct ParquetSink {
-    dir: PathBuf,
-    task: u16,
-}
+/// The files sink's writer with this format: the same names, the same
+/// atomic writes, Parquet bytes.
+pub const PARQUET: FileFormat = FileFormat {
+    extension: "parquet",
+    encode,
+};
 
-impl ParquetSink {
-    /// The writer of task `task` into `dir` (created if missing).
-    pub fn new(dir: PathBuf, task: u16) -> Result<Self> {
-        fsutil::create_dir_durable(&dir)?;
-        if task == 0 {
-            // Task 0 opens first and alone; see the files sink.
-            fsutil::remove_stale_temps(&dir)?;
-        }
-        Ok(ParquetSink { dir, task })
-    }
-
-    /// The files that hold `epoch`'s output, task by task.
-    pub fn epoch_files(dir: &Path, epoch: u64) -> Result<Vec<PathBuf>> {
-        output_files(dir, epoch, EXTENSION)
-    }
-
-    fn write_file(path: &Path, batches: &[RecordBatch]) -> Result<()> {
-        let Some(bytes) = encode(batches)? else {
-            return Ok(());
-        };
-        fsutil::write_atomic(path, &bytes).with_context(|| format!("writing {}", path.display()))
-    }
+/// The files that hold `epoch`'s output in `dir`, task by task.
+pub fn epoch_files(dir: &Path, epoch: u64) -> Result<Vec<PathBuf>> {
+    output_files(dir, epoch, PARQUET.extension)
 }
 
 /// `batches` as one Parquet file, or `None` if they hold no rows. Every
@@ -125,22 +102,6 @@ fn field_names(schema: &arrow_schema::Schema) -> Vec<String> {
         .collect()
 }
 
-impl Sink for ParquetSink {
-    fn write_epoch(&mut self, epoch: u64, batches: &[RecordBatch]) -> Result<()> {
-        let path = output_file(&self.dir, epoch, None, self.task, EXTENSION);
-        Self::write_file(&path, batches)
-    }
-
-    fn write_part(&mut self, epoch: u64, part: u32, batches: &[RecordBatch]) -> Result<()> {
-        let path = output_file(&self.dir, epoch, Some(part), self.task, EXTENSION);
-        Self::write_file(&path, batches)
-    }
-
-    fn supports_parts(&self) -> bool {
-        true
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -167,7 +128,7 @@ mod tests {
     #[test]
     fn an_epoch_is_one_file_arrow_reads_back_and_a_replay_rewrites_it_identically() {
         let dir = tempfile::tempdir().unwrap();
-        let mut sink = ParquetSink::new(dir.path().to_path_buf(), 0).unwrap();
+        let mut sink = FileSink::with_format(dir.path().to_path_buf(), 0, PARQUET).unwrap();
         let batches = [batch(&["a", "b"], &[0.5, 0.9]), batch(&["c"], &[1.0])];
         sink.write_epoch(7, &batches).unwrap();
         let path = dir.path().join("epoch-0000000007.parquet");
@@ -189,15 +150,15 @@ mod tests {
         let expected =
             arrow_select::concat::concat_batches(&batches[0].schema(), &batches).unwrap();
         assert_eq!(all, expected);
-        assert_eq!(ParquetSink::epoch_files(dir.path(), 7).unwrap(), [path]);
+        assert_eq!(epoch_files(dir.path(), 7).unwrap(), [path]);
     }
 
     #[test]
     fn no_rows_no_file_and_a_second_task_writes_its_own() {
         let dir = tempfile::tempdir().unwrap();
-        let mut sink = ParquetSink::new(dir.path().to_path_buf(), 2).unwrap();
+        let mut sink = FileSink::with_format(dir.path().to_path_buf(), 2, PARQUET).unwrap();
         sink.write_epoch(1, &[batch(&[], &[])]).unwrap();
-        assert!(ParquetSink::epoch_files(dir.path(), 1).unwrap().is_empty());
+        assert!(epoch_files(dir.path(), 1).unwrap().is_empty());
         sink.write_epoch(1, &[batch(&["x"], &[0.1])]).unwrap();
         sink.write_part(2, 3, &[batch(&["y"], &[0.2])]).unwrap();
         let mut names: Vec<String> = std::fs::read_dir(dir.path())
