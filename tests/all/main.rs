@@ -24,6 +24,7 @@ mod polyglot;
 mod postgres;
 mod realtime;
 mod replay;
+mod s3_source;
 mod sandbox;
 mod scaffold;
 mod state;

@@ -4,9 +4,17 @@
 //! 1. input: the demo's payments decoded from JSON lines and from Parquet
 //!    by the files source's own readers (rows/s; median of 5);
 //! 2. output: one epoch's rows written by the files sink and by the
-//!    Parquet sink, 1k, 20k and 200k rows (ms per epoch, median of 5).
+//!    Parquet sink, 1k, 20k and 200k rows (ms per epoch, median of 5);
+//! 3. reading: the same payments as 20 files in a local directory (the
+//!    files source) and as 20 objects in an S3-compatible server on
+//!    127.0.0.1 (s3s-fs, the S3 source), planned and read as one epoch.
 //!
 //! `BENCH_LAKE_ROWS` changes the 200k input rows.
+
+#[path = "../../../tests/all/common/broker.rs"]
+mod broker;
+#[path = "../../../tests/all/common/s3.rs"]
+mod s3;
 
 use arrow_array::RecordBatch;
 use std::time::{Duration, Instant};
@@ -16,6 +24,7 @@ use weir_connectors::generator::payments::{columns, json_lines};
 use weir_connectors::parquet::{sink::encode, PARQUET};
 use weir_core::json::{JsonDecoder, MalformedPolicy};
 use weir_core::sink::Sink;
+use weir_core::source::{PlanLimit, Source};
 
 const RUNS: usize = 5;
 const BATCH_ROWS: usize = 10_000;
@@ -65,7 +74,8 @@ fn main() {
         assert_eq!(rows(&d.batches), total as usize);
     });
     let parquet_time = timed(|| {
-        let b = parquet_input::decode(parquet.clone(), &schema, BATCH_ROWS, "bench").expect("read");
+        let b = parquet_input::decode(parquet.clone().into(), &schema, BATCH_ROWS, "bench")
+            .expect("read");
         assert_eq!(rows(&b), total as usize);
     });
     for (name, bytes, time) in [
@@ -110,4 +120,96 @@ fn main() {
             parquet_time.as_secs_f64() / files_time.as_secs_f64()
         );
     }
+    read_rates(&decoder, &lines, &batches);
+}
+
+/// Objects (or files) the payments are cut into for the read comparison.
+const OBJECTS: usize = 20;
+
+/// Section 3: the files source over a directory against the S3 source
+/// over a server, for the same bytes in JSON lines and in Parquet.
+fn read_rates(decoder: &JsonDecoder, lines: &[u8], batches: &[RecordBatch]) {
+    let server = s3::S3Server::start();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let schema = decoder.schema().clone();
+    let total = rows(batches);
+    let line_ends: Vec<usize> = memchr_newlines(lines);
+    println!(
+        "\n3. Reading: {total} payments as {OBJECTS} files or objects, planned and read as one \
+         epoch (median of {RUNS})\n"
+    );
+    println!("| format | local files | S3 (s3s-fs on 127.0.0.1) | S3 time / local time |");
+    println!("|---|---|---|---|");
+    for format in ["jsonl", "parquet"] {
+        let local = dir.path().join(format);
+        std::fs::create_dir_all(&local).expect("dir");
+        for i in 0..OBJECTS {
+            let (from, to) = (total * i / OBJECTS, total * (i + 1) / OBJECTS);
+            let bytes = if format == "jsonl" {
+                let start = if from == 0 {
+                    0
+                } else {
+                    line_ends[from - 1] + 1
+                };
+                lines[start..line_ends[to - 1] + 1].to_vec()
+            } else {
+                let all = arrow_select::concat::concat_batches(&schema, batches).expect("concat");
+                encode(&[all.slice(from, to - from)])
+                    .expect("encode")
+                    .expect("rows")
+            };
+            let name = format!("payments-{i:04}.{format}");
+            std::fs::write(local.join(&name), &bytes).expect("write");
+            server.put(&format!("{format}/{name}"), &bytes);
+        }
+        let columns = weir_core::schema::arrow_schema(&columns());
+        let local_time = timed(|| {
+            let source = weir_connectors::files::FileSource::new(
+                local.clone(),
+                columns.clone(),
+                OBJECTS,
+                BATCH_ROWS,
+                MalformedPolicy::Fail,
+            )
+            .expect("files source");
+            assert_eq!(read_all(source), total);
+        });
+        let s3_time = timed(|| {
+            let client = weir_connectors::s3::S3Client::open(
+                &format!("s3://{}/{format}", s3::BUCKET),
+                &server.settings(),
+            )
+            .expect("client");
+            let decoder = JsonDecoder::new(columns.clone(), BATCH_ROWS, MalformedPolicy::Fail);
+            let source = weir_connectors::s3::S3Source::new(client, decoder, OBJECTS);
+            assert_eq!(read_all(source), total);
+        });
+        let rate = |t: Duration| format!("{:.0} rows/s", total as f64 / t.as_secs_f64());
+        println!(
+            "| {format} | {} | {} | {:.2}x |",
+            rate(local_time),
+            rate(s3_time),
+            s3_time.as_secs_f64() / local_time.as_secs_f64()
+        );
+    }
+}
+
+/// Plans everything `source` has and reads it; the rows read.
+fn read_all<S: Source>(mut source: S) -> usize {
+    let range = source
+        .plan(PlanLimit::Unbounded)
+        .expect("plan")
+        .expect("input");
+    let input = source.read(&range).expect("read");
+    input.rows() as usize
+}
+
+/// The positions of the newlines in `bytes`.
+fn memchr_newlines(bytes: &[u8]) -> Vec<usize> {
+    bytes
+        .iter()
+        .enumerate()
+        .filter(|(_, &b)| b == b'\n')
+        .map(|(i, _)| i)
+        .collect()
 }

@@ -1,7 +1,7 @@
 //! Weir's connectors: one folder per technology, each owning its
 //! configuration, its checks and how it is opened.
 //!
-//! - [`files`]: a directory of JSON-lines files as a source; a directory of
+//! - [`files`]: a directory of JSON-lines or Parquet files as a source; a directory of
 //!   per-epoch files as a sink.
 //! - [`kafka`]: a topic as a source (offset ranges planned by the engine,
 //!   not a consumer group) and as a sink (transactional per epoch).
@@ -10,7 +10,8 @@
 //! - [`parquet`]: a directory of per-epoch Parquet files as a sink.
 //! - [`console`]: standard output, for demos and debugging.
 //! - [`generator`]: demo payments at a steady rate, no service needed.
-//! - [`s3`]: S3-compatible object stores; today they keep checkpoints.
+//! - [`s3`]: S3-compatible object stores: objects under a prefix as a
+//!   source (JSON lines or Parquet), and checkpoints.
 //!
 //! Sources implement [`weir_core::source::Source`] and sinks
 //! [`weir_core::sink::Sink`]; each connector's config type implements

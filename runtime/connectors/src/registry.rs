@@ -3,7 +3,7 @@
 //! `[source]` and `[sink]` tables are turned into typed settings here.
 
 use crate::connector::{SinkConnector, SinkSettings, SourceConnector, SourceSettings};
-use crate::{console, files, generator, kafka, parquet, postgres};
+use crate::{console, files, generator, kafka, parquet, postgres, s3};
 use anyhow::{anyhow, Result};
 use serde::de::DeserializeOwned;
 
@@ -28,6 +28,7 @@ pub const SOURCES: &[SourceKind] = &[
     source::<files::FilesSourceConfig>(),
     source::<kafka::KafkaSourceConfig>(),
     source::<generator::GeneratorSourceConfig>(),
+    source::<s3::S3SourceConfig>(),
 ];
 
 /// The sink connectors.

@@ -96,6 +96,16 @@ impl S3Server {
         }
     }
 
+    /// Writes `bytes` as `s3://BUCKET/key` through a real client, as the
+    /// fraud team's batch jobs would.
+    pub fn put(&self, key: &str, bytes: &[u8]) {
+        use weir_core::mirror::Remote;
+        let remote =
+            weir_connectors::s3::S3Remote::open(&format!("s3://{BUCKET}"), &self.settings())
+                .expect("a client of the test server");
+        remote.put(key, bytes).expect("putting an object");
+    }
+
     /// Where the server keeps `s3://BUCKET/key` on disk (to look, not to write).
     pub fn object_path(&self, key: &str) -> PathBuf {
         self.dir.path().join("data").join(BUCKET).join(key)

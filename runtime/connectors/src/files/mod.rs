@@ -3,6 +3,7 @@
 
 pub mod config;
 pub mod parquet_input;
+pub mod records;
 pub mod sink;
 pub mod source;
 pub mod split;

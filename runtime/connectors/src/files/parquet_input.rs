@@ -28,12 +28,12 @@ pub fn is_parquet(name: &str) -> bool {
 /// The rows of the Parquet file `data` (named `origin` in errors) in
 /// `schema`, in batches of at most `batch_rows`.
 pub fn decode(
-    data: Vec<u8>,
+    data: Bytes,
     schema: &SchemaRef,
     batch_rows: usize,
     origin: &str,
 ) -> Result<Vec<RecordBatch>> {
-    let builder = ParquetRecordBatchReaderBuilder::try_new(Bytes::from(data))
+    let builder = ParquetRecordBatchReaderBuilder::try_new(data)
         .with_context(|| format!("{origin} is not a readable Parquet file"))?;
     let file_schema = builder.schema().clone();
     let wanted = schema
@@ -133,7 +133,7 @@ mod tests {
     #[test]
     fn columns_are_taken_by_name_cast_to_the_declared_type_and_cut_into_batches() {
         let batches = decode(
-            file((0..5).map(Some).collect()),
+            file((0..5).map(Some).collect()).into(),
             &declared(),
             2,
             "f.parquet",
@@ -163,24 +163,30 @@ mod tests {
 
     #[test]
     fn what_does_not_fit_the_schema_is_an_error_naming_file_and_column() {
-        let err = decode(file(vec![Some(1), None]), &declared(), 10, "f.parquet").unwrap_err();
+        let err = decode(
+            file(vec![Some(1), None]).into(),
+            &declared(),
+            10,
+            "f.parquet",
+        )
+        .unwrap_err();
         assert!(
             format!("{err:#}").contains("f.parquet: column `n` has nulls"),
             "{err:#}"
         );
         let wants_m = Arc::new(Schema::new(vec![Field::new("m", DataType::Int64, false)]));
-        let err = decode(file(vec![Some(1)]), &wants_m, 10, "f.parquet").unwrap_err();
+        let err = decode(file(vec![Some(1)]).into(), &wants_m, 10, "f.parquet").unwrap_err();
         assert!(
             format!("{err:#}").contains("f.parquet has no column `m`"),
             "{err:#}"
         );
         let id_as_number = Arc::new(Schema::new(vec![Field::new("id", DataType::Int64, false)]));
-        let err = decode(file(vec![Some(1)]), &id_as_number, 10, "f.parquet").unwrap_err();
+        let err = decode(file(vec![Some(1)]).into(), &id_as_number, 10, "f.parquet").unwrap_err();
         assert!(
             format!("{err:#}").contains("column `id` is Utf8 in the file"),
             "{err:#}"
         );
-        let err = decode(b"not parquet".to_vec(), &declared(), 10, "f.parquet").unwrap_err();
+        let err = decode(b"not parquet".to_vec().into(), &declared(), 10, "f.parquet").unwrap_err();
         assert!(
             format!("{err:#}").contains("not a readable Parquet file"),
             "{err:#}"

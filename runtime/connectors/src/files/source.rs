@@ -6,7 +6,8 @@
 //! starts with `.` or `_` are ignored, so writers can create a file under a
 //! hidden name and rename it into place when it is complete.
 
-use super::parquet_input::{self, is_parquet};
+use super::parquet_input::is_parquet;
+use super::records::{self, Located};
 use super::split::{self, Piece};
 use anyhow::{bail, Context, Result};
 use arrow_array::RecordBatch;
@@ -17,7 +18,7 @@ use std::io::{Read, Seek, SeekFrom};
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 use weir_core::json::MalformedPolicy;
-use weir_core::json::{lines, Decoded, JsonDecoder};
+use weir_core::json::{Decoded, JsonDecoder};
 use weir_core::source::{Backlog, BacklogUnit, EpochInput, PlanLimit, RowOrigin, Source};
 
 /// One file of a planned range.
@@ -155,22 +156,17 @@ impl FileSource {
     /// `None` if some line in it is malformed.
     fn decode_piece(&self, file: &PlannedFile, piece: &Piece) -> Result<Option<Vec<RecordBatch>>> {
         if is_parquet(&file.name) {
-            return self.decode_parquet(file).map(Some);
+            return self.decode_whole(file).map(|d| Some(d.batches));
         }
         let mut reader = self.open_planned(file, piece.start, piece.end)?;
         self.decoder
             .decode_lines_fast(&mut reader, piece.end - piece.start)
     }
 
-    /// The rows of a planned Parquet file, in the source's schema.
-    fn decode_parquet(&self, file: &PlannedFile) -> Result<Vec<RecordBatch>> {
+    /// The rows of a planned file read whole, in the source's schema.
+    fn decode_whole(&self, file: &PlannedFile) -> Result<Decoded> {
         let (data, origin) = self.read_planned(file)?;
-        parquet_input::decode(
-            data,
-            self.decoder.schema(),
-            self.decoder.batch_rows(),
-            &origin,
-        )
+        records::decode_whole(&self.decoder, &file.name, data.into(), &origin)
     }
 
     /// Decodes the planned files on every core (see [`split`]): one record
@@ -214,19 +210,10 @@ impl FileSource {
                     batches: split::rebatch(&self.decoder, parts)?,
                     ..Decoded::default()
                 },
-                None => {
-                    let (data, origin) = self.read_planned(file)?;
-                    self.decode_file(&data, &origin)?
-                }
+                None => self.decode_whole(file)?,
             });
         }
         Ok(out)
-    }
-
-    /// Decodes a file's JSON lines held whole: the fast path, then record by
-    /// record if that fails.
-    fn decode_file(&self, data: &[u8], origin: &str) -> Result<Decoded> {
-        self.decoder.decode_lines(data, origin)
     }
 }
 
@@ -373,39 +360,12 @@ impl Source for FileSource {
     fn locate(&mut self, range: &FileRange, row: u64) -> Result<Option<RowOrigin>> {
         let mut first = 0u64;
         for file in &range.files {
-            if is_parquet(&file.name) {
-                let rows: u64 = self
-                    .decode_parquet(file)?
-                    .iter()
-                    .map(|b| b.num_rows() as u64)
-                    .sum();
-                if row < first + rows {
-                    let path = self.dir.join(&file.name);
-                    return Ok(Some(RowOrigin {
-                        origin: format!("{} (row {})", path.display(), row - first + 1),
-                        line: None,
-                    }));
-                }
-                first += rows;
-                continue;
-            }
             let (data, origin) = self.read_planned(file)?;
-            let records = lines(&data, &origin);
-            let rejected = self.decode_file(&data, &origin)?.rejected;
-            let good = (records.len() - rejected.len()) as u64;
-            if row < first + good {
-                let record = records
-                    .into_iter()
-                    .enumerate()
-                    .filter(|(i, _)| rejected.binary_search(i).is_err())
-                    .nth((row - first) as usize)
-                    .map(|(_, r)| r);
-                return Ok(record.map(|r| RowOrigin {
-                    origin: r.origin,
-                    line: r.line,
-                }));
+            match records::locate_row(&self.decoder, &file.name, data.into(), &origin, row - first)?
+            {
+                Located::At(at) => return Ok(Some(at)),
+                Located::Past(rows) => first += rows,
             }
-            first += good;
         }
         Ok(None)
     }

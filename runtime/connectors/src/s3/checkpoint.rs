@@ -4,76 +4,40 @@
 //! would let two workers both "create" an epoch's entry, so the start
 //! checks it ([`S3Remote::check_conditional_create`]).
 
-use super::{open_store, ObjectStoreSettings, S3Url};
+use super::{ObjectStoreSettings, S3Client};
 use anyhow::{bail, Context, Result};
 use futures_util::TryStreamExt;
 use object_store::path::Path as ObjectPath;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload, UpdateVersion};
 use std::future::Future;
-use std::sync::Arc;
 use weir_core::mirror::{Created, Remote, RemoteObject, Tag};
 
 /// A checkpoint under `s3://bucket/prefix`. Calls block the calling thread
-/// (the engine's threads are not async); they run on a small runtime of
-/// its own, so they may be made from inside another one too.
+/// (see [`S3Client`]).
 pub struct S3Remote {
-    url: S3Url,
-    store: Arc<dyn ObjectStore>,
-    runtime: tokio::runtime::Runtime,
+    client: S3Client,
 }
 
 impl S3Remote {
     /// A client for `url`; checks that the bucket answers and honours
     /// conditional creates before anything relies on them.
     pub fn open(url: &str, settings: &ObjectStoreSettings) -> Result<Self> {
-        let url = S3Url::parse(url)?;
-        let store: Arc<dyn ObjectStore> = Arc::new(open_store(&url, settings)?);
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("weir-s3")
-            .enable_all()
-            .build()
-            .context("starting the object store client's runtime")?;
         let remote = S3Remote {
-            url,
-            store,
-            runtime,
+            client: S3Client::open(url, settings)?,
         };
         remote.check_conditional_create()?;
         Ok(remote)
     }
 
     fn path(&self, key: &str) -> ObjectPath {
-        if self.url.prefix.is_empty() {
-            ObjectPath::from(key)
-        } else {
-            ObjectPath::from(format!("{}/{key}", self.url.prefix))
-        }
+        self.client.path(key)
     }
 
-    /// The key of `path` relative to the checkpoint's prefix.
-    fn key_of(&self, path: &ObjectPath) -> String {
-        let full = path.as_ref();
-        if self.url.prefix.is_empty() {
-            full.to_string()
-        } else {
-            full.strip_prefix(&self.url.prefix)
-                .map_or(full, |k| k.trim_start_matches('/'))
-                .to_string()
-        }
-    }
-
-    /// Runs `future` on the client's runtime and waits for it.
     fn block<T: Send + 'static>(
         &self,
         future: impl Future<Output = T> + Send + 'static,
     ) -> Result<T> {
-        let (tx, rx) = std::sync::mpsc::sync_channel(1);
-        self.runtime.spawn(async move {
-            let _ = tx.send(future.await);
-        });
-        rx.recv()
-            .context("the object store client's runtime stopped")
+        self.client.block(future)
     }
 
     /// Creates a probe object twice: the second create must be refused.
@@ -82,7 +46,7 @@ impl S3Remote {
         let key = format!("_probe/{}", uuid::Uuid::new_v4());
         let first = self
             .create(&key, b"probe")
-            .with_context(|| format!("writing to {}", self.url))?;
+            .with_context(|| format!("writing to {}", self.client.url))?;
         let second = self.create(&key, b"probe again")?;
         let _ = self.delete(&key);
         match (first, second) {
@@ -91,7 +55,7 @@ impl S3Remote {
                 "{} does not honour conditional writes (If-None-Match: *): a second create of \
                  the same object was not refused. Weir needs them to keep two workers from \
                  both committing an epoch; use a store that supports them (AWS S3, MinIO, R2).",
-                self.url
+                self.client.url
             ),
         }
     }
@@ -99,11 +63,11 @@ impl S3Remote {
 
 impl Remote for S3Remote {
     fn url(&self) -> String {
-        self.url.to_string()
+        self.client.url.to_string()
     }
 
     fn get(&self, key: &str) -> Result<Option<Vec<u8>>> {
-        let (store, path) = (self.store.clone(), self.path(key));
+        let (store, path) = (self.client.store.clone(), self.path(key));
         self.block(async move {
             match store.get(&path).await {
                 Ok(got) => got.bytes().await.map(|b| Some(b.to_vec())),
@@ -111,19 +75,19 @@ impl Remote for S3Remote {
                 Err(e) => Err(e),
             }
         })?
-        .with_context(|| format!("reading {key} from {}", self.url))
+        .with_context(|| format!("reading {key} from {}", self.client.url))
     }
 
     fn put(&self, key: &str, bytes: &[u8]) -> Result<()> {
-        let (store, path) = (self.store.clone(), self.path(key));
+        let (store, path) = (self.client.store.clone(), self.path(key));
         let payload = PutPayload::from(bytes.to_vec());
         self.block(async move { store.put(&path, payload).await })?
-            .with_context(|| format!("writing {key} to {}", self.url))?;
+            .with_context(|| format!("writing {key} to {}", self.client.url))?;
         Ok(())
     }
 
     fn create(&self, key: &str, bytes: &[u8]) -> Result<Created> {
-        let (store, path) = (self.store.clone(), self.path(key));
+        let (store, path) = (self.client.store.clone(), self.path(key));
         let payload = PutPayload::from(bytes.to_vec());
         let options = PutOptions {
             mode: PutMode::Create,
@@ -137,17 +101,17 @@ impl Remote for S3Remote {
                 let theirs = self.get(key)?.with_context(|| {
                     format!(
                         "{key} in {} was refused as existing, then missing",
-                        self.url
+                        self.client.url
                     )
                 })?;
                 Ok(Created::Exists(theirs))
             }
-            Err(e) => Err(e).with_context(|| format!("creating {key} in {}", self.url)),
+            Err(e) => Err(e).with_context(|| format!("creating {key} in {}", self.client.url)),
         }
     }
 
     fn get_tagged(&self, key: &str) -> Result<Option<(Vec<u8>, Tag)>> {
-        let (store, path) = (self.store.clone(), self.path(key));
+        let (store, path) = (self.client.store.clone(), self.path(key));
         let got = self
             .block(async move {
                 match store.get(&path).await {
@@ -159,19 +123,19 @@ impl Remote for S3Remote {
                     Err(e) => Err(e),
                 }
             })?
-            .with_context(|| format!("reading {key} from {}", self.url))?;
+            .with_context(|| format!("reading {key} from {}", self.client.url))?;
         match got {
             None => Ok(None),
             Some((bytes, Some(tag))) => Ok(Some((bytes, tag))),
             Some((_, None)) => bail!(
                 "{} gave no ETag for {key}: conditional replaces need one",
-                self.url
+                self.client.url
             ),
         }
     }
 
     fn replace(&self, key: &str, bytes: &[u8], tag: Option<&str>) -> Result<Option<Tag>> {
-        let (store, path) = (self.store.clone(), self.path(key));
+        let (store, path) = (self.client.store.clone(), self.path(key));
         let payload = PutPayload::from(bytes.to_vec());
         let mode = match tag {
             None => PutMode::Create,
@@ -188,32 +152,32 @@ impl Remote for S3Remote {
             Ok(put) => Ok(Some(put.e_tag.with_context(|| {
                 format!(
                     "{} gave no ETag for {key}: conditional replaces need one",
-                    self.url
+                    self.client.url
                 )
             })?)),
             Err(object_store::Error::AlreadyExists { .. })
             | Err(object_store::Error::Precondition { .. })
             | Err(object_store::Error::NotFound { .. }) => Ok(None),
-            Err(e) => Err(e).with_context(|| format!("replacing {key} in {}", self.url)),
+            Err(e) => Err(e).with_context(|| format!("replacing {key} in {}", self.client.url)),
         }
     }
 
     fn list(&self, prefix: &str) -> Result<Vec<RemoteObject>> {
-        let store = self.store.clone();
+        let store = self.client.store.clone();
         // `list` takes whole path segments: list the prefix's directory and
         // keep the keys that start with the prefix.
         let dir = match prefix.rsplit_once('/') {
             Some((dir, _)) => Some(self.path(dir)),
-            None if self.url.prefix.is_empty() => None,
-            None => Some(ObjectPath::from(self.url.prefix.as_str())),
+            None if self.client.url.prefix.is_empty() => None,
+            None => Some(ObjectPath::from(self.client.url.prefix.as_str())),
         };
         let metas = self
             .block(async move { store.list(dir.as_ref()).try_collect::<Vec<_>>().await })?
-            .with_context(|| format!("listing {prefix} in {}", self.url))?;
+            .with_context(|| format!("listing {prefix} in {}", self.client.url))?;
         let mut objects: Vec<RemoteObject> = metas
             .into_iter()
             .map(|m| RemoteObject {
-                key: self.key_of(&m.location),
+                key: self.client.key_of(&m.location),
                 size: m.size,
             })
             .filter(|o| o.key.starts_with(prefix))
@@ -223,10 +187,10 @@ impl Remote for S3Remote {
     }
 
     fn delete(&self, key: &str) -> Result<()> {
-        let (store, path) = (self.store.clone(), self.path(key));
+        let (store, path) = (self.client.store.clone(), self.path(key));
         match self.block(async move { store.delete(&path).await })? {
             Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
-            Err(e) => Err(e).with_context(|| format!("deleting {key} from {}", self.url)),
+            Err(e) => Err(e).with_context(|| format!("deleting {key} from {}", self.client.url)),
         }
     }
 }

@@ -1,16 +1,27 @@
 //! S3-compatible object stores (AWS S3, MinIO, R2, s3s-fs), through the
-//! `object_store` crate. Today it keeps checkpoints ([`checkpoint`]): the
-//! offset and commit logs, blobs, the registry and state snapshots that
-//! let any machine take a pipeline over.
+//! `object_store` crate:
 //!
-//! Where the store is and how to reach it comes from `[object_store]` in
-//! the pipeline file; credentials only from the environment
+//! - [`source`]: objects under a prefix as input (`kind = "s3"`), JSON
+//!   lines or Parquet, each planned once by key, size and ETag;
+//! - [`checkpoint`]: the offset and commit logs, blobs, the registry and
+//!   state snapshots that let any machine take a pipeline over.
+//!
+//! Both reach the store through [`client::S3Client`]. Where the store is
+//! and how to reach it comes from the pipeline file (`[object_store]` for
+//! the checkpoint, the source's own `endpoint` / `region` / `allow_http`);
+//! credentials only from the environment
 //! (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`), so
 //! that no secret is written into a pipeline file.
 
 pub mod checkpoint;
+pub mod client;
+pub mod config;
+pub mod source;
 
 pub use checkpoint::S3Remote;
+pub use client::S3Client;
+pub use config::S3SourceConfig;
+pub use source::S3Source;
 
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};

@@ -839,6 +839,10 @@ path = "out"
                  schema = [ { name = \"a\", type = \"utf8\" } ]"
             }
             ("source", "generator") => "rate = 5000\nseed = 3",
+            ("source", "s3") => {
+                "url = \"s3://payments/day=2026-12-01\"\n\
+                 schema = [ { name = \"a\", type = \"utf8\" } ]"
+            }
             ("sink", "files") | ("sink", "parquet") => "path = \"out\"",
             ("sink", "console") => "",
             ("sink", "kafka") => "bootstrap_servers = \"127.0.0.1:9092\"\ntopic = \"alerts\"",
@@ -871,8 +875,8 @@ path = "out"
             assert!(cfg.sink.identity().unwrap().starts_with(k.kind));
             assert_eq!(serde_json::to_value(&cfg).unwrap()["sink"]["kind"], k.kind);
         }
-        let text = err_of(&file("files", "console").replace("kind = \"console\"", "kind = \"s3\""));
-        assert!(text.contains("unknown sink kind `s3`"), "{text}");
+        let text = err_of(&file("files", "console").replace("kind = \"console\"", "kind = \"s4\""));
+        assert!(text.contains("unknown sink kind `s4`"), "{text}");
         assert!(text.contains("files, console, kafka, postgres"), "{text}");
     }
 

@@ -1,0 +1,78 @@
+//! An input file's bytes as rows, whichever its format: JSON lines, or
+//! Parquet for a name ending in `.parquet`. The files source and the S3
+//! source both read their files through here, so the same bytes give the
+//! same batches and the same dead letters from either.
+
+use super::parquet_input::{self, is_parquet};
+use anyhow::Result;
+use bytes::Bytes;
+use weir_core::json::{lines, Decoded, JsonDecoder};
+use weir_core::source::RowOrigin;
+
+/// The rows of the whole file `name` (its bytes `data`, shared, not
+/// copied), named `origin` in errors and dead letters.
+pub fn decode_whole(
+    decoder: &JsonDecoder,
+    name: &str,
+    data: Bytes,
+    origin: &str,
+) -> Result<Decoded> {
+    if is_parquet(name) {
+        let batches = parquet_input::decode(data, decoder.schema(), decoder.batch_rows(), origin)?;
+        return Ok(Decoded {
+            batches,
+            ..Decoded::default()
+        });
+    }
+    decoder.decode_lines(&data, origin)
+}
+
+/// Where a row of an epoch's input is, looked for one file at a time.
+pub enum Located {
+    /// The row is in this file, here.
+    At(RowOrigin),
+    /// The row is past this file, which holds this many rows.
+    Past(u64),
+}
+
+/// Where row `row` (0-based among the rows decoded from this file) of the
+/// file `name` is: a line for JSON lines, a row number for Parquet.
+pub fn locate_row(
+    decoder: &JsonDecoder,
+    name: &str,
+    data: Bytes,
+    origin: &str,
+    row: u64,
+) -> Result<Located> {
+    if is_parquet(name) {
+        let rows =
+            weir_core::source::row_count(&decode_whole(decoder, name, data, origin)?.batches);
+        return Ok(if row < rows {
+            Located::At(RowOrigin {
+                origin: format!("{origin} (row {})", row + 1),
+                line: None,
+            })
+        } else {
+            Located::Past(rows)
+        });
+    }
+    let records = lines(&data, origin);
+    let rejected = decoder.decode_lines(&data, origin)?.rejected;
+    let good = (records.len() - rejected.len()) as u64;
+    if row >= good {
+        return Ok(Located::Past(good));
+    }
+    let record = records
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| rejected.binary_search(i).is_err())
+        .nth(row as usize)
+        .map(|(_, r)| r);
+    Ok(match record {
+        Some(r) => Located::At(RowOrigin {
+            origin: r.origin,
+            line: r.line,
+        }),
+        None => Located::Past(good),
+    })
+}
