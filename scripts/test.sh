@@ -8,6 +8,8 @@ bash scripts/install.sh
 bash scripts/install-tansu.sh
 # The object-store checkpoint tests start their own s3s-fs servers likewise.
 bash scripts/install-s3s.sh
+# The Delta sink's tests read every table with delta-rs's Python reader.
+bash scripts/install-delta-reader.sh
 # Python and JavaScript operators: pinned componentize-py / componentize-js
 # into target/tools, components into target/guests/polyglot.
 bash scripts/install-polyglot.sh

@@ -12,6 +12,7 @@ mod bad_input;
 mod cli;
 mod cluster;
 mod crash;
+mod delta;
 mod demo;
 mod event_time;
 mod hot_swap;

@@ -3,8 +3,9 @@
 //!
 //! 1. input: the demo's payments decoded from JSON lines and from Parquet
 //!    by the files source's own readers (rows/s; median of 5);
-//! 2. output: one epoch's rows written by the files sink and by the
-//!    Parquet sink, 1k, 20k and 200k rows (ms per epoch, median of 5);
+//! 2. output: one epoch's rows written by the files sink, the Parquet
+//!    sink and the Delta sink (a local table, one commit per epoch), 1k,
+//!    20k and 200k rows (ms per epoch, median of 5);
 //! 3. reading: the same payments as 20 files in a local directory (the
 //!    files source) and as 20 objects in an S3-compatible server on
 //!    127.0.0.1 (s3s-fs, the S3 source), planned and read as one epoch.
@@ -92,9 +93,10 @@ fn main() {
 
     println!("\n2. Output: one epoch written by each sink, to a temp dir (median of {RUNS})\n");
     println!(
-        "| rows | files (JSON lines) | parquet | parquet / files | parquet bytes / JSON bytes |"
+        "| rows | files (JSON lines) | parquet | delta | parquet / files | delta / files | \
+         parquet bytes / JSON bytes |"
     );
-    println!("|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|");
     let dir = tempfile::tempdir().expect("tempdir");
     let all = arrow_select::concat::concat_batches(&schema, &batches).expect("concat");
     for n in [1_000usize, 20_000, 200_000] {
@@ -106,18 +108,34 @@ fn main() {
         let mut files = FileSink::new(dir.path().join(format!("files-{n}")), 0).expect("sink");
         let mut lake = FileSink::with_format(dir.path().join(format!("parquet-{n}")), 0, PARQUET)
             .expect("sink");
+        let table = weir_connectors::delta::store::TableStore::open(
+            &dir.path().join(format!("delta-{n}")),
+            &Default::default(),
+        )
+        .expect("table");
+        let mut delta =
+            weir_connectors::delta::DeltaSink::open(table, "bench", 0).expect("delta sink");
         let files_time = timed(|| files.write_epoch(1, &epoch).expect("write"));
         let parquet_time = timed(|| lake.write_epoch(1, &epoch).expect("write"));
+        // Each write a new epoch: a repeated one is skipped, not written.
+        let mut next = 0;
+        let delta_time = timed(|| {
+            delta.write_epoch(next, &epoch).expect("write");
+            next += 1;
+        });
         let size = |p: std::path::PathBuf| std::fs::metadata(p).map_or(0, |m| m.len()) as f64;
         let ratio = size(
             dir.path()
                 .join(format!("parquet-{n}/epoch-0000000001.parquet")),
         ) / size(dir.path().join(format!("files-{n}/epoch-0000000001.jsonl")));
+        let ms = |t: Duration| t.as_secs_f64() * 1e3;
         println!(
-            "| {n} | {:.2} ms | {:.2} ms | {:.2}x | {ratio:.2} |",
-            files_time.as_secs_f64() * 1e3,
-            parquet_time.as_secs_f64() * 1e3,
-            parquet_time.as_secs_f64() / files_time.as_secs_f64()
+            "| {n} | {:.2} ms | {:.2} ms | {:.2} ms | {:.2}x | {:.2}x | {ratio:.2} |",
+            ms(files_time),
+            ms(parquet_time),
+            ms(delta_time),
+            parquet_time.as_secs_f64() / files_time.as_secs_f64(),
+            delta_time.as_secs_f64() / files_time.as_secs_f64()
         );
     }
     read_rates(&decoder, &lines, &batches);

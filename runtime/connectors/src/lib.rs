@@ -8,6 +8,8 @@
 //! - [`postgres`]: a table as a sink, written in one transaction with the
 //!   epoch's progress row.
 //! - [`parquet`]: a directory of per-epoch Parquet files as a sink.
+//! - [`delta`]: a Delta Lake table as a sink, one commit per epoch with a
+//!   `txn` action for exactly-once.
 //! - [`console`]: standard output, for demos and debugging.
 //! - [`generator`]: demo payments at a steady rate, no service needed.
 //! - [`s3`]: S3-compatible object stores: objects under a prefix as a
@@ -21,6 +23,7 @@
 
 pub mod connector;
 pub mod console;
+pub mod delta;
 pub mod files;
 pub mod generator;
 pub mod kafka;

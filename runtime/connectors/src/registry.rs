@@ -3,7 +3,7 @@
 //! `[source]` and `[sink]` tables are turned into typed settings here.
 
 use crate::connector::{SinkConnector, SinkSettings, SourceConnector, SourceSettings};
-use crate::{console, files, generator, kafka, parquet, postgres, s3};
+use crate::{console, delta, files, generator, kafka, parquet, postgres, s3};
 use anyhow::{anyhow, Result};
 use serde::de::DeserializeOwned;
 
@@ -38,6 +38,7 @@ pub const SINKS: &[SinkKind] = &[
     sink::<kafka::KafkaSinkConfig>(),
     sink::<postgres::PostgresSinkConfig>(),
     sink::<parquet::ParquetSinkConfig>(),
+    sink::<delta::DeltaSinkConfig>(),
 ];
 
 const fn source<C: SourceConnector>() -> SourceKind {

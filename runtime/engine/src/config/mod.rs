@@ -843,7 +843,7 @@ path = "out"
                 "url = \"s3://payments/day=2026-12-01\"\n\
                  schema = [ { name = \"a\", type = \"utf8\" } ]"
             }
-            ("sink", "files") | ("sink", "parquet") => "path = \"out\"",
+            ("sink", "files") | ("sink", "parquet") | ("sink", "delta") => "path = \"out\"",
             ("sink", "console") => "",
             ("sink", "kafka") => "bootstrap_servers = \"127.0.0.1:9092\"\ntopic = \"alerts\"",
             ("sink", "postgres") => {

@@ -1,0 +1,98 @@
+//! Delta Lake: a table (a local directory or an `s3://` prefix) the sink
+//! appends one commit per epoch to, for analysts' Spark, Trino, DuckDB or
+//! delta-rs readers. Weir writes the log itself ([`log`]): Parquet data
+//! files, `add` and `txn` actions in JSON commits created only if absent.
+//! `deltalake` (delta-rs) builds on arrow 59 and Weir on arrow 60, and
+//! `delta_kernel` brings a second object store, HTTP and TLS stack to the
+//! build; an appending writer needs a small part of the protocol, and the
+//! tests read every table Weir writes with delta-rs's own Python reader.
+
+pub mod log;
+pub mod schema;
+pub mod sink;
+pub mod store;
+
+pub use sink::DeltaSink;
+
+use crate::connector::{SinkConnector, SinkContext};
+use crate::s3::{ObjectStoreSettings, S3Url};
+use anyhow::{anyhow, bail, Result};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use store::TableStore;
+use weir_core::sink::Sink;
+
+/// `kind = "delta"` in `[sink]`: a Delta table, one commit per epoch.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeltaSinkConfig {
+    /// The table: a directory (`lake/alerts`, relative to the pipeline
+    /// file) or `s3://bucket/prefix`. Created on the first epoch with the
+    /// operator's output schema if it has no log yet.
+    pub path: PathBuf,
+    /// For `s3://` tables: the store's URL, for servers other than AWS.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
+    /// For `s3://` tables: the region (default `AWS_REGION`, else us-east-1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region: Option<String>,
+    /// For `s3://` tables: allow a plain `http://` endpoint.
+    #[serde(default)]
+    pub allow_http: bool,
+}
+
+impl DeltaSinkConfig {
+    fn s3_url(&self) -> Option<&str> {
+        self.path.to_str().filter(|p| p.starts_with("s3://"))
+    }
+}
+
+impl SinkConnector for DeltaSinkConfig {
+    const KIND: &'static str = "delta";
+
+    fn validate(&self) -> Result<()> {
+        match self.s3_url() {
+            Some(url) => {
+                S3Url::parse(url).map_err(|e| anyhow!("`sink.path`: {e:#}"))?;
+                if let Some(endpoint) = &self.endpoint {
+                    if endpoint.starts_with("http://") && !self.allow_http {
+                        bail!(
+                            "`sink.endpoint` = {endpoint} is plain http; set `sink.allow_http = \
+                             true` if that is intended"
+                        );
+                    }
+                }
+            }
+            None if self.endpoint.is_some() || self.region.is_some() => {
+                bail!("`sink.endpoint` and `sink.region` are for s3:// tables only")
+            }
+            None => {}
+        }
+        Ok(())
+    }
+
+    fn paths(&mut self) -> Vec<&mut PathBuf> {
+        match self.s3_url() {
+            Some(_) => Vec::new(),
+            None => vec![&mut self.path],
+        }
+    }
+
+    fn output_dir(&self) -> Option<&Path> {
+        self.s3_url().is_none().then_some(self.path.as_path())
+    }
+
+    fn identity(&self) -> Result<String> {
+        Ok(format!("delta:{}", self.path.display()))
+    }
+
+    fn open(&self, ctx: &SinkContext<'_>) -> Result<Box<dyn Sink>> {
+        let settings = ObjectStoreSettings {
+            endpoint: self.endpoint.clone(),
+            region: self.region.clone(),
+            allow_http: self.allow_http,
+        };
+        let store = TableStore::open(&self.path, &settings)?;
+        Ok(Box::new(DeltaSink::open(store, ctx.query_id, ctx.task)?))
+    }
+}

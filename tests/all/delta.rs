@@ -1,0 +1,396 @@
+//! The Delta sink (issue 19): one commit per epoch with a `txn` action,
+//! every table read back with delta-rs's own Python reader (the
+//! `deltalake` package, installed by scripts/install-delta-reader.sh), not
+//! with Weir.
+
+use crate::common::s3::{S3Server, BUCKET};
+use crate::common::{
+    guest, latest_entry, pipeline_toml, sink_files, weir_run_quiet, write_input, VELOCITY_CONFIG,
+};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const PER_FILE: u64 = 1_500;
+
+/// The velocity pipeline over generated payments in `dir`, writing to the
+/// Delta table `table` (or, with `None`, to the files sink in `dir/out`).
+fn pipeline(dir: &Path, files: u64, table: Option<&str>, extra: &str) -> PathBuf {
+    write_input(dir, 19, files, PER_FILE);
+    let mut toml = pipeline_toml(dir, &guest("fraud_velocity"), VELOCITY_CONFIG, "", "");
+    if let Some(table) = table {
+        toml = toml.replace(
+            &format!("[sink]\nkind = \"files\"\npath = \"{}/out\"", dir.display()),
+            &format!("[sink]\nkind = \"delta\"\npath = \"{table}\"\n{extra}"),
+        );
+    }
+    let file = dir.join("pipeline.toml");
+    std::fs::write(&file, toml).unwrap();
+    file
+}
+
+fn run(pipeline: &Path, cache: &Path, s3: Option<&S3Server>) -> std::process::Output {
+    let mut cmd = weir_run_quiet(pipeline, cache);
+    if let Some(s3) = s3 {
+        s3.credentials(&mut cmd);
+    }
+    cmd.stderr(std::process::Stdio::piped()).output().unwrap()
+}
+
+fn run_ok(pipeline: &Path, cache: &Path, s3: Option<&S3Server>) {
+    let out = run(pipeline, cache, s3);
+    assert!(
+        out.status.success(),
+        "weir run failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// What delta-rs sees in `table`: its version, rows (as sorted canonical
+/// JSON) and the txn version of each of `apps`.
+struct Seen {
+    version: u64,
+    rows: Vec<String>,
+    txns: Value,
+}
+
+fn read_with_delta_rs(table: &str, apps: &[&str], s3: Option<&S3Server>) -> Seen {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let python = root.join("target/tools/delta/bin/python");
+    assert!(
+        python.exists(),
+        "delta-rs's reader is not installed: run scripts/install-delta-reader.sh (scripts/test.sh does)"
+    );
+    let mut cmd = Command::new(python);
+    cmd.arg(root.join("tools/delta/read_table.py"))
+        .arg(table)
+        .args(apps);
+    if let Some(s3) = s3 {
+        s3.credentials(&mut cmd)
+            .env("AWS_ENDPOINT_URL", format!("http://127.0.0.1:{}", s3.port));
+    }
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "delta-rs could not read {table}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let seen: Value = serde_json::from_slice(&out.stdout).unwrap();
+    Seen {
+        version: seen["version"].as_u64().unwrap(),
+        rows: canonical(seen["rows"].as_array().unwrap().iter().cloned()),
+        txns: seen["txns"].clone(),
+    }
+}
+
+/// Rows as JSON with sorted keys, sorted: comparable whoever printed them.
+fn canonical(rows: impl Iterator<Item = Value>) -> Vec<String> {
+    let mut rows: Vec<String> = rows.map(|r| r.to_string()).collect();
+    rows.sort();
+    rows
+}
+
+/// The files sink's rows under `out`, canonical.
+fn files_rows(out: &Path) -> Vec<String> {
+    canonical(sink_files(out).into_iter().flat_map(|(_, bytes)| {
+        String::from_utf8(bytes)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .collect::<Vec<_>>()
+    }))
+}
+
+/// Each commit of a local table's log, as its actions.
+fn log_commits(table: &Path) -> Vec<Vec<Value>> {
+    let mut commits = Vec::new();
+    for v in 0.. {
+        let Ok(text) = std::fs::read_to_string(table.join(format!("_delta_log/{v:020}.json")))
+        else {
+            break;
+        };
+        commits.push(
+            text.lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect(),
+        );
+    }
+    commits
+}
+
+/// The `(appId, version)` of every commit's txn action, in log order;
+/// checks each commit has exactly one.
+fn txns(commits: &[Vec<Value>]) -> Vec<(String, u64)> {
+    commits
+        .iter()
+        .map(|actions| {
+            let txns: Vec<&Value> = actions.iter().filter_map(|a| a.get("txn")).collect();
+            assert_eq!(txns.len(), 1, "one txn per commit: {actions:?}");
+            (
+                txns[0]["appId"].as_str().unwrap().to_string(),
+                txns[0]["version"].as_u64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn query_id(checkpoint: &Path) -> String {
+    let meta: Value =
+        serde_json::from_slice(&std::fs::read(checkpoint.join("metadata")).unwrap()).unwrap();
+    meta["query_id"].as_str().unwrap().to_string()
+}
+
+/// The epochs of a files-sink run that wrote output.
+fn epochs_with_output(out: &Path) -> Vec<u64> {
+    sink_files(out)
+        .iter()
+        .map(|(name, _)| name[6..16].parse().unwrap())
+        .collect()
+}
+
+#[test]
+fn delta_rs_reads_the_files_sinks_rows_from_one_commit_per_epoch_and_a_replay_is_skipped() {
+    let cache = tempfile::tempdir().unwrap();
+    let (files, lake) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    run_ok(&pipeline(files.path(), 6, None, ""), cache.path(), None);
+    let expected = files_rows(&files.path().join("out"));
+    let epochs = epochs_with_output(&files.path().join("out"));
+    assert!(expected.len() > 20 && epochs.len() >= 4, "{epochs:?}");
+
+    let table = lake.path().join("lake/alerts");
+    let delta = pipeline(lake.path(), 6, Some("lake/alerts"), "");
+    run_ok(&delta, cache.path(), None);
+    let query = query_id(&lake.path().join("checkpoint"));
+    let seen = read_with_delta_rs(table.to_str().unwrap(), &[&query], None);
+    assert_eq!(seen.rows, expected, "delta-rs reads the files sink's rows");
+    let commits = log_commits(&table);
+    assert_eq!(
+        txns(&commits),
+        epochs
+            .iter()
+            .map(|&e| (query.clone(), e))
+            .collect::<Vec<_>>(),
+        "one commit per epoch with output, its txn the epoch"
+    );
+    assert_eq!(seen.version as usize, commits.len() - 1);
+    assert_eq!(seen.txns[&query], *epochs.last().unwrap());
+
+    // The last epoch again, as a crash after the Delta commit and before
+    // commits/N leaves it: the table has it, so nothing is added.
+    let last = epochs.last().unwrap();
+    std::fs::remove_file(lake.path().join(format!("checkpoint/commits/{last}"))).unwrap();
+    run_ok(&delta, cache.path(), None);
+    assert!(lake
+        .path()
+        .join(format!("checkpoint/commits/{last}"))
+        .exists());
+    let again = read_with_delta_rs(table.to_str().unwrap(), &[&query], None);
+    assert_eq!(again.version, seen.version, "no new version");
+    assert_eq!(again.rows, expected, "nothing written twice");
+}
+
+/// delta-rs checkpoints the table and its older commits are cleaned up, as
+/// log retention does: the sink reads the epochs' `txn`s from the
+/// checkpoint's Parquet, skips a replayed epoch, and appends new ones.
+#[test]
+fn txns_are_read_from_a_checkpoint_delta_rs_wrote() {
+    let cache = tempfile::tempdir().unwrap();
+    let (files, lake) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    run_ok(&pipeline(files.path(), 6, None, ""), cache.path(), None);
+    let epochs = epochs_with_output(&files.path().join("out"));
+
+    let table = lake.path().join("lake/alerts");
+    run_ok(
+        &pipeline(lake.path(), 4, Some("lake/alerts"), ""),
+        cache.path(),
+        None,
+    );
+    let before = log_commits(&table).len();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let checkpointed = Command::new(root.join("target/tools/delta/bin/python"))
+        .args([
+            "-c",
+            "import sys, os; from deltalake import DeltaTable; \
+             DeltaTable(sys.argv[1]).create_checkpoint(); sys.stdout.flush(); os._exit(0)",
+        ])
+        .arg(&table)
+        .output()
+        .unwrap();
+    assert!(
+        checkpointed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&checkpointed.stderr)
+    );
+    let checkpoint = table.join(format!("_delta_log/{:020}.checkpoint.parquet", before - 1));
+    assert!(
+        checkpoint.exists(),
+        "delta-rs wrote {}",
+        checkpoint.display()
+    );
+    for v in 0..before {
+        std::fs::remove_file(table.join(format!("_delta_log/{v:020}.json"))).unwrap();
+    }
+
+    // The last epoch run so far again, then two more files.
+    let last = latest_entry(&lake.path().join("checkpoint/commits")).unwrap();
+    assert!(epochs.contains(&last), "the replayed epoch has rows");
+    std::fs::remove_file(lake.path().join(format!("checkpoint/commits/{last}"))).unwrap();
+    run_ok(
+        &pipeline(lake.path(), 6, Some("lake/alerts"), ""),
+        cache.path(),
+        None,
+    );
+
+    let query = query_id(&lake.path().join("checkpoint"));
+    let seen = read_with_delta_rs(table.to_str().unwrap(), &[&query], None);
+    assert_eq!(
+        seen.rows,
+        files_rows(&files.path().join("out")),
+        "each row once"
+    );
+    assert_eq!(seen.txns[&query], *epochs.last().unwrap());
+    let after: Vec<u64> = (before..=seen.version as usize)
+        .map(|v| {
+            let text =
+                std::fs::read_to_string(table.join(format!("_delta_log/{v:020}.json"))).unwrap();
+            let actions: Vec<Value> = text
+                .lines()
+                .map(|l| serde_json::from_str(l).unwrap())
+                .collect();
+            txns(&[actions])[0].1
+        })
+        .collect();
+    assert_eq!(
+        after,
+        epochs
+            .iter()
+            .copied()
+            .filter(|&e| e > last)
+            .collect::<Vec<_>>(),
+        "only the new epochs were committed"
+    );
+}
+
+#[test]
+fn a_table_of_other_columns_is_refused_naming_the_column() {
+    let cache = tempfile::tempdir().unwrap();
+    let lake = tempfile::tempdir().unwrap();
+    let table = lake.path().join("lake/alerts");
+    // Made by delta-rs, with a column the operator does not output.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let made = Command::new(root.join("target/tools/delta/bin/python"))
+        .args([
+            "-c",
+            "import sys, pyarrow as pa; from deltalake import write_deltalake; \
+             write_deltalake(sys.argv[1], pa.table({'txn_id': ['t1'], 'analyst_note': ['x']}))",
+        ])
+        .arg(&table)
+        .output()
+        .unwrap();
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let out = run(
+        &pipeline(lake.path(), 2, Some("lake/alerts"), ""),
+        cache.path(),
+        None,
+    );
+    assert!(!out.status.success(), "a mismatched table must be refused");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("is not in the Delta table")
+            || stderr.contains("has column `analyst_note`"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_table_in_an_s3_compatible_store_is_read_back_by_delta_rs() {
+    let s3 = S3Server::start();
+    let cache = tempfile::tempdir().unwrap();
+    let (files, lake) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    run_ok(&pipeline(files.path(), 3, None, ""), cache.path(), None);
+    let url = format!("s3://{BUCKET}/lake/alerts");
+    let store = format!(
+        "endpoint = \"http://127.0.0.1:{}\"\nallow_http = true",
+        s3.port
+    );
+    run_ok(
+        &pipeline(lake.path(), 3, Some(&url), &store),
+        cache.path(),
+        Some(&s3),
+    );
+    let query = query_id(&lake.path().join("checkpoint"));
+    let seen = read_with_delta_rs(&url, &[&query], Some(&s3));
+    assert_eq!(seen.rows, files_rows(&files.path().join("out")));
+    let last = *epochs_with_output(&files.path().join("out"))
+        .last()
+        .unwrap();
+    assert_eq!(seen.txns[&query], last);
+    assert!(
+        s3.keys("lake/alerts").iter().all(|k| !k.contains("_probe")),
+        "the store's check leaves nothing behind"
+    );
+}
+
+/// SIGKILL at random moments (at least 20 kills, some between offsets/N and
+/// commits/N), two tasks committing to the table side by side: the table
+/// holds exactly the uninterrupted run's rows, each once, and each task's
+/// txn version of every epoch once.
+#[test]
+fn sigkill_at_random_moments_leaves_each_epoch_in_the_delta_table_once() {
+    let epochs = crate::common::crash_epochs(40);
+    let setup = |dir: &Path, _run: &str| {
+        let file = pipeline(dir, epochs, Some("lake/alerts"), "");
+        let toml = std::fs::read_to_string(&file).unwrap();
+        std::fs::write(&file, format!("parallelism = 2\nkey = \"card_id\"\n{toml}")).unwrap();
+        file
+    };
+    let (clean, crashy) =
+        crate::common::uninterrupted_and_killed(setup, crate::common::crash_kills());
+    let clean_table = clean.path().join("lake/alerts");
+    let crashy_table = crashy.path().join("lake/alerts");
+    let expected = read_with_delta_rs(clean_table.to_str().unwrap(), &[], None);
+    let actual = read_with_delta_rs(crashy_table.to_str().unwrap(), &[], None);
+    assert!(expected.rows.len() > 50, "{}", expected.rows.len());
+    assert_eq!(
+        actual.rows, expected.rows,
+        "the same rows, none lost or doubled"
+    );
+    let distinct: std::collections::HashSet<&String> = actual.rows.iter().collect();
+    assert_eq!(distinct.len(), actual.rows.len(), "rows = distinct");
+
+    // Each task's epochs, in commit order: no epoch twice, and the
+    // uninterrupted run's epochs.
+    let by_app = |table: &Path, checkpoint: &Path| {
+        let query = query_id(checkpoint);
+        let mut apps = std::collections::BTreeMap::<String, Vec<u64>>::new();
+        for (app, epoch) in txns(&log_commits(table)) {
+            let task = app
+                .strip_prefix(&query)
+                .expect("the query's own app id")
+                .to_string();
+            apps.entry(task).or_default().push(epoch);
+        }
+        apps
+    };
+    let crashy_apps = by_app(&crashy_table, &crashy.path().join("checkpoint"));
+    let clean_apps = by_app(&clean_table, &clean.path().join("checkpoint"));
+    assert_eq!(
+        crashy_apps.keys().collect::<Vec<_>>(),
+        ["", "-task-1"],
+        "both tasks committed"
+    );
+    for epochs in crashy_apps.values() {
+        assert!(
+            epochs.windows(2).all(|w| w[0] < w[1]),
+            "an epoch twice: {epochs:?}"
+        );
+    }
+    assert_eq!(
+        crashy_apps, clean_apps,
+        "one txn version per epoch and task"
+    );
+}
