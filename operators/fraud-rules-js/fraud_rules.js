@@ -2,9 +2,12 @@
 //
 // Built into a Weir operator component with jco / componentize-js (see
 // scripts/build-polyglot.sh; the column helpers are sdk/js/weir_columns.js): the same JSON config, the same rules and the same output
-// columns as the Rust operator, so the two are interchangeable.
+// columns as the Rust operator, so the two are interchangeable. With
+// `"scores": true` in the config it also emits every payment's `txn_id`
+// and `score` to output `scores` (sdk/js/weir_outputs.js).
 
 import { float64Column, int64Column, numbers, strings, utf8Column } from "./weir_columns.js";
+import { emit } from "./weir_outputs.js";
 
 const RULES = ["amount_above", "country_mismatch", "merchant_in", "currency_not_in"];
 
@@ -22,10 +25,11 @@ function parse(text) {
   } catch (e) {
     throw configError(String(e.message));
   }
-  const keys = raw && typeof raw === "object" ? Object.keys(raw).sort().join(",") : "";
+  const keys = raw && typeof raw === "object" ? Object.keys(raw).filter((k) => k !== "scores").sort().join(",") : "";
   if (keys !== "alert_threshold,rules") {
-    throw configError("expected exactly `alert_threshold` and `rules`");
+    throw configError("expected exactly `alert_threshold` and `rules` (and optionally `scores`)");
   }
+  if ("scores" in raw && typeof raw.scores !== "boolean") throw configError("`scores` must be true or false");
   if (typeof raw.alert_threshold !== "number" || !Number.isFinite(raw.alert_threshold)) {
     throw configError("`alert_threshold` must be a finite number");
   }
@@ -40,7 +44,7 @@ function parse(text) {
     if (rule.rule === "currency_not_in") arg = new Set(rule.currencies);
     return { name: rule.rule, arg, weight };
   });
-  return { threshold: raw.alert_threshold, rules };
+  return { threshold: raw.alert_threshold, rules, scores: raw.scores === true };
 }
 
 export function init(text) {
@@ -87,6 +91,12 @@ function score(input) {
     }
   });
 
+  if (config.scores) {
+    emit("scores", n, [
+      { name: "txn_id", column: utf8Column(strings(col("txn_id"), n)) },
+      { name: "score", column: float64Column(Array.from(scores)) },
+    ]);
+  }
   const rows = [];
   for (let r = 0; r < n; r++) if (fired[r] !== 0n && scores[r] >= config.threshold) rows.push(r);
   if (rows.length === 0) return { numRows: 0, columns: [] };

@@ -16,6 +16,7 @@ import traceback  # noqa: F401
 import wit_world
 from componentize_py_types import Err
 from weir_columns import number_column, numbers, strings, utf8_column
+from weir_outputs import emit
 from wit_world.imports import types as t
 
 RULES = ("amount_above", "country_mismatch", "merchant_in", "currency_not_in")
@@ -26,13 +27,17 @@ def _config_error(message):
 
 
 def _parse(config):
-    """Validates the config like the Rust operator does; returns (threshold, rules)."""
+    """Validates the config like the Rust operator does; returns (threshold,
+    rules, scores): with ``"scores": true`` every payment's txn_id and
+    score also go to output ``scores``."""
     try:
         raw = json.loads(config)
     except ValueError as e:
         raise _config_error(str(e))
-    if not isinstance(raw, dict) or set(raw) != {"alert_threshold", "rules"}:
-        raise _config_error("expected exactly `alert_threshold` and `rules`")
+    if not isinstance(raw, dict) or set(raw) - {"scores"} != {"alert_threshold", "rules"}:
+        raise _config_error("expected exactly `alert_threshold` and `rules` (and optionally `scores`)")
+    if not isinstance(raw.get("scores", False), bool):
+        raise _config_error("`scores` must be true or false")
     threshold = raw["alert_threshold"]
     rules = raw["rules"]
     if not isinstance(threshold, (int, float)) or threshold != threshold:
@@ -56,7 +61,7 @@ def _parse(config):
         else:
             arg = None
         compiled.append((name, arg, weight))
-    return float(threshold), compiled
+    return float(threshold), compiled, raw.get("scores", False)
 
 
 # componentize-py makes a new `WitWorld` object for every call, so what
@@ -67,7 +72,7 @@ _CONFIG = {}
 class WitWorld(wit_world.WitWorld):
     def init(self, config):
         try:
-            _CONFIG["threshold"], _CONFIG["rules"] = _parse(config)
+            _CONFIG["threshold"], _CONFIG["rules"], _CONFIG["scores"] = _parse(config)
         except Err:
             raise
         except Exception as e:
@@ -117,6 +122,15 @@ class WitWorld(wit_world.WitWorld):
                     scores[row] += weight
                     fired[row] |= mask
 
+        if _CONFIG["scores"]:
+            emit(
+                "scores",
+                n,
+                [
+                    t.OutputColumn("txn_id", utf8_column(strings(col("txn_id"), n))),
+                    t.OutputColumn("score", number_column(t.Values_Float64, scores, 0.0)),
+                ],
+            )
         rows = [r for r in range(n) if fired[r] and scores[r] >= threshold]
         if not rows:
             return t.Output(0, [])

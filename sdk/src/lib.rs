@@ -7,8 +7,9 @@
 //! [`Float64Column`], [`Utf8Column`], [`BoolColumn`]) index them without
 //! per-row conversions. To emit a few matching rows, fetch just those rows of
 //! the remaining columns with [`Batch::utf8_rows`] and friends. Results go back
-//! through column builders collected in an [`Output`]. History that must
-//! outlive an epoch goes into the host's keyed [`state`].
+//! through column builders collected in an [`Output`]; rows for other named
+//! outputs (`scores` beside `alerts`) go through [`outputs::emit`]. History
+//! that must outlive an epoch goes into the host's keyed [`state`].
 //!
 //! ```ignore
 //! use weir_sdk::{Batch, EpochContext, Error, Float64Builder, Operator, Output, Utf8Builder};
@@ -43,6 +44,7 @@ mod error;
 mod output;
 
 pub mod log;
+pub mod outputs;
 pub mod state;
 pub mod timers;
 pub mod window;

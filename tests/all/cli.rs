@@ -415,6 +415,28 @@ fn operator_test_starts_from_the_given_state() {
         "{two}"
     );
 
+    // The same payments' `scores` output: every payment, alerting or not.
+    let scores = |inputs: &[&str]| {
+        let mut args = vec!["operator", "test", component.to_str().unwrap()];
+        let (config, paths) = (
+            path("config.json"),
+            inputs.iter().map(|i| path(i)).collect::<Vec<_>>(),
+        );
+        args.extend(["--config", &config, "--output", "scores"]);
+        for p in &paths {
+            args.extend(["--input", p.as_str()]);
+        }
+        let out = weir(&args);
+        assert!(out.status.success(), "{}", text(&out));
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    let one = scores(&["a.jsonl"]);
+    assert!(
+        one.contains("\"txn_id\":\"t-10\"") && one.contains("\"alert\":false"),
+        "{one}"
+    );
+    assert_eq!(scores(&["a.jsonl", "b.jsonl"]).lines().count(), 2);
+
     std::fs::write(path("bad.jsonl"), "{\"key\":\"c-1\"}\n").unwrap();
     let out = weir(&[
         "operator",

@@ -48,13 +48,13 @@ fn run_ok(pipeline: &Path, cache: &Path, s3: Option<&S3Server>) {
 
 /// What delta-rs sees in `table`: its version, rows (as sorted canonical
 /// JSON) and the txn version of each of `apps`.
-struct Seen {
-    version: u64,
-    rows: Vec<String>,
-    txns: Value,
+pub struct Seen {
+    pub version: u64,
+    pub rows: Vec<String>,
+    pub txns: Value,
 }
 
-fn read_with_delta_rs(table: &str, apps: &[&str], s3: Option<&S3Server>) -> Seen {
+pub fn read_with_delta_rs(table: &str, apps: &[&str], s3: Option<&S3Server>) -> Seen {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let python = root.join("target/tools/delta/bin/python");
     assert!(

@@ -9,6 +9,7 @@
 mod common;
 
 mod bad_input;
+mod batch_parity;
 mod cli;
 mod cluster;
 mod crash;
@@ -20,6 +21,7 @@ mod kafka;
 mod lake;
 mod object_store;
 mod observe;
+mod outputs;
 mod parallel;
 mod polyglot;
 mod postgres;

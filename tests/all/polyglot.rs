@@ -94,3 +94,50 @@ fn python_and_javascript_operators_emit_the_alerts_of_the_rust_one() {
         eprintln!("{language}: {} alerts, identical to Rust's", other.len());
     }
 }
+
+/// Several outputs from Python and JavaScript (their SDKs' `emit`): with
+/// `scores = true` both return the alerts and emit every payment's score to
+/// `scores`, routed to a sink of its own; the two languages agree row for
+/// row, and each alert's score is its score in `scores`.
+#[test]
+fn python_and_javascript_operators_emit_a_second_output_to_its_own_sink() {
+    let host = polyglot_host();
+    let mut runs = Vec::new();
+    for file in ["fraud_rules_py.wasm", "fraud_rules_js.wasm"] {
+        let dir = tempfile::tempdir().unwrap();
+        crate::common::write_input(dir.path(), 11, 2, 5_000);
+        let rules = crate::common::DEMO_RULES_INLINE.replacen('{', "{ scores = true,", 1);
+        let toml = crate::common::pipeline_toml(dir.path(), &polyglot(file), &rules, "", "");
+        let toml = format!(
+            "{}\n[[sink]]\nkind = \"files\"\npath = \"{d}/out\"\n[[sink]]\noutput = \"scores\"\n\
+             kind = \"files\"\npath = \"{d}/scores\"\n",
+            &toml[..toml.find("[sink]").unwrap()],
+            d = dir.path().display()
+        );
+        let mut p = crate::common::open_pipeline(dir.path(), &toml, &host).unwrap();
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        p.run(&host, &stop, &mut |_| {}).unwrap();
+        let alerts = alerts(dir.path());
+        let mut scores = BTreeMap::new();
+        for (_, bytes) in crate::common::sink_files(&dir.path().join("scores")) {
+            for line in String::from_utf8(bytes).unwrap().lines() {
+                let v: serde_json::Value = serde_json::from_str(line).unwrap();
+                let id = v["txn_id"].as_str().unwrap().to_string();
+                assert!(
+                    scores.insert(id, v["score"].clone()).is_none(),
+                    "scored twice"
+                );
+            }
+        }
+        assert_eq!(scores.len(), 10_000, "{file}: every payment scored once");
+        assert!(alerts.len() > 50, "{file}: {} alerts", alerts.len());
+        for (id, alert) in &alerts {
+            assert_eq!(alert["score"], scores[id], "{file}: {id}'s score");
+        }
+        runs.push((alerts, scores));
+    }
+    assert!(
+        runs[0] == runs[1],
+        "Python and JavaScript agree on both outputs"
+    );
+}

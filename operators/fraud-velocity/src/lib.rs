@@ -8,10 +8,16 @@
 //! optionally `"state_ttl_ms"` (default one hour of epoch time), after which
 //! a card that stopped paying is forgotten.
 //!
-//! Input columns: those of `fraud-rules`. Output columns: those of
-//! `fraud-rules` plus `window_count`, the card's payments in the window up
-//! to and including this one. A fired velocity rule shows as `velocity` in
-//! `reasons`, after the configured rules.
+//! Input columns: those of `fraud-rules`. Output columns (the `default`
+//! output, the alerts): those of `fraud-rules` plus `window_count`, the
+//! card's payments in the window up to and including this one. A fired
+//! velocity rule shows as `velocity` in `reasons`, after the configured
+//! rules.
+//!
+//! Output `scores`: every payment with its score — `txn_id`, `card_id`,
+//! `ts`, `amount`, `score`, `alert` (whether it is in the alerts) — for the
+//! analysts' lake and for training the next model (`[[sink]] output =
+//! "scores"`).
 
 #[path = "../../fraud-rules/src/columns.rs"]
 pub mod columns;
@@ -23,7 +29,8 @@ use columns::Columns;
 use rules::{Rule, RuleSet};
 use serde::Deserialize;
 use weir_sdk::{
-    state, Batch, EpochContext, Error, Float64Builder, Int64Builder, Operator, Output, Utf8Builder,
+    outputs, state, Batch, BoolBuilder, EpochContext, Error, Float64Builder, Int64Builder,
+    Int64Column, Operator, Output, Utf8Builder, Utf8Column,
 };
 use window::Window;
 
@@ -75,7 +82,8 @@ impl Operator for FraudVelocity {
     fn process(&mut self, _ctx: &EpochContext, batch: &Batch) -> Result<Output, Error> {
         let columns = Columns::read(batch)?;
         let (mut scores, mut fired) = self.rules.score_rows(&columns);
-        let counts = self.velocity_counts(batch)?;
+        let (cards, times) = (batch.utf8("card_id")?, batch.i64("ts")?);
+        let counts = self.velocity_counts(&cards, &times);
         let velocity_bit = 1u64 << self.rules.len();
         for (row, count) in counts.iter().enumerate() {
             if count.is_some_and(|c| c > self.velocity.max_payments) {
@@ -87,6 +95,7 @@ impl Operator for FraudVelocity {
             .filter(|&r| fired[r] != 0 && scores[r] >= self.rules.alert_threshold())
             .map(|r| r as u32)
             .collect();
+        emit_scores(batch, &columns, &cards, &times, &scores, &hits)?;
         if hits.is_empty() {
             return Output::empty();
         }
@@ -130,10 +139,8 @@ impl FraudVelocity {
     /// Each row's count of its card's payments in the window (`None` for a
     /// row without card or time), reading and writing every card of the
     /// batch with one batched state call each.
-    fn velocity_counts(&self, batch: &Batch) -> Result<Vec<Option<usize>>, Error> {
-        let cards = batch.utf8("card_id")?;
-        let times = batch.i64("ts")?;
-        let rows = batch.num_rows();
+    fn velocity_counts(&self, cards: &Utf8Column, times: &Int64Column) -> Vec<Option<usize>> {
+        let rows = cards.len();
         let mut distinct: Vec<&str> = (0..rows).filter_map(|r| cards.get(r)).collect();
         distinct.sort_unstable();
         distinct.dedup();
@@ -157,8 +164,47 @@ impl FraudVelocity {
             .map(|(c, w)| (*c, w.encode()))
             .collect();
         state::put_many(&updates, Some(self.ttl_ms));
-        Ok(counts)
+        counts
     }
+}
+
+/// Sends every payment of the batch with its score to output `scores`;
+/// `alerts` are the rows (ascending) that made the alerts.
+fn emit_scores(
+    batch: &Batch,
+    columns: &Columns,
+    cards: &Utf8Column,
+    times: &Int64Column,
+    scores: &[f64],
+    alerts: &[u32],
+) -> Result<(), Error> {
+    let rows = batch.num_rows();
+    let txn_id = batch.utf8("txn_id")?;
+    let (mut o_txn, mut o_card) = (Utf8Builder::new(), Utf8Builder::new());
+    let (mut o_ts, mut o_amount) = (
+        Int64Builder::with_capacity(rows),
+        Float64Builder::with_capacity(rows),
+    );
+    let (mut o_score, mut o_alert) = (Float64Builder::with_capacity(rows), BoolBuilder::new());
+    let mut next_alert = alerts.iter().peekable();
+    for (row, &score) in scores.iter().enumerate().take(rows) {
+        o_txn.push_option(txn_id.get(row));
+        o_card.push_option(cards.get(row));
+        o_ts.push_option(times.get(row));
+        o_amount.push_option(columns.amount.get(row));
+        o_score.push(score);
+        o_alert.push(next_alert.next_if(|&&a| a as usize == row).is_some());
+    }
+    let scores = Output::new()
+        .with("txn_id", o_txn)
+        .with("card_id", o_card)
+        .with("ts", o_ts)
+        .with("amount", o_amount)
+        .with("score", o_score)
+        .with("alert", o_alert)
+        .build()?;
+    outputs::emit("scores", scores);
+    Ok(())
 }
 
 weir_sdk::export_operator!(FraudVelocity);

@@ -114,7 +114,7 @@ fn main() {
         )
         .expect("table");
         let mut delta =
-            weir_connectors::delta::DeltaSink::open(table, "bench", 0).expect("delta sink");
+            weir_connectors::delta::DeltaSink::open(table, "bench", "bench").expect("delta sink");
         let files_time = timed(|| files.write_epoch(1, &epoch).expect("write"));
         let parquet_time = timed(|| lake.write_epoch(1, &epoch).expect("write"));
         // Each write a new epoch: a repeated one is skipped, not written.

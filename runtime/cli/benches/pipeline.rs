@@ -427,7 +427,9 @@ fn main() {
         instance
             .process("bench", 0, 0, part.clone())
             .unwrap()
-            .num_rows()
+            .iter()
+            .map(RecordBatch::num_rows)
+            .sum::<usize>()
     };
     assert_eq!(
         wasm_process(&mut instance, &batch),

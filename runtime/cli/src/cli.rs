@@ -213,6 +213,10 @@ enum OperatorCommand {
         /// state.get sees them.
         #[arg(long)]
         state: Option<PathBuf>,
+        /// Print (and --expect) the rows the operator emits to this named
+        /// output (e.g. scores) instead of the rows `process` returns.
+        #[arg(long, value_name = "NAME")]
+        output: Option<String>,
     },
     /// Create an operator project that builds and tests out of the box.
     New {
@@ -620,8 +624,12 @@ fn dispatch(cli: Cli) -> Result<()> {
                     pipeline,
                     expect,
                     state,
+                    output,
                 },
         } => {
+            if let Some(name) = &output {
+                weir_core::outputs::check_name(name).context("--output")?;
+            }
             let host = WasmHost::new(default_cache_root())?;
             let checked = if expect.is_some() {
                 "; output as expected"
@@ -635,6 +643,7 @@ fn dispatch(cli: Cli) -> Result<()> {
                 pipeline,
                 expect,
                 state,
+                output,
             };
             if opts.inputs.len() > 1 {
                 let epochs = crate::devtools::test_epochs(&host, &opts)?;

@@ -33,6 +33,11 @@ pub struct SourceContext<'a> {
 pub struct SinkContext<'a> {
     /// The pipeline's name.
     pub pipeline: &'a str,
+    /// The sink's name in the pipeline (`default` for a lone `[sink]`):
+    /// a sink whose writes are named after the query (a Kafka
+    /// transactional id, a Delta `txn` app id) adds it when it is not
+    /// `default`, so that two sinks of one query never share a name.
+    pub name: &'a str,
     /// The checkpoint's query id: stable across restarts, so a sink can
     /// tell its own earlier writes of an epoch (transactional ids, the
     /// progress table) from another query's.
@@ -47,6 +52,25 @@ pub struct SinkContext<'a> {
     /// and epochs; a sink that names its output by epoch keeps the
     /// partitions' outputs apart by it.
     pub partition: Option<i32>,
+}
+
+impl SinkContext<'_> {
+    /// A name for this writer's own writes that no other writer of any
+    /// query shares: the query id, then `-<sink name>` unless the sink is
+    /// `default`, then `-task-<T>` for tasks after the first. A lone
+    /// `[sink]`'s first task keeps the bare query id, as before named
+    /// outputs.
+    pub fn writer_id(&self) -> String {
+        let mut id = self.query_id.to_string();
+        if self.name != weir_core::outputs::DEFAULT {
+            id.push('-');
+            id.push_str(self.name);
+        }
+        if self.task > 0 {
+            id.push_str(&format!("-task-{}", self.task));
+        }
+        id
+    }
 }
 
 /// A source connector: its `[source]` table, typed. Implemented by the

@@ -33,6 +33,7 @@ pub mod key_group;
 pub mod latency;
 pub mod memory;
 pub mod mirror;
+pub mod outputs;
 pub mod parts;
 pub mod progress;
 pub mod schema;

@@ -98,7 +98,12 @@ pub struct EpochProgress {
     /// Rows processed per second: input rows over this epoch's duration
     /// (Spark's `processedRowsPerSecond`).
     pub processed_rows_per_sec: f64,
+    /// Rows of the operator's default output (the rows `process` returns).
     pub rows_out: u64,
+    /// Rows of each named output the operator emitted to (`scores`), by
+    /// name; empty for an operator with one output.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub named_rows: BTreeMap<String, u64>,
     pub dead_letters: u64,
     /// Rows the operator failed on, set aside (they are among the dead
     /// letters; see `operator.on_error`).
@@ -173,7 +178,7 @@ impl TaskProgress {
     /// gave back (none if it failed) and the time it took.
     pub fn count_run(&mut self, rows_in: u64, output: &[RecordBatch], took: Duration) {
         self.rows_in += rows_in;
-        self.rows_out += crate::source::row_count(output);
+        self.rows_out += crate::outputs::default_rows(output);
         self.operator += took;
     }
 }
@@ -241,6 +246,7 @@ impl EpochProgress {
             input_rows_per_sec: 0.0,
             processed_rows_per_sec: 0.0,
             rows_out: 0,
+            named_rows: Default::default(),
             dead_letters: 0,
             isolated_rows: 0,
             late_rows: 0,

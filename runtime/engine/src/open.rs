@@ -9,7 +9,7 @@ use crate::deploy::validate::Checks;
 use crate::deploy::Control;
 use crate::event_time::EventTime;
 use crate::operator_cache::OperatorCache;
-use crate::pipeline::{ActiveOperator, Pipeline, TaskSinks, Tasks};
+use crate::pipeline::{ActiveOperator, Pipeline, PipelineSinks, Tasks};
 use crate::registry::{Origin, Registry, Version};
 use crate::runner::Runner;
 use anyhow::{Context, Result};
@@ -52,17 +52,18 @@ pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<
     })?;
     let (event_time, dedup) = input_preparation(cfg, source.as_ref())?;
     let checkpoint = open_checkpoint(cfg, source.as_ref(), &opts)?;
-    let mut sinks = TaskSinks::open(
-        &*cfg.sink,
+    let sinks = PipelineSinks::open(
+        &cfg.sink,
         &cfg.name,
         &checkpoint.metadata.query_id,
         opts.partition,
     )?;
-    if matches!(cfg.trigger, TriggerConfig::RealTime { .. }) && !sinks.first().supports_parts() {
-        anyhow::bail!(
-            "the `{}` sink cannot write real-time parts; use a micro-batch trigger with it",
-            cfg.sink.kind()
-        );
+    if matches!(cfg.trigger, TriggerConfig::RealTime { .. }) {
+        if let Some(name) = sinks.without_parts() {
+            anyhow::bail!(
+                "sink `{name}` cannot write real-time parts; use a micro-batch trigger with it"
+            );
+        }
     }
     let last_committed = checkpoint.commits.latest()?.map(|(e, _)| e);
     let (mut state, state_opened) = StateStore::open_with(

@@ -131,8 +131,9 @@ pub struct Running {
 }
 
 impl Running {
-    /// Runs `process` over one batch.
-    pub fn process(&mut self, batch: RecordBatch) -> Result<RecordBatch, OperatorFailure> {
+    /// Runs `process` over one batch: its output batches with rows (the
+    /// returned ones, then those emitted to named outputs).
+    pub fn process(&mut self, batch: RecordBatch) -> Result<Vec<RecordBatch>, OperatorFailure> {
         self.instance
             .process(&self.pipeline, self.at.epoch, self.at.epoch_time_ms, batch)
     }

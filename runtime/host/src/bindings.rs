@@ -1,6 +1,6 @@
 //! Host side of the `weir:operator` world: generated bindings plus the host
-//! functions operators import (the batch resource and logging; state and
-//! event time are in `state_host.rs`).
+//! functions operators import (the batch resource, logging and named
+//! outputs; state and event time are in `state_host.rs`).
 
 use super::columns::column_to_wit;
 use super::store::HostState;
@@ -30,6 +30,7 @@ wasmtime::component::bindgen!({
         "weir:operator/timers.set": trappable,
         "weir:operator/timers.delete": trappable,
         "weir:operator/timers.pending": trappable,
+        "weir:operator/outputs.emit": trappable,
     },
 });
 
@@ -152,5 +153,43 @@ impl weir::operator::host::Host for HostState {
                 tracing::error!(target: "weir::guest", pipeline, epoch, operator = %digest, "{message}")
             }
         }
+    }
+}
+
+impl weir::operator::outputs::Host for HostState {
+    /// Keeps emitted rows for the call's caller; bad rows or a bad name
+    /// trap the guest and are reported as invalid output.
+    fn emit(&mut self, name: String, rows: WitOutput) -> wasmtime::Result<()> {
+        self.keep_emitted(&name, rows).map_err(|e| {
+            let message = format!("emitted to output `{name}`: {e:#}");
+            self.emit_error = Some(message.clone());
+            wasmtime::format_err!(message)
+        })
+    }
+}
+
+impl HostState {
+    fn keep_emitted(&mut self, name: &str, rows: WitOutput) -> anyhow::Result<()> {
+        weir_core::outputs::check_name(name)?;
+        let batch = super::columns::output_to_batch(rows)?;
+        if batch.num_rows() == 0 {
+            return Ok(());
+        }
+        self.emitted_bytes += batch.get_array_memory_size();
+        if self.emitted_bytes > self.limiter.memory_limit {
+            anyhow::bail!(
+                "the rows emitted in one call hold more than the operator's memory limit of {} \
+                 bytes",
+                self.limiter.memory_limit
+            );
+        }
+        self.emitted.push(weir_core::outputs::tag(batch, name)?);
+        Ok(())
+    }
+
+    /// The rows emitted since the last call, in order.
+    pub(crate) fn take_emitted(&mut self) -> Vec<RecordBatch> {
+        self.emitted_bytes = 0;
+        std::mem::take(&mut self.emitted)
     }
 }

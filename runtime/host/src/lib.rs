@@ -414,6 +414,9 @@ impl LoadedOperator {
             },
             env,
             state_budget: limits.memory_bytes,
+            emitted: Vec::new(),
+            emitted_bytes: 0,
+            emit_error: None,
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|s| &mut s.limiter);
@@ -476,11 +479,12 @@ impl LoadedOperator {
         };
         let mut outputs = Vec::new();
         for batch in batches {
-            let out =
-                instance.process(call.pipeline, call.epoch, call.epoch_time_ms, batch.clone())?;
-            if out.num_rows() > 0 {
-                outputs.push(out);
-            }
+            outputs.extend(instance.process(
+                call.pipeline,
+                call.epoch,
+                call.epoch_time_ms,
+                batch.clone(),
+            )?);
         }
         if timers_due {
             outputs.extend(instance.fire_timers(call.pipeline, call.epoch, call.epoch_time_ms)?);
@@ -506,7 +510,8 @@ fn timers_due(env: &mut EpochEnv) -> Result<bool, OperatorFailure> {
 
 /// What [`LoadedOperator::run`] gives back.
 pub struct RunOutput {
-    /// The non-empty output batches, validated, in order.
+    /// The non-empty output batches, validated, in order; rows emitted to
+    /// named outputs are marked with their output (`weir_core::outputs`).
     pub batches: Vec<RecordBatch>,
     /// The environment it was given, holding the state changes to commit.
     pub env: EpochEnv,
@@ -549,6 +554,9 @@ impl OperatorInstance {
     }
 
     fn classify(&mut self, err: wasmtime::Error) -> OperatorFailure {
+        if let Some(message) = self.store.data_mut().emit_error.take() {
+            return OperatorFailure::InvalidOutput(message);
+        }
         if let Some(requested) = self.store.data().limiter.denied_request() {
             return OperatorFailure::MemoryLimit {
                 requested,
@@ -639,6 +647,7 @@ impl OperatorInstance {
                 .map(|(key, at_ms)| WitTimer { key, at_ms })
                 .collect();
             self.arm();
+            self.store.data_mut().take_emitted();
             let (result,) = func
                 .call(&mut self.store, (&ctx, &fired))
                 .map_err(|e| self.classify(e))?;
@@ -653,6 +662,7 @@ impl OperatorInstance {
             if batch.num_rows() > 0 {
                 outputs.push(batch);
             }
+            outputs.extend(self.store.data_mut().take_emitted());
         }
     }
 
@@ -668,14 +678,16 @@ impl OperatorInstance {
         std::mem::take(&mut self.store.data_mut().env)
     }
 
-    /// Runs `process` over one batch and validates what comes back.
+    /// Runs `process` over one batch and validates what comes back: the
+    /// returned rows (if any), then the rows the call emitted to named
+    /// outputs, in the order emitted.
     pub fn process(
         &mut self,
         pipeline: &str,
         epoch: u64,
         epoch_time_ms: i64,
         batch: RecordBatch,
-    ) -> Result<RecordBatch, OperatorFailure> {
+    ) -> Result<Vec<RecordBatch>, OperatorFailure> {
         let bindings = self
             .bindings
             .take()
@@ -693,6 +705,7 @@ impl OperatorInstance {
             epoch_time_ms,
         };
         self.arm();
+        self.store.data_mut().take_emitted();
         let borrowed = wasmtime::component::Resource::<InputBatch>::new_borrow(handle.rep());
         let result = bindings.call_process(&mut self.store, &ctx, borrowed);
         let _ = self.store.data_mut().table.delete(handle);
@@ -705,7 +718,13 @@ impl OperatorInstance {
             Ok(Ok(output)) => output,
         };
         self.bindings = Some(bindings);
-        columns::output_to_batch(output)
-            .map_err(|e| OperatorFailure::InvalidOutput(format!("{e:#}")))
+        let returned = columns::output_to_batch(output)
+            .map_err(|e| OperatorFailure::InvalidOutput(format!("{e:#}")))?;
+        let mut out = Vec::new();
+        if returned.num_rows() > 0 {
+            out.push(returned);
+        }
+        out.extend(self.store.data_mut().take_emitted());
+        Ok(out)
     }
 }

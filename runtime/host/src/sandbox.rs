@@ -34,6 +34,7 @@ const ALWAYS: &[&str] = &[
     "weir:operator/state",
     "weir:operator/timers",
     "weir:operator/event-time",
+    "weir:operator/outputs",
     "wasi:io/error",
     "wasi:io/poll",
     "wasi:io/streams",

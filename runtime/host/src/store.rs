@@ -25,6 +25,13 @@ pub struct HostState {
     pub(crate) env: super::EpochEnv,
     /// Most bytes of state changes one epoch may hold in host memory.
     pub(crate) state_budget: usize,
+    /// Rows the current call emitted to named outputs, marked with the
+    /// output (`weir_core::outputs`), taken when the call returns.
+    pub(crate) emitted: Vec<arrow_array::RecordBatch>,
+    /// Their size in memory, held against the memory limit.
+    pub(crate) emitted_bytes: usize,
+    /// Why an `emit` trapped the guest, to report it as invalid output.
+    pub(crate) emit_error: Option<String>,
 }
 
 impl HostState {

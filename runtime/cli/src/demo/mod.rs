@@ -165,6 +165,8 @@ pub struct DemoReport {
     pub planted_caught: u64,
     pub epochs: u64,
     pub rows_in: u64,
+    /// Payments written with their score to the Delta table (`fraud-velocity`).
+    pub scored: u64,
     pub elapsed: Duration,
     /// Event→alert latency over the whole run (real-time mode).
     pub latency: Option<weir_core::latency::LatencySummary>,
@@ -197,8 +199,32 @@ max_files_per_trigger = {files_per_epoch}
     )
 }
 
-/// The `[operator]` and `[sink]` tables both demo pipelines share.
+/// The `[operator]` and `[sink]` tables both demo pipelines share:
+/// alerts to JSON-lines files; with `fraud-velocity`, every payment's score
+/// (its `scores` output) to a Delta table beside them.
 fn operator_and_sink(operator: DemoOperator) -> String {
+    let sinks = match operator {
+        DemoOperator::Velocity => {
+            r#"# The alerts (the rows the operator returns) to JSON-lines files, and
+# every payment with its score (its `scores` output) to a Delta table.
+[[sink]]
+name = "alerts"
+kind = "files"
+path = "alerts"
+
+[[sink]]
+output = "scores"
+kind = "delta"
+path = "lake/scores"
+"#
+        }
+        _ => {
+            r#"[sink]
+kind = "files"
+path = "alerts"
+"#
+        }
+    };
     format!(
         r#"[operator]
 path = "{file}"
@@ -206,10 +232,7 @@ deadline = "10s"
 memory = "256MiB"
 {rules}
 
-[sink]
-kind = "files"
-path = "alerts"
-"#,
+{sinks}"#,
         file = operator.file(),
         rules = operator.config_toml(),
     )
@@ -323,10 +346,12 @@ pub fn run(opts: &DemoOptions, on_epoch: &mut dyn FnMut(&EpochProgress)) -> Resu
         },
     )?;
     let mut latency = weir_core::latency::Histogram::default();
+    let mut scored = 0;
     let summary = pipeline.run(&host, &AtomicBool::new(false), &mut |p| {
         if let Some(h) = &p.latency_histogram {
             latency.merge(h);
         }
+        scored += p.named_rows.get("scores").copied().unwrap_or(0);
         on_epoch(p)
     })?;
     let alerts_dir = dir.join("alerts");
@@ -356,6 +381,7 @@ pub fn run(opts: &DemoOptions, on_epoch: &mut dyn FnMut(&EpochProgress)) -> Resu
         planted_caught,
         epochs: summary.epochs,
         rows_in: summary.rows_in,
+        scored,
         elapsed: summary.elapsed,
         latency: latency.summary(),
     })
@@ -397,8 +423,18 @@ pub fn summary_text(r: &DemoReport) -> String {
         s.push_str(&format!("  {n:>6}  {card}\n"));
     }
     s.push_str(&format!(
-        "\nalerts:     {}/epoch-*.jsonl\ncheckpoint: {}\nrun again:  {} run {}\n",
-        r.alerts_dir.display(),
+        "\nalerts:     {}/epoch-*.jsonl\n",
+        r.alerts_dir.display()
+    ));
+    if r.scored > 0 {
+        s.push_str(&format!(
+            "scores:     {} (a Delta table: {} payments with their score)\n",
+            r.dir.join("lake/scores").display(),
+            r.scored
+        ));
+    }
+    s.push_str(&format!(
+        "checkpoint: {}\nrun again:  {} run {}\n",
         r.dir.join("checkpoint").display(),
         std::env::current_exe()
             .map(|p| p.display().to_string())

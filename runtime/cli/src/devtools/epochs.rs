@@ -138,6 +138,9 @@ fn pipeline_toml(opts: &TestOptions, dir: &Path) -> Result<String> {
     let mut sink = toml::Table::new();
     sink.insert("kind".into(), "files".into());
     sink.insert("path".into(), path_value(&dir.join("out")));
+    if let Some(output) = &opts.output {
+        sink.insert("output".into(), output.as_str().into());
+    }
     let mut trigger = toml::Table::new();
     trigger.insert("mode".into(), "available-now".into());
     doc.remove("schema");

@@ -32,6 +32,9 @@ pub struct TestOptions {
     pub expect: Option<PathBuf>,
     /// Keyed state to start from (JSON lines, see [`seed`]); default: empty.
     pub state: Option<PathBuf>,
+    /// The named output whose rows are printed and checked; default: the
+    /// rows `process` returns.
+    pub output: Option<String>,
 }
 
 /// What a test run produced.
@@ -125,7 +128,15 @@ pub fn test_operator(host: &WasmHost, opts: &TestOptions) -> Result<TestReport> 
             .component(&wasm, &config)
             .map_err(|why| anyhow::anyhow!("{}: {why}", opts.component.display()))?;
         let sampled = checks
-            .sample(&operator, &config, &input, "sample input")
+            .sample(
+                &operator,
+                &config,
+                &input,
+                "sample input",
+                opts.output
+                    .as_deref()
+                    .unwrap_or(weir_core::outputs::DEFAULT),
+            )
             .map_err(|why| anyhow::anyhow!("{why}"))?;
         if let Some(path) = &opts.expect {
             check_expected(path, &sampled.rows)?;

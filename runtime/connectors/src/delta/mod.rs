@@ -93,6 +93,10 @@ impl SinkConnector for DeltaSinkConfig {
             allow_http: self.allow_http,
         };
         let store = TableStore::open(&self.path, &settings)?;
-        Ok(Box::new(DeltaSink::open(store, ctx.query_id, ctx.task)?))
+        Ok(Box::new(DeltaSink::open(
+            store,
+            ctx.query_id,
+            &ctx.writer_id(),
+        )?))
     }
 }

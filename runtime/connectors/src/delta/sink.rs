@@ -28,8 +28,9 @@ pub struct DeltaSink {
     store: TableStore,
     url: String,
     query_id: String,
-    /// This writer's `txn` application id: the query id, with `-task-<T>`
-    /// for a parallel task after the first (each task commits its share).
+    /// This writer's `txn` application id: the query id, with the sink's
+    /// name and `-task-<T>` where needed (each task of each sink commits its
+    /// share; [`weir_connectors::connector::SinkContext::writer_id`]).
     app_id: String,
     state: TableState,
     /// Real-time parts of open epochs, committed together at the epoch's
@@ -38,21 +39,18 @@ pub struct DeltaSink {
 }
 
 impl DeltaSink {
-    /// A writer of the table in `store` for query `query_id`'s task `task`.
-    /// Reads the table's log; a table it could corrupt is refused here.
-    pub fn open(store: TableStore, query_id: &str, task: u16) -> Result<Self> {
+    /// A writer of the table in `store` for query `query_id`, committing as
+    /// application `app_id`. Reads the table's log; a table it could
+    /// corrupt is refused here.
+    pub fn open(store: TableStore, query_id: &str, app_id: &str) -> Result<Self> {
         let url = store.url();
         let state = TableState::load(&store)?;
         state.check_writable(&url)?;
-        let app_id = match task {
-            0 => query_id.to_string(),
-            t => format!("{query_id}-task-{t}"),
-        };
         Ok(DeltaSink {
             store,
             url,
             query_id: query_id.to_string(),
-            app_id,
+            app_id: app_id.to_string(),
             state,
             parts: BTreeMap::new(),
         })

@@ -187,6 +187,7 @@ impl SinkConnector for KafkaSinkConfig {
             timeout: self.timeout,
             query_id: ctx.query_id.to_string(),
             task: ctx.task,
+            writer_id: ctx.writer_id(),
         })?))
     }
 }

@@ -72,15 +72,14 @@ pub struct KafkaSinkSettings {
     pub query_id: String,
     /// Which parallel task's writer this is (0: the first, or the only).
     pub task: u16,
+    /// This writer's own name ([`crate::connector::SinkContext::writer_id`]).
+    pub writer_id: String,
 }
 
 impl KafkaSinkSettings {
     /// The transactional id of this task's producer.
     fn transactional_id(&self) -> String {
-        match self.task {
-            0 => format!("weir-{}", self.query_id),
-            t => format!("weir-{}-task-{t}", self.query_id),
-        }
+        format!("weir-{}", self.writer_id)
     }
 
     /// Whether a record of the topic was written by this query (any task).

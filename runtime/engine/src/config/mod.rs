@@ -4,6 +4,7 @@
 
 pub mod admin;
 pub mod cluster;
+pub mod sinks;
 
 pub use admin::{AdminConfig, AdminSettings, ConnectionLimits};
 pub use cluster::{Assignment, ClusterConfig};
@@ -59,8 +60,9 @@ pub struct PipelineConfig {
     pub source: SourceConfig,
     /// The Wasm operator.
     pub operator: OperatorConfig,
-    /// Where output rows go.
-    pub sink: SinkConfig,
+    /// Where output rows go: `[sink]`, or `[[sink]]` tables that route the
+    /// operator's named outputs ([`sinks`]).
+    pub sink: sinks::Sinks,
     /// Largest micro-batch handed to one `process` call, in rows.
     #[serde(default = "default_batch_rows")]
     pub batch_rows: usize,
@@ -330,7 +332,7 @@ pub struct SourceConfig(Box<dyn SourceSettings>);
 
 /// `[sink]`: where output goes — one connector's own settings, chosen by
 /// `kind` from [`weir_connectors::registry::SINKS`].
-pub struct SinkConfig(Box<dyn SinkSettings>);
+pub struct SinkConfig(pub(crate) Box<dyn SinkSettings>);
 
 macro_rules! erased_config {
     ($config:ident, $settings:ident, $parse:path) => {
@@ -531,7 +533,11 @@ impl PipelineConfig {
         };
         let mut outputs = vec![("checkpoint", self.checkpoint.as_path())];
         outputs.extend(self.source.dead_letter().map(|d| ("source.dead_letter", d)));
-        outputs.extend(self.sink.output_dir().map(|d| ("sink.path", d)));
+        outputs.extend(
+            self.sink
+                .iter()
+                .filter_map(|s| s.settings.output_dir().map(|d| ("sink.path", d))),
+        );
         for (key, out) in outputs {
             if out.starts_with(source) {
                 bail!(
@@ -615,7 +621,9 @@ impl PipelineConfig {
         fix(&mut self.checkpoint);
         fix(&mut self.operator.path);
         self.source.paths().into_iter().for_each(fix);
-        self.sink.paths().into_iter().for_each(fix);
+        for sink in self.sink.iter_mut() {
+            sink.settings.paths().into_iter().for_each(fix);
+        }
     }
 
     fn validate(&self) -> Result<()> {
@@ -871,7 +879,8 @@ path = "out"
         }
         for k in registry::SINKS {
             let cfg = PipelineConfig::parse(&file("files", k.kind), Path::new("/base")).unwrap();
-            assert_eq!(cfg.sink.kind(), k.kind);
+            let only = cfg.sink.iter().next().unwrap();
+            assert_eq!(only.settings.kind(), k.kind);
             assert!(cfg.sink.identity().unwrap().starts_with(k.kind));
             assert_eq!(serde_json::to_value(&cfg).unwrap()["sink"]["kind"], k.kind);
         }

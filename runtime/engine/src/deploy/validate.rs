@@ -90,7 +90,13 @@ impl Checks {
     ) -> Result<GoldenPassed, String> {
         let expected = parse_rows(&golden.expected)
             .map_err(|e| format!("the golden output is not JSON lines: {e}"))?;
-        let sampled = self.sample(operator, config_json, &golden.input, "golden input")?;
+        let sampled = self.sample(
+            operator,
+            config_json,
+            &golden.input,
+            "golden input",
+            weir_core::outputs::DEFAULT,
+        )?;
         compare(&expected, &sampled.rows)?;
         Ok(GoldenPassed {
             rows_in: sampled.rows_in,
@@ -99,13 +105,14 @@ impl Checks {
     }
 
     /// Runs JSON-lines `input` (in the source schema) through the version
-    /// as one epoch.
+    /// as one epoch; the rows of operator output `output`.
     pub fn sample(
         &self,
         operator: &LoadedOperator,
         config_json: &str,
         input: &[u8],
         what: &str,
+        output: &str,
     ) -> Result<Sampled, String> {
         let decoder = JsonDecoder::new(
             self.input_schema.clone(),
@@ -115,7 +122,9 @@ impl Checks {
         let decoded = decoder
             .decode_lines(input, what)
             .map_err(|e| format!("the {what} does not fit the source schema: {e:#}"))?;
-        let output = self.run(operator, config_json, &decoded.batches)?;
+        let ran = self.run(operator, config_json, &decoded.batches)?;
+        let output = weir_core::outputs::rows_of(&ran, output)
+            .map_err(|e| format!("reading the output: {e:#}"))?;
         let rows = super::shadow::rows_as_json(&output)
             .map_err(|e| format!("reading the output: {e:#}"))?;
         let columns = output.first().map_or_else(Vec::new, |b| {

@@ -30,6 +30,11 @@ struct TaskLabel {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OutputLabel {
+    output: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct UnitLabel {
     unit: &'static str,
 }
@@ -79,6 +84,7 @@ pub struct Metrics {
     task_rows_in: Family<TaskLabel, Counter>,
     task_rows_out: Family<TaskLabel, Counter>,
     task_operator_seconds: Family<TaskLabel, Counter<f64, AtomicU64>>,
+    named_output_rows: Family<OutputLabel, Counter>,
 }
 
 impl Metrics {
@@ -115,6 +121,7 @@ impl Metrics {
             task_rows_in: Family::default(),
             task_rows_out: Family::default(),
             task_operator_seconds: Family::default(),
+            named_output_rows: Family::default(),
         };
         let mut r = m
             .registry
@@ -152,8 +159,13 @@ impl Metrics {
         r.register("input_rows", "Rows read from the source", m.rows_in.clone());
         r.register(
             "output_rows",
-            "Rows written to the sink",
+            "Rows of the operator's default output written to its sinks",
             m.rows_out.clone(),
+        );
+        r.register(
+            "named_output_rows",
+            "Rows the operator emitted to each named output (`scores`)",
+            m.named_output_rows.clone(),
         );
         r.register(
             "dead_letters",
@@ -272,6 +284,13 @@ impl Metrics {
                     self.latency_seconds.observe(upper_us as f64 / 1e6);
                 }
             }
+        }
+        for (output, rows) in &p.named_rows {
+            self.named_output_rows
+                .get_or_create(&OutputLabel {
+                    output: output.clone(),
+                })
+                .inc_by(*rows);
         }
         for t in &p.tasks {
             let task = TaskLabel { task: t.task };

@@ -70,6 +70,8 @@ pub(super) struct Done {
     pub since_previous: Option<Duration>,
     pub rows_in: u64,
     pub rows_out: u64,
+    /// Rows of each named output.
+    pub named_rows: std::collections::BTreeMap<String, u64>,
     pub micro_batches: usize,
     pub dead_letters: u64,
     pub observed: Observed,
@@ -155,7 +157,8 @@ impl Pipeline {
         })?;
         let mut latency = Histogram::default();
         self.measure_latency(&outputs, &mut latency);
-        let rows_out = outputs.iter().map(|b| b.num_rows() as u64).sum();
+        let rows_out = weir_core::outputs::default_rows(&outputs);
+        let named_rows = weir_core::outputs::named_rows(&outputs);
         let max_event_time_ms = self
             .event_time
             .as_ref()
@@ -177,6 +180,7 @@ impl Pipeline {
             since_previous,
             rows_in,
             rows_out,
+            named_rows,
             micro_batches,
             dead_letters: input.dead_letters.len() as u64,
             observed,
@@ -438,6 +442,7 @@ impl Pipeline {
             input_rows_per_sec: rate(done.rows_in, done.since_previous.unwrap_or(total)),
             processed_rows_per_sec: rate(done.rows_in, total),
             rows_out: done.rows_out,
+            named_rows: done.named_rows,
             dead_letters: done.dead_letters,
             isolated_rows: entry.isolated.len() as u64,
             late_rows: done.observed.late,

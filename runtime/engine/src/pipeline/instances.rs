@@ -156,10 +156,7 @@ fn process_all(
 ) -> Result<Vec<RecordBatch>, OperatorFailure> {
     let mut outputs = Vec::new();
     for batch in batches {
-        let out = task.process(batch)?;
-        if out.num_rows() > 0 {
-            outputs.push(out);
-        }
+        outputs.extend(task.process(batch)?);
     }
     Ok(outputs)
 }

@@ -18,7 +18,7 @@ mod shadow_hook;
 mod sinks;
 mod tasks;
 
-pub(crate) use sinks::TaskSinks;
+pub(crate) use sinks::PipelineSinks;
 use tasks::TaskRun;
 pub use tasks::Tasks;
 
@@ -114,8 +114,8 @@ pub struct Pipeline {
     pub(crate) name: String,
     pub(crate) checkpoint: Checkpoint,
     pub(crate) source: Box<dyn DynSource>,
-    /// The sink's writers, one per task ([`sinks`]).
-    pub(crate) sinks: TaskSinks,
+    /// Every sink's writers, one per task ([`sinks`]).
+    pub(crate) sinks: PipelineSinks,
     pub(crate) trigger: TriggerConfig,
     pub(crate) active: ActiveOperator,
     /// How every version is run (name and limits): epochs, replays, shadow.
@@ -417,7 +417,12 @@ impl Pipeline {
             return;
         };
         let now_us = weir_core::clock::now_us();
-        for batch in outputs {
+        // Latency is the default output's (the alerts), not that of rows
+        // emitted to named outputs.
+        let defaults = outputs
+            .iter()
+            .filter(|b| weir_core::outputs::output_of(b) == weir_core::outputs::DEFAULT);
+        for batch in defaults {
             let Some(times) = batch
                 .column_by_name(et.column())
                 .and_then(|c| c.as_any().downcast_ref::<arrow_array::Int64Array>())

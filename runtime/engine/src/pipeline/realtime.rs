@@ -75,6 +75,7 @@ struct Totals {
     parts: u32,
     rows_in: u64,
     rows_out: u64,
+    named_rows: std::collections::BTreeMap<String, u64>,
     micro_batches: usize,
     observed: Observed,
     dropped: Dropped,
@@ -93,7 +94,10 @@ impl Totals {
     fn delivered(&mut self, shares: &Shares, measure: impl Fn(&[RecordBatch], &mut Histogram)) {
         for outputs in shares {
             measure(outputs, &mut self.latency);
-            self.rows_out += row_count(outputs);
+            self.rows_out += weir_core::outputs::default_rows(outputs);
+            for (name, rows) in weir_core::outputs::named_rows(outputs) {
+                *self.named_rows.entry(name).or_insert(0) += rows;
+            }
         }
         self.parts += 1;
     }
@@ -189,6 +193,7 @@ impl Pipeline {
             since_previous,
             rows_in: totals.rows_in,
             rows_out: totals.rows_out,
+            named_rows: totals.named_rows,
             micro_batches: totals.micro_batches,
             dead_letters: totals.dead_letters.len() as u64,
             observed: totals.observed,

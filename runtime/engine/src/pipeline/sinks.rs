@@ -1,21 +1,145 @@
-//! The sink's writers: one per task, so that the tasks of an epoch write
-//! their shares side by side, each to a file, a claim or a transaction of
-//! its own ([`weir_connectors::connector::SinkContext::task`]).
+//! The sinks' writers: for each sink (`[sink]`, or each `[[sink]]`), one
+//! writer per task, so that the tasks of an epoch write their shares side
+//! by side, each to a file, a claim or a transaction of its own
+//! ([`weir_connectors::connector::SinkContext::task`]). Each sink gets the
+//! rows of the operator output it takes ([`weir_core::outputs`]).
 //!
 //! The epoch protocol is unchanged: phase 6 returns only after **every**
-//! task's writer has the epoch, and only then do the state and
-//! `commits/N` follow. Each writer makes its own repeated write harmless,
-//! and a replay gives each task the same rows, since `offsets/N` records
-//! how the epoch was divided ([`weir_core::wal::TaskSplit`]).
+//! sink's every task's writer has the epoch, and only then do the state
+//! and `commits/N` follow. Each writer makes its own repeated write
+//! harmless, and a replay gives each task the same rows, since `offsets/N`
+//! records how the epoch was divided ([`weir_core::wal::TaskSplit`]).
 
+use crate::config::sinks::Sinks;
 use anyhow::{Context, Result};
 use arrow_array::RecordBatch;
+use std::collections::HashSet;
 use weir_connectors::connector::{SinkContext, SinkSettings};
+use weir_core::outputs;
 use weir_core::sink::Sink;
 
-/// The sink's writers by task, opened as tasks first need them.
+/// Every sink's writers, and which output each takes.
+pub(crate) struct PipelineSinks {
+    routes: Vec<Route>,
+    /// Outputs the operator emitted that no sink takes (said once each).
+    unrouted: HashSet<String>,
+}
+
+struct Route {
+    name: String,
+    output: String,
+    writers: TaskSinks,
+}
+
+impl PipelineSinks {
+    /// Opens every sink's first writer (a sink that cannot be reached or
+    /// configured fails the start).
+    pub fn open(
+        sinks: &Sinks,
+        pipeline: &str,
+        query_id: &str,
+        partition: Option<i32>,
+    ) -> Result<Self> {
+        let routes = sinks
+            .iter()
+            .map(|s| {
+                let writers = TaskSinks::open(&*s.settings, &s.name, pipeline, query_id, partition)
+                    .with_context(|| format!("sink `{}`", s.name))?;
+                Ok(Route {
+                    name: s.name.clone(),
+                    output: s.output.clone(),
+                    writers,
+                })
+            })
+            .collect::<Result<_>>()?;
+        Ok(PipelineSinks {
+            routes,
+            unrouted: HashSet::new(),
+        })
+    }
+
+    /// The sink that cannot write real-time parts, if any.
+    pub fn without_parts(&self) -> Option<&str> {
+        self.routes
+            .iter()
+            .find(|r| !r.writers.supports_parts())
+            .map(|r| r.name.as_str())
+    }
+
+    /// Takes ownership of every sink's output ([`TaskSinks::fence`]).
+    pub fn fence(&mut self) -> Result<()> {
+        self.routes.iter_mut().try_for_each(|r| {
+            r.writers
+                .fence()
+                .with_context(|| format!("sink `{}`", r.name))
+        })
+    }
+
+    /// Writes `epoch` to every sink: each gets each task's rows of its
+    /// output ([`TaskSinks::write_epoch`]).
+    pub fn write_epoch(&mut self, epoch: u64, shares: &[&[RecordBatch]]) -> Result<()> {
+        self.each_route(shares, |writers, routed| writers.write_epoch(epoch, routed))
+    }
+
+    /// Real-time mode: part `part` of `epoch` to every sink.
+    pub fn write_part(&mut self, epoch: u64, part: u32, shares: &[&[RecordBatch]]) -> Result<()> {
+        self.each_route(shares, |writers, routed| {
+            writers.write_part(epoch, part, routed)
+        })
+    }
+
+    /// Runs `write` for each sink with each task's rows of its output, one
+    /// sink after another.
+    fn each_route(
+        &mut self,
+        shares: &[&[RecordBatch]],
+        write: impl Fn(&mut TaskSinks, &[&[RecordBatch]]) -> Result<()>,
+    ) -> Result<()> {
+        self.note_unrouted(shares);
+        for route in &mut self.routes {
+            let routed = route_shares(shares, &route.output)?;
+            let refs: Vec<&[RecordBatch]> = routed.iter().map(Vec::as_slice).collect();
+            write(&mut route.writers, &refs).with_context(|| format!("sink `{}`", route.name))?;
+        }
+        Ok(())
+    }
+
+    /// Real-time mode: every sink's end of `epoch`.
+    pub fn end_epoch(&mut self, epoch: u64) -> Result<()> {
+        self.routes.iter_mut().try_for_each(|r| {
+            r.writers
+                .end_epoch(epoch)
+                .with_context(|| format!("sink `{}`", r.name))
+        })
+    }
+
+    /// Says once per output that rows of it go to no sink.
+    fn note_unrouted(&mut self, shares: &[&[RecordBatch]]) {
+        for share in shares {
+            for name in outputs::names(share) {
+                if !self.routes.iter().any(|r| r.output == name)
+                    && self.unrouted.insert(name.clone())
+                {
+                    tracing::warn!(
+                        output = %name,
+                        "the operator emits rows to output `{name}`, which no sink takes; they \
+                         are dropped. Add a `[[sink]]` with `output = \"{name}\"` to keep them."
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Each task's rows of `output`, unmarked.
+fn route_shares(shares: &[&[RecordBatch]], output: &str) -> Result<Vec<Vec<RecordBatch>>> {
+    shares.iter().map(|s| outputs::rows_of(s, output)).collect()
+}
+
+/// One sink's writers by task, opened as tasks first need them.
 pub(crate) struct TaskSinks {
     settings: Box<dyn SinkSettings>,
+    name: String,
     pipeline: String,
     query_id: String,
     partition: Option<i32>,
@@ -30,12 +154,14 @@ impl TaskSinks {
     /// `partition` is the source partition a cluster worker runs.
     pub fn open(
         settings: &dyn SinkSettings,
+        name: &str,
         pipeline: &str,
         query_id: &str,
         partition: Option<i32>,
     ) -> Result<Self> {
         let mut sinks = TaskSinks {
             settings: settings.clone_box(),
+            name: name.to_string(),
             pipeline: pipeline.to_string(),
             query_id: query_id.to_string(),
             partition,
@@ -46,10 +172,9 @@ impl TaskSinks {
         Ok(sinks)
     }
 
-    /// The first task's writer: the one a one-task epoch (and real-time
-    /// mode) writes with.
-    pub fn first(&mut self) -> &mut dyn Sink {
-        self.writers[0].as_mut()
+    /// Whether the sink can write real-time parts.
+    pub fn supports_parts(&self) -> bool {
+        self.writers.first().is_some_and(|w| w.supports_parts())
     }
 
     /// Opens writers up to task `count - 1`.
@@ -59,6 +184,7 @@ impl TaskSinks {
             let writer = self
                 .settings
                 .open(&SinkContext {
+                    name: &self.name,
                     pipeline: &self.pipeline,
                     query_id: &self.query_id,
                     task,

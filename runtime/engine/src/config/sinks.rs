@@ -1,0 +1,162 @@
+//! `[sink]` or `[[sink]]`: where each of the operator's outputs goes.
+//!
+//! One `[sink]` table is today's pipeline: the operator's default output
+//! to one connector. `[[sink]]` tables route named outputs, each to its own
+//! connector (`output = "scores"`), the default output where a table names
+//! none; several sinks may take one output. Each table is a connector's own
+//! settings plus `name` (default: the output's name; it keeps the sink's
+//! writes apart from the others', e.g. Kafka transactional ids) and
+//! `output`.
+
+use super::SinkConfig;
+use anyhow::{anyhow, bail, Result};
+use serde::{Deserialize, Serialize};
+use std::collections::HashSet;
+use weir_connectors::registry;
+use weir_core::outputs::{self, DEFAULT};
+
+/// One sink of the pipeline.
+#[derive(Debug, Clone)]
+pub struct OutputSink {
+    /// The sink's name, unique in the pipeline.
+    pub name: String,
+    /// The operator output it takes.
+    pub output: String,
+    /// The connector and its settings.
+    pub settings: SinkConfig,
+}
+
+/// The pipeline's sinks, at least one, in the file's order.
+#[derive(Debug, Clone)]
+pub struct Sinks(Vec<OutputSink>);
+
+impl Sinks {
+    /// The sinks, in the file's order.
+    pub fn iter(&self) -> std::slice::Iter<'_, OutputSink> {
+        self.0.iter()
+    }
+
+    /// The sinks, to change their settings (paths made absolute).
+    pub fn iter_mut(&mut self) -> std::slice::IterMut<'_, OutputSink> {
+        self.0.iter_mut()
+    }
+
+    /// Whether the pipeline has one sink for the default output: the
+    /// layout of a pipeline file from before named outputs.
+    fn is_single(&self) -> bool {
+        matches!(self.0.as_slice(), [only] if only.name == DEFAULT && only.output == DEFAULT)
+    }
+
+    /// The identity recorded in the checkpoint: the sink's own for a
+    /// single one (as before named outputs), else every sink's
+    /// `name=identity`. A checkpoint belongs to its set of sinks: an
+    /// epoch committed there was delivered to each of them.
+    pub fn identity(&self) -> Result<String> {
+        if self.is_single() {
+            return self.0[0].settings.identity();
+        }
+        let each: Vec<String> = self
+            .0
+            .iter()
+            .map(|s| Ok(format!("{}={}", s.name, s.settings.identity()?)))
+            .collect::<Result<_>>()?;
+        Ok(each.join(", "))
+    }
+
+    /// Checks each sink's settings, the names, and that no two sinks write
+    /// to the same place.
+    pub fn validate(&self) -> Result<()> {
+        let (mut names, mut places) = (HashSet::new(), HashSet::new());
+        for s in &self.0 {
+            s.settings
+                .validate()
+                .map_err(|e| anyhow!("sink `{}`: {e:#}", s.name))?;
+            if !names.insert(&s.name) {
+                bail!(
+                    "two sinks are named `{}`: give each `[[sink]]` its own `name`",
+                    s.name
+                );
+            }
+            let place = s.settings.identity()?;
+            if !places.insert(place.clone()) {
+                bail!(
+                    "sinks write to the same place twice ({place}); each sink needs its own \
+                     table, topic or directory"
+                );
+            }
+        }
+        Ok(())
+    }
+
+    fn parse(value: toml::Value) -> Result<Self> {
+        let tables = match value {
+            toml::Value::Table(t) => vec![t],
+            toml::Value::Array(items) => items
+                .into_iter()
+                .map(|i| match i {
+                    toml::Value::Table(t) => Ok(t),
+                    other => Err(anyhow!("each `[[sink]]` must be a table, not {other}")),
+                })
+                .collect::<Result<_>>()?,
+            other => bail!("`sink` must be a table (`[sink]`) or tables (`[[sink]]`), not {other}"),
+        };
+        if tables.is_empty() {
+            bail!("`sink` needs at least one table");
+        }
+        let sinks = tables
+            .into_iter()
+            .enumerate()
+            .map(|(i, t)| one_sink(t).map_err(|e| anyhow!("sink {}: {e:#}", i + 1)))
+            .collect::<Result<_>>()?;
+        Ok(Sinks(sinks))
+    }
+}
+
+/// A sink's table: `name` and `output` taken off, the rest the connector's.
+fn one_sink(mut table: toml::Table) -> Result<OutputSink> {
+    let mut text = |key: &str| -> Result<Option<String>> {
+        match table.remove(key) {
+            None => Ok(None),
+            Some(toml::Value::String(s)) => Ok(Some(s)),
+            Some(other) => bail!("`sink.{key}` must be a string, not {other}"),
+        }
+    };
+    let output = text("output")?.unwrap_or_else(|| DEFAULT.to_string());
+    let name = text("name")?.unwrap_or_else(|| output.clone());
+    outputs::check_name(&output).map_err(|e| anyhow!("`sink.output`: {e:#}"))?;
+    outputs::check_name(&name).map_err(|e| anyhow!("`sink.name`: {e:#}"))?;
+    let settings = SinkConfig(registry::sink_settings(table)?);
+    Ok(OutputSink {
+        name,
+        output,
+        settings,
+    })
+}
+
+impl Serialize for Sinks {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if self.is_single() {
+            return self.0[0].settings.serialize(s);
+        }
+        let tables = self
+            .0
+            .iter()
+            .map(|sink| {
+                let mut value = sink.settings.to_json().map_err(serde::ser::Error::custom)?;
+                if let Some(map) = value.as_object_mut() {
+                    map.insert("name".into(), sink.name.clone().into());
+                    map.insert("output".into(), sink.output.clone().into());
+                }
+                Ok(value)
+            })
+            .collect::<Result<Vec<_>, S::Error>>()?;
+        tables.serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Sinks {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let value = toml::Value::deserialize(d)?;
+        Sinks::parse(value).map_err(|e| serde::de::Error::custom(format!("{e:#}")))
+    }
+}
