@@ -152,3 +152,39 @@ fn payments_in_parquet_files_give_the_alerts_of_the_same_payments_in_json_lines(
     assert!(expected.len() > 20, "the velocity rules alert");
     assert_eq!(sorted_rows(lake.path()), expected);
 }
+
+/// `examples/lake/run.sh` end to end, smaller: S3 (s3s-fs) → fraud-velocity
+/// → PostgreSQL alerts + Delta scores, both read back; every payment is
+/// scored once and the scores mark exactly the alerts.
+#[test]
+fn the_lake_example_runs_end_to_end() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let run = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new("bash")
+        .arg(root.join("examples/lake/run.sh"))
+        .env("WEIR", env!("CARGO_BIN_EXE_weir"))
+        .env("PAYMENTS", "4800")
+        .env("RUN_DIR", run.path())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let alerts = stdout
+        .lines()
+        .find_map(|l| l.strip_suffix(" distinct) in PostgreSQL table alerts"))
+        .expect("the alerts line");
+    let (count, distinct) = alerts.split_once(" alerts (").unwrap();
+    assert_eq!(count, distinct, "each alert once");
+    let n: u64 = count.parse().unwrap();
+    assert!(n > 20, "{stdout}");
+    assert!(
+        stdout.contains(&format!(
+            "4800 scores (4800 distinct, {n} marked as alerts) in Delta table s3://lake/scores"
+        )),
+        "{stdout}"
+    );
+}

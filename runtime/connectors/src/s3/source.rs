@@ -103,8 +103,12 @@ impl S3Source {
     /// Warns (once per object) that a planned object changed afterwards:
     /// its new content is never read, since an epoch's range is fixed.
     fn note_if_changed(&mut self, planned: &PlannedObject, now: &ObjectMeta) {
-        let same =
-            planned.size == now.size && (planned.e_tag.is_none() || planned.e_tag == now.e_tag);
+        // Some stores (s3s-fs) list no ETags: then only the size tells.
+        let same_tag = match (&planned.e_tag, &now.e_tag) {
+            (Some(then), Some(now)) => then == now,
+            _ => true,
+        };
+        let same = planned.size == now.size && same_tag;
         if same || !self.changed.insert(planned.key.clone()) {
             return;
         }
