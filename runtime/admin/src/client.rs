@@ -175,22 +175,10 @@ fn read(path: &Path) -> Result<Vec<u8>> {
 }
 
 /// The operator config file as JSON: `.toml` files are converted, anything
-/// else must be JSON.
+/// else must be JSON (the pipeline file's `operator.config_file` reads the
+/// same way).
 pub fn config_json(path: &Path) -> Result<String> {
-    let text = String::from_utf8(read(path)?)
-        .with_context(|| format!("{} is not UTF-8", path.display()))?;
-    if path.extension().is_some_and(|e| e == "toml") {
-        let value: toml::Value = toml::from_str(&text)
-            .with_context(|| format!("{} is not valid TOML", path.display()))?;
-        return Ok(serde_json::to_string(&value)?);
-    }
-    let value: Value = serde_json::from_str(&text).with_context(|| {
-        format!(
-            "{} is not valid JSON (use a .toml name for TOML)",
-            path.display()
-        )
-    })?;
-    Ok(value.to_string())
+    weir_engine::config::config_file_json(path)
 }
 
 fn answer(response: Response) -> Result<Value> {

@@ -379,6 +379,27 @@ macro_rules! erased_config {
 erased_config!(SourceConfig, SourceSettings, registry::source_settings);
 erased_config!(SinkConfig, SinkSettings, registry::sink_settings);
 
+/// An operator config file as the JSON `init` receives: a `.toml` file is
+/// converted, anything else must be JSON. (`operator.config_file`, and the
+/// `--config` of `weir deploy` and `weir operator test`.)
+pub fn config_file_json(path: &Path) -> Result<String> {
+    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    let text =
+        String::from_utf8(bytes).with_context(|| format!("{} is not UTF-8", path.display()))?;
+    if path.extension().is_some_and(|e| e == "toml") {
+        let value: toml::Value = toml::from_str(&text)
+            .with_context(|| format!("{} is not valid TOML", path.display()))?;
+        return Ok(serde_json::to_string(&value)?);
+    }
+    let value: serde_json::Value = serde_json::from_str(&text).with_context(|| {
+        format!(
+            "{} is not valid JSON (use a .toml name for TOML)",
+            path.display()
+        )
+    })?;
+    Ok(value.to_string())
+}
+
 /// Upper bound of `operator.max_isolated`: each isolated record costs about
 /// `2 log2(rows)` operator runs to find, some of them up to the deadline.
 pub const MAX_ISOLATED: usize = 1000;
@@ -392,6 +413,15 @@ pub struct OperatorConfig {
     /// JSON-compatible configuration passed to the operator's `init`.
     #[serde(default = "empty_table")]
     pub config: toml::Value,
+    /// The configuration in a file of its own instead (`.json`, or `.toml`
+    /// converted to JSON; relative to the pipeline file): rules the fraud
+    /// team edits apart from the pipeline. Read when the pipeline file is;
+    /// its digest is recorded like an inline config's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_file: Option<PathBuf>,
+    /// The JSON read from `config_file`.
+    #[serde(skip)]
+    pub config_from_file: Option<String>,
     /// CPU deadline per call, e.g. "2s".
     #[serde(default = "default_deadline", with = "humantime_serde_compat")]
     pub deadline: Duration,
@@ -521,7 +551,29 @@ impl PipelineConfig {
         let base = base.canonicalize().unwrap_or_else(|_| base.to_path_buf());
         cfg.resolve_paths(&base);
         cfg.check_outputs_outside_source()?;
+        cfg.read_config_file()?;
         Ok(cfg)
+    }
+
+    /// Reads `operator.config_file`, refusing it beside an inline config.
+    fn read_config_file(&mut self) -> Result<()> {
+        let Some(path) = &self.operator.config_file else {
+            return Ok(());
+        };
+        if self
+            .operator
+            .config
+            .as_table()
+            .is_none_or(|t| !t.is_empty())
+        {
+            bail!(
+                "`operator.config` and `operator.config_file` are both set; keep one (the file \
+                 for rules edited apart from the pipeline)"
+            );
+        }
+        self.operator.config_from_file =
+            Some(config_file_json(path).context("`operator.config_file`")?);
+        Ok(())
     }
 
     /// Refuses a sink, dead-letter or checkpoint directory inside the files
@@ -620,6 +672,9 @@ impl PipelineConfig {
         };
         fix(&mut self.checkpoint);
         fix(&mut self.operator.path);
+        if let Some(file) = &mut self.operator.config_file {
+            fix(file);
+        }
         self.source.paths().into_iter().for_each(fix);
         for sink in self.sink.iter_mut() {
             sink.settings.paths().into_iter().for_each(fix);
@@ -710,9 +765,13 @@ impl PipelineConfig {
         })
     }
 
-    /// The operator config as the JSON text `init` receives.
+    /// The operator config as the JSON text `init` receives: from
+    /// `config_file` if set, else the inline `config`.
     pub fn operator_config_json(&self) -> Result<String> {
-        Ok(serde_json::to_string(&self.operator.config)?)
+        match &self.operator.config_from_file {
+            Some(json) => Ok(json.clone()),
+            None => Ok(serde_json::to_string(&self.operator.config)?),
+        }
     }
 }
 
@@ -887,6 +946,44 @@ path = "out"
         let text = err_of(&file("files", "console").replace("kind = \"console\"", "kind = \"s4\""));
         assert!(text.contains("unknown sink kind `s4`"), "{text}");
         assert!(text.contains("files, console, kafka, postgres"), "{text}");
+    }
+
+    #[test]
+    fn the_operator_config_may_come_from_a_file_beside_the_pipeline() {
+        let dir = tempfile::tempdir().unwrap();
+        let with_file = |name: &str| {
+            GOOD.replace(
+                "config = { alert_threshold = 0.5 }",
+                &format!("config_file = \"{name}\""),
+            )
+        };
+        std::fs::write(dir.path().join("rules.json"), r#"{"alert_threshold": 0.9}"#).unwrap();
+        let cfg = PipelineConfig::parse(&with_file("rules.json"), dir.path()).unwrap();
+        assert_eq!(
+            cfg.operator_config_json().unwrap(),
+            r#"{"alert_threshold":0.9}"#
+        );
+        std::fs::write(dir.path().join("rules.toml"), "alert_threshold = 0.9\n").unwrap();
+        let cfg = PipelineConfig::parse(&with_file("rules.toml"), dir.path()).unwrap();
+        assert_eq!(
+            cfg.operator_config_json().unwrap(),
+            r#"{"alert_threshold":0.9}"#
+        );
+
+        let err =
+            |text: &str| format!("{:#}", PipelineConfig::parse(text, dir.path()).unwrap_err());
+        let missing = err(&with_file("nope.json"));
+        assert!(
+            missing.contains("`operator.config_file`") && missing.contains("nope.json"),
+            "{missing}"
+        );
+        std::fs::write(dir.path().join("bad.json"), "{ not json").unwrap();
+        assert!(err(&with_file("bad.json")).contains("is not valid JSON"));
+        let both = GOOD.replace(
+            "config = { alert_threshold = 0.5 }",
+            "config = { alert_threshold = 0.5 }\nconfig_file = \"rules.json\"",
+        );
+        assert!(err(&both).contains("both set"), "{}", err(&both));
     }
 
     fn err_of(text: &str) -> String {
