@@ -113,6 +113,17 @@ pub struct Utf8Column {
 }
 
 impl Utf8Column {
+    /// The column in WIT form again (a copy), e.g. as lookup keys.
+    pub(crate) fn to_wit(&self) -> wit::Column {
+        wit::Column {
+            values: wit::Values::Utf8(wit::Utf8Values {
+                offsets: self.offsets.clone(),
+                data: self.data.as_bytes().to_vec(),
+            }),
+            validity: self.validity.0.clone(),
+        }
+    }
+
     pub(crate) fn from_wit(name: &str, column: wit::Column) -> Result<Self, Error> {
         let wit::Values::Utf8(utf8) = column.values else {
             return Err(mismatch(name, "utf8"));

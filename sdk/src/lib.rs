@@ -9,7 +9,8 @@
 //! the remaining columns with [`Batch::utf8_rows`] and friends. Results go back
 //! through column builders collected in an [`Output`]; rows for other named
 //! outputs (`scores` beside `alerts`) go through [`outputs::emit`]. History
-//! that must outlive an epoch goes into the host's keyed [`state`].
+//! that must outlive an epoch goes into the host's keyed [`state`];
+//! reference tables the pipeline declares are read through [`lookup`].
 //!
 //! ```ignore
 //! use weir_sdk::{Batch, EpochContext, Error, Float64Builder, Operator, Output, Utf8Builder};
@@ -44,6 +45,7 @@ mod error;
 mod output;
 
 pub mod log;
+pub mod lookup;
 pub mod outputs;
 pub mod state;
 pub mod timers;

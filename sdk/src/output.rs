@@ -243,7 +243,7 @@ impl From<BoolBuilder> for ColumnBuilder {
 #[derive(Debug, Clone)]
 pub struct ColumnBuilder {
     rows: usize,
-    column: wit::Column,
+    pub(crate) column: wit::Column,
 }
 
 /// The rows an operator returns for a batch, as named columns of equal length.

@@ -19,6 +19,7 @@ mod event_time;
 mod hot_swap;
 mod kafka;
 mod lake;
+mod lookup;
 mod object_store;
 mod observe;
 mod outputs;

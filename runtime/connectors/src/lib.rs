@@ -27,6 +27,7 @@ pub mod delta;
 pub mod files;
 pub mod generator;
 pub mod kafka;
+pub mod lookup;
 pub mod parquet;
 pub mod postgres;
 pub mod registry;

@@ -31,6 +31,7 @@ pub mod guest_output;
 pub mod json;
 pub mod key_group;
 pub mod latency;
+pub mod lookup;
 pub mod memory;
 pub mod mirror;
 pub mod outputs;

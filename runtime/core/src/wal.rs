@@ -70,6 +70,10 @@ pub struct OffsetEntry {
     /// claim, a transaction) then holds the same rows as before the crash.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tasks: Option<TaskSplit>,
+    /// The version (content digest) of each reference table the epoch
+    /// reads (`[[lookup]]`): a replay reads these, whatever the newest are.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub lookups: std::collections::BTreeMap<String, Digest>,
 }
 
 /// How an epoch's rows are dealt to its tasks ([`OffsetEntry::tasks`]).

@@ -21,6 +21,7 @@ pub mod deploy;
 pub mod event_time;
 pub mod exchange;
 pub mod isolate;
+pub mod lookups;
 pub mod observe;
 pub mod open;
 pub mod operator_cache;

@@ -65,6 +65,7 @@ pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<
             );
         }
     }
+    let lookups = crate::lookups::LookupSet::open(&cfg.lookups, &checkpoint)?;
     let last_committed = checkpoint.commits.latest()?.map(|(e, _)| e);
     let (mut state, state_opened) = StateStore::open_with(
         &checkpoint.root().join("state"),
@@ -136,6 +137,7 @@ pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<
         checkpoint,
         source,
         sinks,
+        lookups,
         trigger: cfg.trigger,
         active: ActiveOperator {
             version: active.number,

@@ -55,6 +55,7 @@ mod bindings;
 mod cache;
 mod columns;
 mod error;
+mod lookup_host;
 mod sandbox;
 mod state_host;
 mod store;
@@ -347,6 +348,9 @@ pub struct EpochEnv {
     pub watermark: Option<i64>,
     /// The watermark of the epoch before, as recorded in `offsets/N`.
     pub previous_watermark: Option<i64>,
+    /// The reference tables the epoch reads (`weir:operator/lookup`), at
+    /// the versions its `offsets/N` records.
+    pub lookups: Arc<weir_core::lookup::EpochTables>,
 }
 
 /// A compiled, linked operator version, ready to be instantiated per epoch.

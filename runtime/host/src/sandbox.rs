@@ -35,6 +35,7 @@ const ALWAYS: &[&str] = &[
     "weir:operator/timers",
     "weir:operator/event-time",
     "weir:operator/outputs",
+    "weir:operator/lookup",
     "wasi:io/error",
     "wasi:io/poll",
     "wasi:io/streams",

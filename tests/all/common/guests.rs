@@ -14,6 +14,7 @@ const TEST_GUESTS: &[&str] = &[
     "wrong-world",
     "fraud-windows-by-hand",
     "window-kinds",
+    "card-home",
 ];
 
 /// The directory the bundled guests were built into.

@@ -4,6 +4,7 @@
 
 pub mod admin;
 pub mod cluster;
+pub mod lookup;
 pub mod sinks;
 
 pub use admin::{AdminConfig, AdminSettings, ConnectionLimits};
@@ -78,6 +79,9 @@ pub struct PipelineConfig {
     /// Host-provided deduplication on a key column within the watermark.
     #[serde(default)]
     pub dedup: Option<DedupConfig>,
+    /// Reference tables the operator looks rows up in (`[[lookup]]`).
+    #[serde(default, rename = "lookup", skip_serializing_if = "Vec::is_empty")]
+    pub lookups: Vec<lookup::LookupConfig>,
     /// The admin HTTP API (deploy, roll back, shadow). Off unless present.
     /// Not part of the config hash: where the API listens and its token
     /// change nothing about what epochs compute.
@@ -675,6 +679,9 @@ impl PipelineConfig {
         if let Some(file) = &mut self.operator.config_file {
             fix(file);
         }
+        for l in &mut self.lookups {
+            fix(&mut l.path);
+        }
         self.source.paths().into_iter().for_each(fix);
         for sink in self.sink.iter_mut() {
             sink.settings.paths().into_iter().for_each(fix);
@@ -713,6 +720,13 @@ impl PipelineConfig {
         }
         self.source.validate()?;
         self.sink.validate()?;
+        let mut names = std::collections::HashSet::new();
+        for l in &self.lookups {
+            l.validate()?;
+            if !names.insert(&l.name) {
+                bail!("two `[[lookup]]` tables are named `{}`", l.name);
+            }
+        }
         if self.operator.state_namespace.trim().is_empty()
             || self.operator.state_namespace.len() > 255
             || self.operator.state_namespace.starts_with("weir.")

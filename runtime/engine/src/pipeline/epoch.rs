@@ -29,7 +29,7 @@ use super::{Pipeline, Prepared};
 use crate::config::TriggerConfig;
 use crate::dedup::Dropped;
 use crate::event_time::{EventTime, Observed};
-use crate::operator_state::{self, epoch_env, epoch_state};
+use crate::operator_state::{self, epoch_state};
 use anyhow::{Context, Result};
 use arrow_array::RecordBatch;
 use std::time::{Duration, Instant};
@@ -202,6 +202,7 @@ impl Pipeline {
         kind: EntryKind,
     ) -> Result<OffsetEntry> {
         let migrate_from = self.last_digest.filter(|d| *d != self.active.digest);
+        self.lookups.refresh(&self.checkpoint);
         let entry = OffsetEntry {
             migrate_from,
             format: ENTRY_FORMAT,
@@ -218,6 +219,7 @@ impl Pipeline {
             real_time: kind == EntryKind::RealTime,
             no_data: kind == EntryKind::NoData,
             tasks: self.tasks.split(),
+            lookups: self.lookups.versions(),
         };
         self.checkpoint
             .offsets
@@ -258,7 +260,7 @@ impl Pipeline {
     /// The epoch's view of the state, and its input after event-time
     /// accounting and the host's dedup.
     pub(super) fn prepare(
-        &self,
+        &mut self,
         entry: &OffsetEntry,
         batches: Vec<RecordBatch>,
     ) -> Result<Prepared> {
@@ -271,7 +273,7 @@ impl Pipeline {
             Some(d) => d.apply(batches, entry.watermark_ms, &mut state)?,
             None => (batches, Dropped::default()),
         };
-        let env = epoch_env(state, &self.state_namespace, entry);
+        let env = self.env_for(state, entry)?;
         Ok(Prepared {
             batches,
             env,

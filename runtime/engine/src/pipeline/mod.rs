@@ -133,6 +133,8 @@ pub struct Pipeline {
     pub(crate) event_time: Option<EventTime>,
     /// The host's dedup, with `[dedup]`.
     pub(crate) dedup: Option<Dedup>,
+    /// The reference tables and their versions ([`crate::lookups`]).
+    pub(crate) lookups: crate::lookups::LookupSet,
     /// Where operator swaps come from (admin API, `--watch`).
     pub(crate) control: Arc<Control>,
     /// Compiled versions, shared with `control`.
@@ -412,6 +414,20 @@ impl Pipeline {
     /// Adds the event→emit latency of `outputs`, just acknowledged by the
     /// sink, to `into`: now minus each row's event time, for output rows
     /// that carry the `[event_time]` column (as int64 Unix ms).
+    /// `epoch_env` with the reference tables the epoch recorded.
+    pub(crate) fn env_for(
+        &mut self,
+        state: weir_state::epoch::EpochState,
+        entry: &OffsetEntry,
+    ) -> Result<EpochEnv> {
+        let mut env = crate::operator_state::epoch_env(state, &self.state_namespace, entry);
+        env.lookups = self
+            .lookups
+            .for_epoch(&entry.lookups, &self.checkpoint)
+            .with_context(|| format!("epoch {}'s lookup tables", entry.epoch))?;
+        Ok(env)
+    }
+
     fn measure_latency(&self, outputs: &[RecordBatch], into: &mut Histogram) {
         let Some(et) = &self.event_time else {
             return;

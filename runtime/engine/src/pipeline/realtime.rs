@@ -51,7 +51,7 @@ use super::instances::{Instances, Shares};
 use super::{EpochFailed, Pipeline};
 use crate::dedup::Dropped;
 use crate::event_time::Observed;
-use crate::operator_state::{self, epoch_env, epoch_state};
+use crate::operator_state::{self, epoch_state};
 use crate::runner::EpochAt;
 use anyhow::{Context, Result};
 use arrow_array::RecordBatch;
@@ -295,7 +295,7 @@ impl Pipeline {
         let operator = self.operator_for(host, &entry.operator.digest)?;
         let config = self.config_for(&entry.operator.config_digest)?;
         let state = epoch_state(self.state.reader(), &self.state_namespace, entry)?;
-        let env = epoch_env(state, &self.state_namespace, entry);
+        let env = self.env_for(state, entry)?;
         let tasks = self.tasks.of_entry(entry);
         Instances::start(
             &self.runner,

@@ -6,7 +6,6 @@
 
 use super::{Pipeline, VersionRun};
 use crate::deploy::shadow;
-use crate::operator_state::epoch_env;
 use crate::runner::EpochAt;
 use arrow_array::RecordBatch;
 use std::time::Instant;
@@ -32,11 +31,14 @@ impl Pipeline {
             .control
             .version_of(&entry.operator.digest, &entry.operator.config_digest);
         let started = Instant::now();
-        let env = epoch_env(
-            EpochState::new(self.state.reader(), entry.epoch, entry.epoch_time_ms),
-            &self.state_namespace,
-            entry,
-        );
+        let state = EpochState::new(self.state.reader(), entry.epoch, entry.epoch_time_ms);
+        let env = match self.env_for(state, entry) {
+            Ok(env) => env,
+            Err(e) => {
+                tracing::warn!(epoch = entry.epoch, "shadow run skipped: {e:#}");
+                return None;
+            }
+        };
         let run = VersionRun {
             operator: OperatorRef {
                 digest: candidate.digest,

@@ -1,0 +1,187 @@
+//! The pipeline's reference tables (`[[lookup]]`), versioned like
+//! operators: each loaded version is kept in the checkpoint's blobs under
+//! its content digest, and each epoch's `offsets/N` records the versions it
+//! reads. A refresh (a changed file, looked at every `refresh`) takes
+//! effect at the next epoch planned; a replay reads the versions its epoch
+//! recorded, from the blobs. A bad new version (a repeated key, a value of
+//! the wrong type, an unreadable file) keeps the one before, says so and is
+//! counted; at start it fails the pipeline, naming the table and row.
+
+use crate::config::lookup::LookupConfig;
+use anyhow::{Context, Result};
+use arrow_schema::SchemaRef;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::{Instant, SystemTime};
+use weir_connectors::lookup::read_table;
+use weir_core::checkpoint::Checkpoint;
+use weir_core::json::{JsonDecoder, MalformedPolicy};
+use weir_core::lookup::{EpochTables, LookupTable};
+use weir_core::Digest;
+
+/// One declared table and its newest version.
+struct Declared {
+    cfg: LookupConfig,
+    schema: SchemaRef,
+    current: Arc<LookupTable>,
+    /// The file's modification time and size when `current` was read.
+    stamp: Option<(SystemTime, u64)>,
+    /// When the file was last looked at.
+    checked: Instant,
+}
+
+/// Every declared table: the newest versions, and older ones epochs read.
+pub struct LookupSet {
+    tables: Vec<Declared>,
+    /// Versions by digest, for replays of epochs planned before a refresh.
+    versions: HashMap<Digest, Arc<LookupTable>>,
+    /// Refreshes that failed and kept the version before.
+    pub failed_refreshes: u64,
+}
+
+/// The file's modification time and size, to tell a changed file.
+fn stamp_of(cfg: &LookupConfig) -> Option<(SystemTime, u64)> {
+    let meta = std::fs::metadata(&cfg.path).ok()?;
+    Some((meta.modified().ok()?, meta.len()))
+}
+
+/// Reads `cfg`'s file as a table version and keeps it in the blobs.
+fn load(cfg: &LookupConfig, schema: &SchemaRef, checkpoint: &Checkpoint) -> Result<LookupTable> {
+    let data =
+        std::fs::read(&cfg.path).with_context(|| format!("reading {}", cfg.path.display()))?;
+    let rows = read_table(&cfg.path, data, schema)?;
+    // Kept as JSON lines of the declared columns: the same rows give the
+    // same bytes, whichever file format they came from.
+    let canonical = weir_core::sink::to_json_lines(std::slice::from_ref(&rows))?;
+    let table = LookupTable::new(&cfg.name, &cfg.key, rows, &canonical)?;
+    checkpoint.put_blob(&canonical)?;
+    Ok(table)
+}
+
+/// A version of table `cfg` kept in the blobs as `digest`.
+fn from_blob(
+    cfg: &LookupConfig,
+    schema: &SchemaRef,
+    digest: &Digest,
+    checkpoint: &Checkpoint,
+) -> Result<LookupTable> {
+    let canonical = checkpoint.get_blob(digest)?;
+    let decoder = JsonDecoder::new(schema.clone(), usize::MAX >> 1, MalformedPolicy::Fail);
+    let batches = decoder
+        .decode_lines(
+            &canonical,
+            &format!("lookup `{}` version {digest}", cfg.name),
+        )?
+        .batches;
+    let rows = arrow_select::concat::concat_batches(schema, &batches)?;
+    LookupTable::new(&cfg.name, &cfg.key, rows, &canonical)
+}
+
+impl LookupSet {
+    /// Loads every declared table; one that cannot be loaded fails the
+    /// start, naming the table (and the row, for bad data).
+    pub fn open(configs: &[LookupConfig], checkpoint: &Checkpoint) -> Result<Self> {
+        let mut set = LookupSet {
+            tables: Vec::new(),
+            versions: HashMap::new(),
+            failed_refreshes: 0,
+        };
+        for cfg in configs {
+            let schema = weir_core::schema::arrow_schema(&cfg.schema);
+            let stamp = stamp_of(cfg);
+            let table = Arc::new(
+                load(cfg, &schema, checkpoint)
+                    .with_context(|| format!("loading lookup table `{}`", cfg.name))?,
+            );
+            tracing::info!(lookup = %cfg.name, rows = table.len(), version = %table.digest(), "lookup table loaded");
+            set.versions.insert(table.digest(), table.clone());
+            set.tables.push(Declared {
+                cfg: cfg.clone(),
+                schema,
+                current: table,
+                stamp,
+                checked: Instant::now(),
+            });
+        }
+        Ok(set)
+    }
+
+    /// Loads new versions of the tables whose file changed, where their
+    /// `refresh` is due. A version that fails to load keeps the one before.
+    pub fn refresh(&mut self, checkpoint: &Checkpoint) {
+        for d in &mut self.tables {
+            if d.cfg.refresh.is_zero() || d.checked.elapsed() < d.cfg.refresh {
+                continue;
+            }
+            d.checked = Instant::now();
+            let stamp = stamp_of(&d.cfg);
+            if stamp.is_some() && stamp == d.stamp {
+                continue;
+            }
+            match load(&d.cfg, &d.schema, checkpoint) {
+                Ok(table) if table.digest() == d.current.digest() => d.stamp = stamp,
+                Ok(table) => {
+                    tracing::info!(lookup = %d.cfg.name, rows = table.len(), version = %table.digest(), "lookup table refreshed; the next epoch reads it");
+                    let table = Arc::new(table);
+                    self.versions.insert(table.digest(), table.clone());
+                    d.current = table;
+                    d.stamp = stamp;
+                }
+                Err(e) => {
+                    self.failed_refreshes += 1;
+                    // Looked at again only once the file changes again.
+                    d.stamp = stamp;
+                    tracing::warn!(
+                        lookup = %d.cfg.name,
+                        version = %d.current.digest(),
+                        "lookup table refresh failed; epochs keep reading the version before: {e:#}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// The newest version of every table, for the next `offsets/N`.
+    pub fn versions(&self) -> BTreeMap<String, Digest> {
+        self.tables
+            .iter()
+            .map(|d| (d.cfg.name.clone(), d.current.digest()))
+            .collect()
+    }
+
+    /// The tables an epoch reads: the versions `recorded` in its
+    /// `offsets/N`, from memory or the checkpoint's blobs.
+    pub fn for_epoch(
+        &mut self,
+        recorded: &BTreeMap<String, Digest>,
+        checkpoint: &Checkpoint,
+    ) -> Result<Arc<EpochTables>> {
+        let mut tables = EpochTables::new();
+        for (name, digest) in recorded {
+            let table = match self.versions.get(digest) {
+                Some(t) => t.clone(),
+                None => {
+                    let d = self
+                        .tables
+                        .iter()
+                        .find(|d| &d.cfg.name == name)
+                        .with_context(|| {
+                            format!(
+                                "the epoch read lookup table `{name}`, which the pipeline no \
+                                 longer declares; declare it again to replay the epoch"
+                            )
+                        })?;
+                    let t = Arc::new(
+                        from_blob(&d.cfg, &d.schema, digest, checkpoint).with_context(|| {
+                            format!("reading version {digest} of lookup table `{name}`")
+                        })?,
+                    );
+                    self.versions.insert(*digest, t.clone());
+                    t
+                }
+            };
+            tables.insert(name.clone(), table);
+        }
+        Ok(Arc::new(tables))
+    }
+}

@@ -1,0 +1,188 @@
+//! Reference tables (issue 20): `[[lookup]]` tables the host loads,
+//! versions by content and records per epoch in `offsets/N`; `card-home`
+//! reads the `cards` table through `weir_sdk::lookup` and reports the
+//! version it read in every row.
+
+use crate::common::{guest, sink_files, wait_for, write_payments, Background};
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::path::Path;
+
+const SEED: u64 = 5;
+const PER_FILE: u64 = 500;
+
+/// The pipeline over `dir/input` with the `cards` table at `dir/cards.jsonl`.
+fn pipeline(dir: &Path, trigger: &str) -> String {
+    format!(
+        r#"name = "lookups"
+checkpoint = "{dir}/checkpoint"
+[trigger]
+{trigger}
+[source]
+kind = "files"
+path = "{dir}/input"
+max_files_per_trigger = 1
+{schema}
+[operator]
+path = "{op}"
+[sink]
+kind = "files"
+path = "{dir}/out"
+[[lookup]]
+name = "cards"
+key = "card_id"
+path = "cards.jsonl"
+schema = [ {{ name = "card_id", type = "utf8" }}, {{ name = "home_country", type = "utf8", nullable = true }} ]
+refresh = "10ms"
+"#,
+        dir = dir.display(),
+        op = guest("card_home").display(),
+        schema = weir_cli::demo::generator::SCHEMA_TOML,
+    )
+}
+
+/// Every card of the first `files` input files, at home in `country`;
+/// `repeat` adds a second row for the first card (bad data).
+fn write_cards(dir: &Path, files: u64, country: &str, repeat: bool) {
+    let lines = weir_cli::demo::generator::json_lines(SEED, 0, files * PER_FILE);
+    let cards: BTreeSet<String> = String::from_utf8(lines)
+        .unwrap()
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["card_id"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    let mut text: String = cards
+        .iter()
+        .map(|c| format!("{{\"card_id\":\"{c}\",\"home_country\":\"{country}\"}}\n"))
+        .collect();
+    if repeat {
+        text += &format!(
+            "{{\"card_id\":\"{}\",\"home_country\":\"XX\"}}\n",
+            cards.first().unwrap()
+        );
+    }
+    std::fs::write(dir.join("cards.jsonl"), text).unwrap();
+}
+
+/// Each epoch's rows' home countries and table versions (its tasks' files
+/// together), by epoch.
+type Seen = (BTreeSet<String>, BTreeSet<String>);
+
+fn epochs(out: &Path) -> Vec<Seen> {
+    let mut by_epoch = std::collections::BTreeMap::<String, Seen>::new();
+    for (name, bytes) in sink_files(out) {
+        let seen = by_epoch.entry(name[..16].to_string()).or_default();
+        for line in String::from_utf8(bytes).unwrap().lines() {
+            let v: Value = serde_json::from_str(line).unwrap();
+            seen.0
+                .insert(v["home_country"].as_str().unwrap_or("-").to_string());
+            seen.1
+                .insert(v["cards_version"].as_str().unwrap().to_string());
+        }
+    }
+    by_epoch.into_values().collect()
+}
+
+/// An epoch's output files' bytes, its tasks' together.
+fn epoch_bytes(out: &Path, epoch: u64) -> Vec<(String, Vec<u8>)> {
+    let prefix = format!("epoch-{epoch:010}");
+    sink_files(out)
+        .into_iter()
+        .filter(|(n, _)| n.starts_with(&prefix))
+        .collect()
+}
+
+fn set(items: &[&str]) -> BTreeSet<String> {
+    items.iter().map(|s| s.to_string()).collect()
+}
+
+#[test]
+fn a_refresh_takes_effect_at_the_next_epoch_and_a_replay_reads_its_own_version() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write_cards(d, 3, "DE", false);
+    std::fs::create_dir_all(d.join("input")).unwrap();
+    let run = Background::start(
+        d,
+        pipeline(d, "mode = \"processing-time\"\ninterval = \"20ms\""),
+    );
+    let ck = d.join("checkpoint");
+    let feed = |n: u64| {
+        write_payments(d, SEED, n, n * PER_FILE..(n + 1) * PER_FILE);
+        wait_for("the file's epoch", || {
+            crate::common::committed_rows(&ck) >= (n + 1) * PER_FILE
+        });
+    };
+    feed(0);
+    // A bad version (a repeated key) is refused: epoch 1 reads the one before.
+    write_cards(d, 3, "DE", true);
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    feed(1);
+    // A good one takes effect at the next epoch.
+    write_cards(d, 3, "FR", false);
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    feed(2);
+    run.stop().unwrap();
+
+    let seen = epochs(&d.join("out"));
+    assert_eq!(seen.len(), 3, "{seen:?}");
+    let (v1, v2) = (seen[0].1.clone(), seen[2].1.clone());
+    assert_eq!(v1.len(), 1, "one version per epoch");
+    assert_ne!(v1, v2, "the refresh is a new version");
+    assert_eq!(seen[0], (set(&["DE"]), v1.clone()));
+    assert_eq!(seen[1], (set(&["DE"]), v1), "the bad version was not used");
+    assert_eq!(seen[2], (set(&["FR"]), v2.clone()));
+    let recorded: Value =
+        serde_json::from_slice(&std::fs::read(ck.join("offsets/2")).unwrap()).unwrap();
+    assert_eq!(
+        format!("{{{:?}}}", recorded["lookups"]["cards"].as_str().unwrap()),
+        format!("{v2:?}"),
+        "offsets/2 records the version epoch 2 read"
+    );
+
+    // Epoch 2 again after yet another version, as a crash before its
+    // commit leaves it: it reads the version its offsets/2 records.
+    let before = epoch_bytes(&d.join("out"), 2);
+    write_cards(d, 3, "IT", false);
+    std::fs::remove_file(ck.join("commits/2")).unwrap();
+    crate::common::run_epochs(d, &pipeline(d, "mode = \"available-now\"")).unwrap();
+    assert!(ck.join("commits/2").exists(), "epoch 2 ran again");
+    assert_eq!(
+        epoch_bytes(&d.join("out"), 2),
+        before,
+        "the replay read the version it was planned with"
+    );
+}
+
+#[test]
+fn bad_reference_data_at_start_names_the_table_and_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write_cards(d, 1, "DE", true);
+    write_payments(d, SEED, 0, 0..PER_FILE);
+    let err = format!(
+        "{:#}",
+        crate::common::run_epochs(d, &pipeline(d, "mode = \"available-now\"")).unwrap_err()
+    );
+    assert!(
+        err.contains("loading lookup table `cards`") && err.contains("repeats row 1"),
+        "{err}"
+    );
+    std::fs::write(
+        d.join("cards.jsonl"),
+        "{\"card_id\":\"c-1\",\"home_country\":7}\n",
+    )
+    .unwrap();
+    let err = format!(
+        "{:#}",
+        crate::common::run_epochs(d, &pipeline(d, "mode = \"available-now\"")).unwrap_err()
+    );
+    assert!(
+        err.contains("cards.jsonl") && err.contains("line 1"),
+        "{err}"
+    );
+}
