@@ -13,6 +13,11 @@ const PER_FILE: u64 = 500;
 
 /// The pipeline over `dir/input` with the `cards` table at `dir/cards.jsonl`.
 fn pipeline(dir: &Path, trigger: &str) -> String {
+    pipeline_from(dir, trigger, "path = \"cards.jsonl\"")
+}
+
+/// The pipeline over `dir/input` with the `cards` table from `source`.
+fn pipeline_from(dir: &Path, trigger: &str, source: &str) -> String {
     format!(
         r#"name = "lookups"
 checkpoint = "{dir}/checkpoint"
@@ -31,7 +36,7 @@ path = "{dir}/out"
 [[lookup]]
 name = "cards"
 key = "card_id"
-path = "cards.jsonl"
+{source}
 schema = [ {{ name = "card_id", type = "utf8" }}, {{ name = "home_country", type = "utf8", nullable = true }} ]
 refresh = "10ms"
 "#,
@@ -41,11 +46,10 @@ refresh = "10ms"
     )
 }
 
-/// Every card of the first `files` input files, at home in `country`;
-/// `repeat` adds a second row for the first card (bad data).
-fn write_cards(dir: &Path, files: u64, country: &str, repeat: bool) {
+/// Every card of the first `files` input files.
+fn cards(files: u64) -> BTreeSet<String> {
     let lines = weir_cli::demo::generator::json_lines(SEED, 0, files * PER_FILE);
-    let cards: BTreeSet<String> = String::from_utf8(lines)
+    String::from_utf8(lines)
         .unwrap()
         .lines()
         .map(|l| {
@@ -54,7 +58,13 @@ fn write_cards(dir: &Path, files: u64, country: &str, repeat: bool) {
                 .unwrap()
                 .to_string()
         })
-        .collect();
+        .collect()
+}
+
+/// Every card of the first `files` input files, at home in `country`;
+/// `repeat` adds a second row for the first card (bad data).
+fn write_cards(dir: &Path, files: u64, country: &str, repeat: bool) {
+    let cards = cards(files);
     let mut text: String = cards
         .iter()
         .map(|c| format!("{{\"card_id\":\"{c}\",\"home_country\":\"{country}\"}}\n"))
@@ -185,4 +195,51 @@ fn bad_reference_data_at_start_names_the_table_and_row() {
         err.contains("cards.jsonl") && err.contains("line 1"),
         "{err}"
     );
+}
+
+/// A table from a PostgreSQL query: a changed table is a new version at the
+/// next epoch; with the server gone, a refresh fails and epochs keep reading
+/// the version before.
+#[test]
+fn a_table_from_a_query_follows_the_database_and_outlives_an_outage() {
+    let mut pg = crate::common::pg::PgServer::start();
+    pg.execute("CREATE TABLE cards (card_id text PRIMARY KEY, home_country text)");
+    for card in cards(3) {
+        pg.execute(&format!("INSERT INTO cards VALUES ('{card}', 'DE')"));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::create_dir_all(d.join("input")).unwrap();
+    let source = format!(
+        "query = \"SELECT card_id, home_country FROM cards\"\nurl = \"{}\"",
+        pg.url("postgres")
+    );
+    let trigger = "mode = \"processing-time\"\ninterval = \"20ms\"";
+    let run = Background::start(d, pipeline_from(d, trigger, &source));
+    let ck = d.join("checkpoint");
+    let feed = |n: u64| {
+        write_payments(d, SEED, n, n * PER_FILE..(n + 1) * PER_FILE);
+        wait_for("the file's epoch", || {
+            crate::common::committed_rows(&ck) >= (n + 1) * PER_FILE
+        });
+    };
+    feed(0);
+    pg.execute("UPDATE cards SET home_country = 'FR'");
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    feed(1);
+    pg.stop_immediately();
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    feed(2);
+    run.stop().unwrap();
+
+    let seen = epochs(&d.join("out"));
+    assert_eq!(seen.len(), 3, "{seen:?}");
+    assert_eq!(seen[0].0, set(&["DE"]));
+    assert_eq!(
+        seen[1].0,
+        set(&["FR"]),
+        "the changed table, from the next epoch"
+    );
+    assert_ne!(seen[0].1, seen[1].1);
+    assert_eq!(seen[2], seen[1], "the server gone: the version before");
 }

@@ -1,7 +1,8 @@
 //! The pipeline's reference tables (`[[lookup]]`), versioned like
 //! operators: each loaded version is kept in the checkpoint's blobs under
 //! its content digest, and each epoch's `offsets/N` records the versions it
-//! reads. A refresh (a changed file, looked at every `refresh`) takes
+//! reads. A refresh (a changed file, or a query run again, every
+//! `refresh`) takes
 //! effect at the next epoch planned; a replay reads the versions its epoch
 //! recorded, from the blobs. A bad new version (a repeated key, a value of
 //! the wrong type, an unreadable file) keeps the one before, says so and is
@@ -13,6 +14,7 @@ use arrow_schema::SchemaRef;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::{Instant, SystemTime};
+use weir_connectors::lookup::postgres::query_table;
 use weir_connectors::lookup::read_table;
 use weir_core::checkpoint::Checkpoint;
 use weir_core::json::{JsonDecoder, MalformedPolicy};
@@ -39,17 +41,29 @@ pub struct LookupSet {
     pub failed_refreshes: u64,
 }
 
-/// The file's modification time and size, to tell a changed file.
+/// A file's modification time and size, to tell a changed file (`None`
+/// for a query, which is run again whenever its refresh is due).
 fn stamp_of(cfg: &LookupConfig) -> Option<(SystemTime, u64)> {
-    let meta = std::fs::metadata(&cfg.path).ok()?;
+    let meta = std::fs::metadata(cfg.path.as_ref()?).ok()?;
     Some((meta.modified().ok()?, meta.len()))
 }
 
-/// Reads `cfg`'s file as a table version and keeps it in the blobs.
+/// The table's rows now: the file read, or the query run.
+fn fetch(cfg: &LookupConfig, schema: &SchemaRef) -> Result<arrow_array::RecordBatch> {
+    match (&cfg.path, &cfg.query) {
+        (Some(path), _) => {
+            let data =
+                std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+            read_table(path, data, schema)
+        }
+        (None, Some(query)) => query_table(&cfg.connection_string()?, query, schema),
+        (None, None) => anyhow::bail!("lookup `{}` has neither `path` nor `query`", cfg.name),
+    }
+}
+
+/// Reads `cfg`'s rows as a table version and keeps it in the blobs.
 fn load(cfg: &LookupConfig, schema: &SchemaRef, checkpoint: &Checkpoint) -> Result<LookupTable> {
-    let data =
-        std::fs::read(&cfg.path).with_context(|| format!("reading {}", cfg.path.display()))?;
-    let rows = read_table(&cfg.path, data, schema)?;
+    let rows = fetch(cfg, schema)?;
     // Kept as JSON lines of the declared columns: the same rows give the
     // same bytes, whichever file format they came from.
     let canonical = weir_core::sink::to_json_lines(std::slice::from_ref(&rows))?;
@@ -115,7 +129,7 @@ impl LookupSet {
             }
             d.checked = Instant::now();
             let stamp = stamp_of(&d.cfg);
-            if stamp.is_some() && stamp == d.stamp {
+            if d.cfg.path.is_some() && stamp == d.stamp {
                 continue;
             }
             match load(&d.cfg, &d.schema, checkpoint) {

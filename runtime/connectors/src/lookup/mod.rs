@@ -1,8 +1,11 @@
-//! Reading a reference table (`[[lookup]]`) from a file: CSV with a header
+//! Reading a reference table (`[[lookup]]`) from a file — CSV with a header
 //! row, JSON lines, or Parquet, chosen by the extension (`.csv`, `.jsonl` /
-//! `.json`, `.parquet`), into the declared columns. A row that does not fit
+//! `.json`, `.parquet`) — or from a PostgreSQL query ([`postgres`]), into
+//! the declared columns. A row that does not fit
 //! is an error naming the file and the row; the engine decides what an
 //! error means (a failed start, or a refresh that keeps the old version).
+
+pub mod postgres;
 
 use crate::files::parquet_input;
 use anyhow::{bail, Context, Result};

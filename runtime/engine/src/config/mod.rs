@@ -680,7 +680,9 @@ impl PipelineConfig {
             fix(file);
         }
         for l in &mut self.lookups {
-            fix(&mut l.path);
+            if let Some(p) = &mut l.path {
+                fix(p);
+            }
         }
         self.source.paths().into_iter().for_each(fix);
         for sink in self.sink.iter_mut() {
