@@ -53,4 +53,7 @@ js fraud_rules_js operators/fraud-rules-js/fraud_rules.js operator
 # The window tests' guests: the SDKs' windows and timers.
 py window_kinds_py operators/window-kinds-py window_kinds timer-operator
 js window_kinds_js operators/window-kinds-js/window_kinds.js timer-operator
+# The lookup tests' guests: the SDKs' reference-table helpers.
+py card_home_py operators/card-home-py card_home operator
+js card_home_js operators/card-home-js/card_home.js operator
 log "ok: $(ls -s --block-size=K "$out"/*.wasm | tr '\n' ' ')"
