@@ -106,6 +106,12 @@ fn epoch_bytes(out: &Path, epoch: u64) -> Vec<(String, Vec<u8>)> {
         .collect()
 }
 
+/// Progress record `epoch` of the checkpoint at `ck`.
+fn progress(ck: &Path, epoch: u64) -> Value {
+    serde_json::from_slice(&std::fs::read(ck.join(format!("progress/{epoch:010}.json"))).unwrap())
+        .unwrap()
+}
+
 fn set(items: &[&str]) -> BTreeSet<String> {
     items.iter().map(|s| s.to_string()).collect()
 }
@@ -146,6 +152,21 @@ fn a_refresh_takes_effect_at_the_next_epoch_and_a_replay_reads_its_own_version()
     assert_eq!(seen[0], (set(&["DE"]), v1.clone()));
     assert_eq!(seen[1], (set(&["DE"]), v1), "the bad version was not used");
     assert_eq!(seen[2], (set(&["FR"]), v2.clone()));
+    let failures = |e| {
+        progress(&ck, e)["lookup_refresh_failures"]
+            .as_u64()
+            .unwrap_or(0)
+    };
+    assert_eq!(
+        (failures(0), failures(1), failures(2)),
+        (0, 1, 0),
+        "the bad version is counted once, while epoch 1 is planned"
+    );
+    assert_eq!(
+        progress(&ck, 2)["lookups"]["cards"].as_str(),
+        v2.first().map(String::as_str),
+        "the progress record names the version read"
+    );
     let recorded: Value =
         serde_json::from_slice(&std::fs::read(ck.join("offsets/2")).unwrap()).unwrap();
     assert_eq!(
@@ -242,6 +263,10 @@ fn a_table_from_a_query_follows_the_database_and_outlives_an_outage() {
     );
     assert_ne!(seen[0].1, seen[1].1);
     assert_eq!(seen[2], seen[1], "the server gone: the version before");
+    assert!(
+        progress(&ck, 2)["lookup_refresh_failures"].as_u64() >= Some(1),
+        "the failed refresh is counted"
+    );
 }
 
 /// The Python and JavaScript SDKs' helpers read the same rows as Rust's:

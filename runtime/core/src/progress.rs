@@ -104,6 +104,15 @@ pub struct EpochProgress {
     /// name; empty for an operator with one output.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub named_rows: BTreeMap<String, u64>,
+    /// The version of each reference table the epoch read (`[[lookup]]`),
+    /// as its `offsets/N` records: what an audit of its decisions needs.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub lookups: BTreeMap<String, Digest>,
+    /// Lookup refreshes that failed while this epoch was planned (bad data,
+    /// an unreadable file, an unreachable database): the tables kept the
+    /// versions before.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub lookup_refresh_failures: u64,
     pub dead_letters: u64,
     /// Rows the operator failed on, set aside (they are among the dead
     /// letters; see `operator.on_error`).
@@ -247,6 +256,8 @@ impl EpochProgress {
             processed_rows_per_sec: 0.0,
             rows_out: 0,
             named_rows: Default::default(),
+            lookups: Default::default(),
+            lookup_refresh_failures: 0,
             dead_letters: 0,
             isolated_rows: 0,
             late_rows: 0,
@@ -354,4 +365,8 @@ impl fmt::Display for EpochProgress {
         }
         Ok(())
     }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }

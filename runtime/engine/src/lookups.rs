@@ -121,8 +121,10 @@ impl LookupSet {
     }
 
     /// Loads new versions of the tables whose file changed, where their
-    /// `refresh` is due. A version that fails to load keeps the one before.
-    pub fn refresh(&mut self, checkpoint: &Checkpoint) {
+    /// `refresh` is due. A version that fails to load keeps the one before;
+    /// returns how many failed.
+    pub fn refresh(&mut self, checkpoint: &Checkpoint) -> u64 {
+        let failed_before = self.failed_refreshes;
         for d in &mut self.tables {
             if d.cfg.refresh.is_zero() || d.checked.elapsed() < d.cfg.refresh {
                 continue;
@@ -153,6 +155,7 @@ impl LookupSet {
                 }
             }
         }
+        self.failed_refreshes - failed_before
     }
 
     /// The newest version of every table, for the next `offsets/N`.

@@ -138,6 +138,7 @@ pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<
         source,
         sinks,
         lookups,
+        lookup_failures: 0,
         trigger: cfg.trigger,
         active: ActiveOperator {
             version: active.number,

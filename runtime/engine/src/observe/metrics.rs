@@ -85,6 +85,7 @@ pub struct Metrics {
     task_rows_out: Family<TaskLabel, Counter>,
     task_operator_seconds: Family<TaskLabel, Counter<f64, AtomicU64>>,
     named_output_rows: Family<OutputLabel, Counter>,
+    lookup_refresh_failures: Counter,
 }
 
 impl Metrics {
@@ -122,6 +123,7 @@ impl Metrics {
             task_rows_out: Family::default(),
             task_operator_seconds: Family::default(),
             named_output_rows: Family::default(),
+            lookup_refresh_failures: Counter::default(),
         };
         let mut r = m
             .registry
@@ -161,6 +163,11 @@ impl Metrics {
             "output_rows",
             "Rows of the operator's default output written to its sinks",
             m.rows_out.clone(),
+        );
+        r.register(
+            "lookup_refresh_failures",
+            "Refreshes of `[[lookup]]` tables that failed and kept the version before",
+            m.lookup_refresh_failures.clone(),
         );
         r.register(
             "named_output_rows",
@@ -285,6 +292,8 @@ impl Metrics {
                 }
             }
         }
+        self.lookup_refresh_failures
+            .inc_by(p.lookup_refresh_failures);
         for (output, rows) in &p.named_rows {
             self.named_output_rows
                 .get_or_create(&OutputLabel {

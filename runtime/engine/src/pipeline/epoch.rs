@@ -202,7 +202,7 @@ impl Pipeline {
         kind: EntryKind,
     ) -> Result<OffsetEntry> {
         let migrate_from = self.last_digest.filter(|d| *d != self.active.digest);
-        self.lookups.refresh(&self.checkpoint);
+        self.lookup_failures += self.lookups.refresh(&self.checkpoint);
         let entry = OffsetEntry {
             migrate_from,
             format: ENTRY_FORMAT,
@@ -413,7 +413,7 @@ impl Pipeline {
     /// The progress record of a finished epoch, handed to the control plane
     /// and telemetry.
     pub(super) fn report(
-        &self,
+        &mut self,
         done: Done,
         entry: &OffsetEntry,
         migrated: bool,
@@ -445,6 +445,8 @@ impl Pipeline {
             processed_rows_per_sec: rate(done.rows_in, total),
             rows_out: done.rows_out,
             named_rows: done.named_rows,
+            lookups: entry.lookups.clone(),
+            lookup_refresh_failures: std::mem::take(&mut self.lookup_failures),
             dead_letters: done.dead_letters,
             isolated_rows: entry.isolated.len() as u64,
             late_rows: done.observed.late,

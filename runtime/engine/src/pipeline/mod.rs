@@ -135,6 +135,8 @@ pub struct Pipeline {
     pub(crate) dedup: Option<Dedup>,
     /// The reference tables and their versions ([`crate::lookups`]).
     pub(crate) lookups: crate::lookups::LookupSet,
+    /// Lookup refreshes that failed since the last progress record.
+    pub(crate) lookup_failures: u64,
     /// Where operator swaps come from (admin API, `--watch`).
     pub(crate) control: Arc<Control>,
     /// Compiled versions, shared with `control`.
