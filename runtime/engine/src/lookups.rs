@@ -158,6 +158,17 @@ impl LookupSet {
         self.failed_refreshes - failed_before
     }
 
+    /// The newest version of every table, as an epoch would read them
+    /// (for a deploy's checks).
+    pub fn current(&self) -> Arc<EpochTables> {
+        Arc::new(
+            self.tables
+                .iter()
+                .map(|d| (d.cfg.name.clone(), d.current.clone()))
+                .collect(),
+        )
+    }
+
     /// The newest version of every table, for the next `offsets/N`.
     pub fn versions(&self) -> BTreeMap<String, Digest> {
         self.tables

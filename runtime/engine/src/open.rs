@@ -65,7 +65,6 @@ pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<
             );
         }
     }
-    let lookups = crate::lookups::LookupSet::open(&cfg.lookups, &checkpoint)?;
     let last_committed = checkpoint.commits.latest()?.map(|(e, _)| e);
     let (mut state, state_opened) = StateStore::open_with(
         &checkpoint.root().join("state"),
@@ -77,8 +76,10 @@ pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<
         state.set_mirror(mirror.clone())?;
     }
 
+    let lookups = crate::lookups::LookupSet::open(&cfg.lookups, &checkpoint)?;
     let runner = Runner::new(&cfg.name, cfg.limits()?);
     let checks = Checks {
+        lookups: lookups.current(),
         runner: runner.clone(),
         host: host.clone(),
         grants: cfg.operator.grants,

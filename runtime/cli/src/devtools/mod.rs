@@ -123,6 +123,7 @@ pub fn test_operator(host: &WasmHost, opts: &TestOptions) -> Result<TestReport> 
             state: state.reader(),
             input_schema: weir_core::schema::arrow_schema(&schema),
             batch_rows,
+            lookups: Default::default(),
         };
         let operator = checks
             .component(&wasm, &config)

@@ -72,6 +72,9 @@ impl ClusterPlane {
             state: scratch_state.reader(),
             input_schema: cfg.source.schema()?,
             batch_rows: cfg.batch_rows,
+            // The workers' own tables are not at hand here: a candidate's
+            // golden run on the cluster's plane reads none.
+            lookups: Default::default(),
         };
         weir_core::fsutil::create_dir_durable(&root.join("blobs"))?;
         let blobs = Blobs::new(root.join("blobs"), Some(mirror.clone()));

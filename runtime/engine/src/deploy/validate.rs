@@ -26,6 +26,9 @@ pub struct Checks {
     /// Schema the golden input is decoded with: the source's.
     pub input_schema: SchemaRef,
     pub batch_rows: usize,
+    /// The reference tables a candidate's golden run reads: the newest
+    /// versions when the pipeline opened.
+    pub lookups: std::sync::Arc<weir_core::lookup::EpochTables>,
 }
 
 /// Golden files: input rows (JSON lines in the source schema) and the
@@ -43,7 +46,10 @@ pub struct GoldenPassed {
 
 impl Checks {
     fn env(&self) -> EpochEnv {
-        state_env(EpochState::new(self.state.clone(), 0, 0), &self.namespace)
+        EpochEnv {
+            lookups: self.lookups.clone(),
+            ..state_env(EpochState::new(self.state.clone(), 0, 0), &self.namespace)
+        }
     }
 
     /// Runs `operator`'s `init` with `config_json` against the committed
