@@ -6,8 +6,7 @@
 
 use crate::common::broker::Broker;
 use crate::common::s3::{S3Server, BUCKET};
-use crate::common::{guest, run_epochs, VELOCITY_CONFIG};
-use serde_json::Value;
+use crate::common::{canonical_rows, guest, run_epochs, VELOCITY_CONFIG};
 use std::path::Path;
 use weir_cli::demo::generator::{json_lines, payment, SCHEMA_TOML};
 
@@ -37,22 +36,6 @@ path = "{dir}/out"
         dir = dir.display(),
         op = guest("fraud_velocity").display(),
     )
-}
-
-/// The alerts under `out`, as sorted JSON lines.
-fn alerts(out: &Path) -> Vec<String> {
-    let mut rows: Vec<String> = crate::common::sink_files(out)
-        .into_iter()
-        .flat_map(|(_, bytes)| {
-            String::from_utf8(bytes)
-                .unwrap()
-                .lines()
-                .map(|l| serde_json::from_str::<Value>(l).unwrap().to_string())
-                .collect::<Vec<_>>()
-        })
-        .collect();
-    rows.sort();
-    rows
 }
 
 #[test]
@@ -108,14 +91,14 @@ fn a_day_of_objects_read_as_a_batch_gives_the_alerts_of_the_streaming_run() {
     .unwrap();
     assert_eq!(epochs.len() as u64, HOURS / 2, "two hours per epoch");
 
-    let streamed = alerts(&live.path().join("out"));
+    let streamed = canonical_rows(&live.path().join("out"));
     assert!(streamed.len() > 20, "{} alerts", streamed.len());
     assert!(
         streamed.iter().any(|a| a.contains("velocity")),
         "the velocity rule, which spans epochs, fired"
     );
     assert_eq!(
-        alerts(&batch.path().join("out")),
+        canonical_rows(&batch.path().join("out")),
         streamed,
         "the batch over the day's objects agrees with the stream"
     );

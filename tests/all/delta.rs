@@ -90,17 +90,6 @@ fn canonical(rows: impl Iterator<Item = Value>) -> Vec<String> {
     rows
 }
 
-/// The files sink's rows under `out`, canonical.
-fn files_rows(out: &Path) -> Vec<String> {
-    canonical(sink_files(out).into_iter().flat_map(|(_, bytes)| {
-        String::from_utf8(bytes)
-            .unwrap()
-            .lines()
-            .map(|l| serde_json::from_str::<Value>(l).unwrap())
-            .collect::<Vec<_>>()
-    }))
-}
-
 /// Each commit of a local table's log, as its actions.
 fn log_commits(table: &Path) -> Vec<Vec<Value>> {
     let mut commits = Vec::new();
@@ -153,7 +142,7 @@ fn delta_rs_reads_the_files_sinks_rows_from_one_commit_per_epoch_and_a_replay_is
     let cache = tempfile::tempdir().unwrap();
     let (files, lake) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     run_ok(&pipeline(files.path(), 6, None, ""), cache.path(), None);
-    let expected = files_rows(&files.path().join("out"));
+    let expected = crate::common::canonical_rows(&files.path().join("out"));
     let epochs = epochs_with_output(&files.path().join("out"));
     assert!(expected.len() > 20 && epochs.len() >= 4, "{epochs:?}");
 
@@ -245,7 +234,7 @@ fn txns_are_read_from_a_checkpoint_delta_rs_wrote() {
     let seen = read_with_delta_rs(table.to_str().unwrap(), &[&query], None);
     assert_eq!(
         seen.rows,
-        files_rows(&files.path().join("out")),
+        crate::common::canonical_rows(&files.path().join("out")),
         "each row once"
     );
     assert_eq!(seen.txns[&query], *epochs.last().unwrap());
@@ -324,7 +313,10 @@ fn a_table_in_an_s3_compatible_store_is_read_back_by_delta_rs() {
     );
     let query = query_id(&lake.path().join("checkpoint"));
     let seen = read_with_delta_rs(&url, &[&query], Some(&s3));
-    assert_eq!(seen.rows, files_rows(&files.path().join("out")));
+    assert_eq!(
+        seen.rows,
+        crate::common::canonical_rows(&files.path().join("out"))
+    );
     let last = *epochs_with_output(&files.path().join("out"))
         .last()
         .unwrap();

@@ -112,6 +112,16 @@ fn progress(ck: &Path, epoch: u64) -> Value {
         .unwrap()
 }
 
+/// Writes input file `n` into `dir` and waits until the running pipeline
+/// committed it.
+fn feed(dir: &Path, n: u64) {
+    write_payments(dir, SEED, n, n * PER_FILE..(n + 1) * PER_FILE);
+    let ck = dir.join("checkpoint");
+    wait_for("the file's epoch", || {
+        crate::common::committed_rows(&ck) >= (n + 1) * PER_FILE
+    });
+}
+
 fn set(items: &[&str]) -> BTreeSet<String> {
     items.iter().map(|s| s.to_string()).collect()
 }
@@ -127,12 +137,7 @@ fn a_refresh_takes_effect_at_the_next_epoch_and_a_replay_reads_its_own_version()
         pipeline(d, "mode = \"processing-time\"\ninterval = \"20ms\""),
     );
     let ck = d.join("checkpoint");
-    let feed = |n: u64| {
-        write_payments(d, SEED, n, n * PER_FILE..(n + 1) * PER_FILE);
-        wait_for("the file's epoch", || {
-            crate::common::committed_rows(&ck) >= (n + 1) * PER_FILE
-        });
-    };
+    let feed = |n: u64| feed(d, n);
     feed(0);
     // A bad version (a repeated key) is refused: epoch 1 reads the one before.
     write_cards(d, 3, "DE", true);
@@ -238,12 +243,7 @@ fn a_table_from_a_query_follows_the_database_and_outlives_an_outage() {
     let trigger = "mode = \"processing-time\"\ninterval = \"20ms\"";
     let run = Background::start(d, pipeline_from(d, trigger, &source));
     let ck = d.join("checkpoint");
-    let feed = |n: u64| {
-        write_payments(d, SEED, n, n * PER_FILE..(n + 1) * PER_FILE);
-        wait_for("the file's epoch", || {
-            crate::common::committed_rows(&ck) >= (n + 1) * PER_FILE
-        });
-    };
+    let feed = |n: u64| feed(d, n);
     feed(0);
     pg.execute("UPDATE cards SET home_country = 'FR'");
     std::thread::sleep(std::time::Duration::from_millis(50));
@@ -293,18 +293,7 @@ fn python_and_javascript_operators_read_the_table_as_the_rust_one() {
             &mut |_| {},
         )
         .unwrap();
-        let mut rows: Vec<String> = sink_files(&d.join("out"))
-            .into_iter()
-            .flat_map(|(_, b)| {
-                String::from_utf8(b)
-                    .unwrap()
-                    .lines()
-                    .map(|l| serde_json::from_str::<Value>(l).unwrap().to_string())
-                    .collect::<Vec<_>>()
-            })
-            .collect();
-        rows.sort();
-        rows
+        crate::common::canonical_rows(&d.join("out"))
     };
     let rust = run(&guest("card_home"));
     assert_eq!(rust.len() as u64, 2 * PER_FILE);

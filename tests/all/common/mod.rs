@@ -158,6 +158,28 @@ pub fn sorted_rows(dir: &Path) -> Vec<String> {
     rows
 }
 
+/// The files sink's rows under `out` as JSON with sorted keys, sorted:
+/// comparable whoever wrote them and however the epochs and tasks split
+/// them.
+pub fn canonical_rows(out: &Path) -> Vec<String> {
+    let mut rows: Vec<String> = sink_files(out)
+        .into_iter()
+        .flat_map(|(_, bytes)| {
+            String::from_utf8(bytes)
+                .unwrap()
+                .lines()
+                .map(|l| {
+                    serde_json::from_str::<serde_json::Value>(l)
+                        .unwrap()
+                        .to_string()
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    rows.sort();
+    rows
+}
+
 /// Every output file of the sink, sorted by name, with its bytes.
 pub fn sink_files(out: &Path) -> Vec<(String, Vec<u8>)> {
     let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(out)
