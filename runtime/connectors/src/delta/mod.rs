@@ -42,6 +42,14 @@ pub struct DeltaSinkConfig {
 }
 
 impl DeltaSinkConfig {
+    fn store_settings(&self) -> ObjectStoreSettings {
+        ObjectStoreSettings {
+            endpoint: self.endpoint.clone(),
+            region: self.region.clone(),
+            allow_http: self.allow_http,
+        }
+    }
+
     fn s3_url(&self) -> Option<&str> {
         self.path.to_str().filter(|p| p.starts_with("s3://"))
     }
@@ -54,14 +62,7 @@ impl SinkConnector for DeltaSinkConfig {
         match self.s3_url() {
             Some(url) => {
                 S3Url::parse(url).map_err(|e| anyhow!("`sink.path`: {e:#}"))?;
-                if let Some(endpoint) = &self.endpoint {
-                    if endpoint.starts_with("http://") && !self.allow_http {
-                        bail!(
-                            "`sink.endpoint` = {endpoint} is plain http; set `sink.allow_http = \
-                             true` if that is intended"
-                        );
-                    }
-                }
+                self.store_settings().check("sink")?;
             }
             None if self.endpoint.is_some() || self.region.is_some() => {
                 bail!("`sink.endpoint` and `sink.region` are for s3:// tables only")
@@ -87,12 +88,7 @@ impl SinkConnector for DeltaSinkConfig {
     }
 
     fn open(&self, ctx: &SinkContext<'_>) -> Result<Box<dyn Sink>> {
-        let settings = ObjectStoreSettings {
-            endpoint: self.endpoint.clone(),
-            region: self.region.clone(),
-            allow_http: self.allow_http,
-        };
-        let store = TableStore::open(&self.path, &settings)?;
+        let store = TableStore::open(&self.path, &self.store_settings())?;
         Ok(Box::new(DeltaSink::open(
             store,
             ctx.query_id,

@@ -76,3 +76,21 @@ pub fn locate_row(
         None => Located::Past(good),
     })
 }
+
+/// Where row `row` of an epoch's input is, its files given in read order as
+/// `(name, bytes, origin)`, read one at a time until the row is found.
+pub fn locate_across(
+    decoder: &JsonDecoder,
+    row: u64,
+    files: impl IntoIterator<Item = Result<(String, Bytes, String)>>,
+) -> Result<Option<RowOrigin>> {
+    let mut first = 0u64;
+    for file in files {
+        let (name, data, origin) = file?;
+        match locate_row(decoder, &name, data, &origin, row - first)? {
+            Located::At(at) => return Ok(Some(at)),
+            Located::Past(rows) => first += rows,
+        }
+    }
+    Ok(None)
+}

@@ -7,7 +7,7 @@
 //! hidden name and rename it into place when it is complete.
 
 use super::parquet_input::is_parquet;
-use super::records::{self, Located};
+use super::records;
 use super::split::{self, Piece};
 use anyhow::{bail, Context, Result};
 use arrow_array::RecordBatch;
@@ -358,16 +358,11 @@ impl Source for FileSource {
     }
 
     fn locate(&mut self, range: &FileRange, row: u64) -> Result<Option<RowOrigin>> {
-        let mut first = 0u64;
-        for file in &range.files {
-            let (data, origin) = self.read_planned(file)?;
-            match records::locate_row(&self.decoder, &file.name, data.into(), &origin, row - first)?
-            {
-                Located::At(at) => return Ok(Some(at)),
-                Located::Past(rows) => first += rows,
-            }
-        }
-        Ok(None)
+        let files = range.files.iter().map(|f| {
+            let (data, origin) = self.read_planned(f)?;
+            Ok((f.name.clone(), data.into(), origin))
+        });
+        records::locate_across(&self.decoder, row, files)
     }
 
     fn describe(&self, range: &FileRange) -> String {

@@ -66,6 +66,22 @@ impl S3Client {
         format!("s3://{}/{}", self.url.bucket, self.path(key))
     }
 
+    /// Runs `requests` on the client's runtime, `at_once` at a time, and
+    /// waits for them all: their results in order, or the first error.
+    pub fn all<T, F>(&self, requests: Vec<F>, at_once: usize) -> Result<Vec<T>>
+    where
+        T: Send + 'static,
+        F: Future<Output = Result<T>> + Send + 'static,
+    {
+        use futures_util::{StreamExt, TryStreamExt};
+        self.block(async move {
+            futures_util::stream::iter(requests)
+                .buffered(at_once)
+                .try_collect::<Vec<_>>()
+                .await
+        })?
+    }
+
     /// Runs `future` on the client's runtime and waits for it. Safe to call
     /// from inside another runtime.
     pub fn block<T: Send + 'static>(

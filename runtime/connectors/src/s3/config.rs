@@ -61,14 +61,7 @@ impl SourceConnector for S3SourceConfig {
         if self.max_files_per_trigger == 0 {
             bail!("`source.max_files_per_trigger` must be at least 1");
         }
-        if let Some(endpoint) = &self.endpoint {
-            if endpoint.starts_with("http://") && !self.allow_http {
-                bail!(
-                    "`source.endpoint` = {endpoint} is plain http; set `source.allow_http = \
-                     true` if that is intended"
-                );
-            }
-        }
+        self.store_settings().check("source")?;
         schema::check(&self.schema)
     }
 

@@ -46,6 +46,22 @@ pub struct ObjectStoreSettings {
     pub allow_http: bool,
 }
 
+impl ObjectStoreSettings {
+    /// Refuses a plain `http://` endpoint that `allow_http` does not allow;
+    /// `section` names the table the keys are in (`object_store`, `source`).
+    pub fn check(&self, section: &str) -> Result<()> {
+        if let Some(endpoint) = &self.endpoint {
+            if endpoint.starts_with("http://") && !self.allow_http {
+                bail!(
+                    "`{section}.endpoint` = {endpoint} is plain http; set \
+                     `{section}.allow_http = true` if that is intended"
+                );
+            }
+        }
+        Ok(())
+    }
+}
+
 /// An `s3://bucket/prefix` URL, split.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct S3Url {
@@ -101,13 +117,8 @@ pub(crate) fn open_store(
     let mut builder = object_store::aws::AmazonS3Builder::from_env()
         .with_bucket_name(&url.bucket)
         .with_conditional_put(object_store::aws::S3ConditionalPut::ETagMatch);
+    settings.check("object_store")?;
     if let Some(endpoint) = &settings.endpoint {
-        if endpoint.starts_with("http://") && !settings.allow_http {
-            bail!(
-                "`object_store.endpoint` = {endpoint} is plain http; set \
-                 `object_store.allow_http = true` if that is intended"
-            );
-        }
         builder = builder
             .with_endpoint(endpoint)
             .with_virtual_hosted_style_request(false);

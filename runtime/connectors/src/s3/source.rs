@@ -13,11 +13,11 @@
 //! `_temporary/`) are not input.
 
 use super::S3Client;
-use crate::files::records::{self, Located};
+use crate::files::records;
 use crate::files::split::{self, Piece};
 use anyhow::{anyhow, bail, Context, Result};
 use bytes::Bytes;
-use futures_util::{StreamExt, TryStreamExt};
+use futures_util::TryStreamExt;
 use object_store::{GetOptions, ObjectMeta, ObjectStore, ObjectStoreExt};
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
@@ -145,12 +145,7 @@ impl S3Source {
                 }
             })
             .collect();
-        self.client.block(async move {
-            futures_util::stream::iter(heads)
-                .buffered(CONCURRENT_GETS)
-                .try_collect::<Vec<_>>()
-                .await
-        })?
+        self.client.all(heads, CONCURRENT_GETS)
     }
 
     /// The planned bytes of each of `objects`, fetched a few at a time.
@@ -164,12 +159,7 @@ impl S3Source {
                 async move { fetch_planned(store, path, url, planned).await }
             })
             .collect();
-        self.client.block(async move {
-            futures_util::stream::iter(gets)
-                .buffered(CONCURRENT_GETS)
-                .try_collect::<Vec<_>>()
-                .await
-        })?
+        self.client.all(gets, CONCURRENT_GETS)
     }
 }
 
@@ -338,18 +328,14 @@ impl Source for S3Source {
     }
 
     fn locate(&mut self, range: &ObjectRange, row: u64) -> Result<Option<RowOrigin>> {
-        let mut first = 0u64;
-        for object in &range.objects {
-            let Some(data) = self.fetch(std::slice::from_ref(object))?.pop() else {
-                continue;
-            };
-            let url = self.client.url_of(&object.key);
-            match records::locate_row(&self.decoder, &object.key, data, &url, row - first)? {
-                Located::At(at) => return Ok(Some(at)),
-                Located::Past(rows) => first += rows,
-            }
-        }
-        Ok(None)
+        let objects = range.objects.iter().map(|o| {
+            let data = self
+                .fetch(std::slice::from_ref(o))?
+                .pop()
+                .unwrap_or_default();
+            Ok((o.key.clone(), data, self.client.url_of(&o.key)))
+        });
+        records::locate_across(&self.decoder, row, objects)
     }
 
     fn describe(&self, range: &ObjectRange) -> String {
