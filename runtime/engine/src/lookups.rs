@@ -61,14 +61,23 @@ fn fetch(cfg: &LookupConfig, schema: &SchemaRef) -> Result<arrow_array::RecordBa
     }
 }
 
-/// Reads `cfg`'s rows as a table version and keeps it in the blobs.
-fn load(cfg: &LookupConfig, schema: &SchemaRef, checkpoint: &Checkpoint) -> Result<LookupTable> {
+/// Reads `cfg`'s rows as a table version and keeps it in the blobs, unless
+/// it is the version `current` (a refresh that found the same content
+/// writes nothing).
+fn load(
+    cfg: &LookupConfig,
+    schema: &SchemaRef,
+    checkpoint: &Checkpoint,
+    current: Option<Digest>,
+) -> Result<LookupTable> {
     let rows = fetch(cfg, schema)?;
     // Kept as JSON lines of the declared columns: the same rows give the
     // same bytes, whichever file format they came from.
     let canonical = weir_core::sink::to_json_lines(std::slice::from_ref(&rows))?;
     let table = LookupTable::new(&cfg.name, &cfg.key, rows, &canonical)?;
-    checkpoint.put_blob(&canonical)?;
+    if current != Some(table.digest()) {
+        checkpoint.put_blob(&canonical)?;
+    }
     Ok(table)
 }
 
@@ -104,7 +113,7 @@ impl LookupSet {
             let schema = weir_core::schema::arrow_schema(&cfg.schema);
             let stamp = stamp_of(cfg);
             let table = Arc::new(
-                load(cfg, &schema, checkpoint)
+                load(cfg, &schema, checkpoint, None)
                     .with_context(|| format!("loading lookup table `{}`", cfg.name))?,
             );
             tracing::info!(lookup = %cfg.name, rows = table.len(), version = %table.digest(), "lookup table loaded");
@@ -134,7 +143,7 @@ impl LookupSet {
             if d.cfg.path.is_some() && stamp == d.stamp {
                 continue;
             }
-            match load(&d.cfg, &d.schema, checkpoint) {
+            match load(&d.cfg, &d.schema, checkpoint, Some(d.current.digest())) {
                 Ok(table) if table.digest() == d.current.digest() => d.stamp = stamp,
                 Ok(table) => {
                     tracing::info!(lookup = %d.cfg.name, rows = table.len(), version = %table.digest(), "lookup table refreshed; the next epoch reads it");
