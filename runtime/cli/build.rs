@@ -7,7 +7,12 @@ use std::env;
 use std::path::PathBuf;
 use std::process::Command;
 
-const GUESTS: &[&str] = &["fraud-rules", "fraud-velocity", "fraud-windows"];
+const GUESTS: &[&str] = &[
+    "fraud-rules",
+    "fraud-velocity",
+    "fraud-windows",
+    "fraud-model",
+];
 
 fn main() {
     let manifest = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));

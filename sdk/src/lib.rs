@@ -44,6 +44,7 @@ mod columns;
 mod error;
 mod output;
 
+pub mod artifacts;
 pub mod log;
 pub mod lookup;
 pub mod outputs;

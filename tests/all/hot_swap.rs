@@ -554,6 +554,7 @@ fn shadow_reports_exactly_the_rows_a_changed_rule_changes() {
                 Upload {
                     wasm: std::fs::read(&fraud_rules).unwrap(),
                     config_json: Some(candidate_cfg.clone()),
+                    artifacts: Default::default(),
                     golden: None,
                     label: Some("amount threshold 1000".into()),
                     origin: Origin::Upload { file_name: None },
@@ -648,6 +649,7 @@ fn a_restart_keeps_the_deployed_version_unless_the_pipeline_file_changed() {
                 Upload {
                     wasm: v2.clone(),
                     config_json: None,
+                    artifacts: Default::default(),
                     golden: None,
                     label: None,
                     origin: Origin::Upload { file_name: None },

@@ -20,6 +20,7 @@ mod hot_swap;
 mod kafka;
 mod lake;
 mod lookup;
+mod model;
 mod object_store;
 mod observe;
 mod outputs;

@@ -171,6 +171,7 @@ fn workers_changing_the_shared_registry_at_once_lose_no_change() {
         number: 0,
         digest: weir_core::Digest::of(component.as_bytes()),
         config_digest: weir_core::Digest::of(b"{}"),
+        artifacts: None,
         registered_ms: 0,
         origin: Origin::Upload { file_name: None },
         label: Some(component),

@@ -299,6 +299,7 @@ fn a_hot_swap_in_real_time_mode_takes_effect_at_the_next_epoch() {
                 let shadow = Upload {
                     wasm: v3.clone(),
                     config_json: Some(r#"{"mode":"echo","tag":"v3"}"#.into()),
+                    artifacts: Default::default(),
                     golden: None,
                     label: None,
                     origin: weir_engine::registry::Origin::Upload { file_name: None },
@@ -310,6 +311,7 @@ fn a_hot_swap_in_real_time_mode_takes_effect_at_the_next_epoch() {
                 let upload = Upload {
                     wasm: v2.clone(),
                     config_json: Some(r#"{"mode":"echo","tag":"v2"}"#.into()),
+                    artifacts: Default::default(),
                     golden: None,
                     label: None,
                     origin: weir_engine::registry::Origin::Upload { file_name: None },

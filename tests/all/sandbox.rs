@@ -135,12 +135,45 @@ fn importing_the_filesystem_is_refused_at_load() {
     // Granting clocks does not open the filesystem.
     let grants = weir_host::Grants {
         clocks: true,
-        random: false,
+        ..weir_host::Grants::default()
     };
     let text = format!("{:#}", host.load(&wasm, grants).err().unwrap());
     assert!(
         text.contains("wasi:filesystem") && !text.contains("wall-clock"),
         "{text}"
+    );
+}
+
+#[test]
+fn inert_wasi_links_the_filesystem_with_nothing_in_it() {
+    let host = WasmHost::new(None).unwrap();
+    let wasm = std::fs::read(guest("sandbox_escape")).unwrap();
+    let grants = weir_host::Grants {
+        inert_wasi: true,
+        ..weir_host::Grants::default()
+    };
+    let operator = host.load(&wasm, grants).expect("loads with inert WASI");
+    let call = weir_host::EpochCall {
+        pipeline: "inert",
+        epoch: 0,
+        epoch_time_ms: 0,
+        limits: weir_host::Limits::default(),
+        config: "{}",
+        migrate_from: None,
+    };
+    let batch = arrow_array::RecordBatch::try_from_iter([(
+        "txn_id",
+        std::sync::Arc::new(arrow_array::StringArray::from(vec!["t-1"])) as arrow_array::ArrayRef,
+    )])
+    .unwrap();
+    // Listing `/` finds no preopened directory: the operator's own error.
+    let err = operator
+        .run(&call, &[batch], weir_host::EpochEnv::default())
+        .err()
+        .expect("there is no filesystem to read");
+    assert!(
+        matches!(err, OperatorFailure::Failed(_)),
+        "an error value, not a trap: {err}"
     );
 }
 

@@ -104,6 +104,7 @@ fn state_survives_a_hot_swap_to_a_new_version() {
             weir_engine::deploy::Upload {
                 wasm: v2.clone(),
                 config_json: None,
+                artifacts: Default::default(),
                 golden: None,
                 label: None,
                 origin: weir_engine::registry::Origin::Upload { file_name: None },

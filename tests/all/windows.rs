@@ -437,6 +437,7 @@ fn timers_survive_restarts_and_hot_swaps() {
                     Upload {
                         wasm: crate::common::variant(&wasm, "v2"),
                         config_json: None,
+                        artifacts: Default::default(),
                         golden: None,
                         label: Some("v2".into()),
                         origin: Origin::Upload { file_name: None },

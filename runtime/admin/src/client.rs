@@ -31,6 +31,9 @@ pub struct DeployRequest {
     pub config: Option<PathBuf>,
     pub label: Option<String>,
     pub golden: Option<(PathBuf, PathBuf)>,
+    /// Artifacts (name, file) that replace the active version's of the
+    /// same names.
+    pub artifacts: Vec<(String, PathBuf)>,
     /// `stage`, `activate` or `shadow`.
     pub then: String,
     pub key: Option<String>,
@@ -133,6 +136,10 @@ impl Target {
         }
         if let Some(label) = &d.label {
             form = form.text("label", label.clone());
+        }
+        for (name, path) in &d.artifacts {
+            let part = multipart::Part::bytes(read(path)?).file_name(path.display().to_string());
+            form = form.part(format!("artifact:{name}"), part);
         }
         if let Some((input, output)) = &d.golden {
             form = form

@@ -409,6 +409,7 @@ fn into_upload(form: UploadForm) -> Upload {
     Upload {
         wasm: form.component,
         config_json: form.config_json,
+        artifacts: form.artifacts,
         golden: form
             .golden
             .map(|(input, expected)| Golden { input, expected }),

@@ -2,7 +2,7 @@
 
 use crate::demo::{self, DemoOperator, DemoOptions};
 use crate::watch::Watcher;
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -124,6 +124,13 @@ enum Command {
     /// Drives examples/kafka-fraud; each payment's `ts` is its production
     /// time, so alert latency can be read off the sink.
     Feed(FeedArgs),
+    /// Write the demo's synthetic data as JSON lines to stdout.
+    ///
+    /// `payments`: the payment stream (with `--labels`, each payment's
+    /// planted fraud kind, or null, in a `planted` field: the training data
+    /// of tools/model/train.py). `cards`: the card population, the `cards`
+    /// lookup table of the model pipeline (home country, registered devices).
+    Generate(GenerateArgs),
     /// Inspect a checkpoint directory.
     Checkpoint {
         #[command(subcommand)]
@@ -217,6 +224,11 @@ enum OperatorCommand {
         /// output (e.g. scores) instead of the rows `process` returns.
         #[arg(long, value_name = "NAME")]
         output: Option<String>,
+        /// A named file for the operator (`model=model.onnx`), read through
+        /// weir:operator/artifacts; repeat for more. Default: the
+        /// pipeline's `[operator] artifacts`.
+        #[arg(long = "artifact", value_name = "NAME=FILE", value_parser = parse_artifact)]
+        artifacts: Vec<(String, PathBuf)>,
     },
     /// Create an operator project that builds and tests out of the box.
     New {
@@ -237,7 +249,7 @@ enum OperatorCommand {
         /// The component (`.wasm`).
         file: PathBuf,
         /// Check as if the pipeline granted this capability (clocks, random).
-        #[arg(long = "grant", value_parser = ["clocks", "random"])]
+        #[arg(long = "grant", value_parser = ["clocks", "random", "inert_wasi"])]
         grants: Vec<String>,
     },
 }
@@ -327,12 +339,29 @@ struct DeployArgs {
     /// Output column that identifies a row when shadow output is compared (default: the first).
     #[arg(long, requires = "shadow")]
     key: Option<String>,
+    /// A named file the version reads through weir:operator/artifacts
+    /// (`model=model.onnx`); repeat for more. It replaces the active
+    /// version's artifact of that name; the others are kept.
+    #[arg(long = "artifact", value_name = "NAME=FILE", value_parser = parse_artifact)]
+    artifacts: Vec<(String, PathBuf)>,
     /// Only register the version; activate it later with `weir activate`.
     #[arg(long)]
     stage: bool,
     /// Wait until an epoch has run with the new version (at most this long, e.g. 30s).
     #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
     wait: Option<std::time::Duration>,
+}
+
+/// `NAME=FILE` of `--artifact`.
+fn parse_artifact(s: &str) -> Result<(String, PathBuf)> {
+    let (name, file) = s
+        .split_once('=')
+        .context("expected NAME=FILE, e.g. model=model.onnx")?;
+    weir_core::artifacts::check_name(name)?;
+    if file.is_empty() {
+        bail!("no file after `{name}=`");
+    }
+    Ok((name.to_string(), PathBuf::from(file)))
 }
 
 /// `weir deploy`: uploads a version and says what it will do.
@@ -346,6 +375,7 @@ fn deploy(args: DeployArgs) -> Result<()> {
         golden_output,
         shadow,
         key,
+        artifacts,
         stage,
         wait,
     } = args;
@@ -363,6 +393,7 @@ fn deploy(args: DeployArgs) -> Result<()> {
         config,
         label,
         golden: golden_input.zip(golden_output),
+        artifacts,
         then: then.into(),
         key,
     })?;
@@ -543,6 +574,64 @@ struct FeedArgs {
     start: u64,
 }
 
+#[derive(Debug, clap::Args)]
+struct GenerateArgs {
+    /// What to write.
+    what: GenerateWhat,
+    /// Number of payments.
+    #[arg(long, default_value_t = 100_000)]
+    payments: u64,
+    /// Seed of the generated stream.
+    #[arg(long, default_value_t = 0x5EED)]
+    seed: u64,
+    /// Add each payment's planted fraud kind (`planted`, null if none).
+    #[arg(long)]
+    labels: bool,
+}
+
+/// What `weir generate` writes.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum GenerateWhat {
+    Payments,
+    Cards,
+}
+
+/// `weir generate`: the demo's data as JSON lines on stdout; a reader
+/// that stops early (`| head`) ends it quietly.
+fn generate_command(args: GenerateArgs) -> Result<()> {
+    match write_generated(&args) {
+        Err(e)
+            if e.downcast_ref::<std::io::Error>().map(|e| e.kind())
+                == Some(std::io::ErrorKind::BrokenPipe) =>
+        {
+            Ok(())
+        }
+        other => other,
+    }
+}
+
+fn write_generated(args: &GenerateArgs) -> Result<()> {
+    use std::io::Write;
+    use weir_connectors::generator::payments;
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    match args.what {
+        GenerateWhat::Cards => out.write_all(&payments::cards_json_lines())?,
+        GenerateWhat::Payments => {
+            for i in 0..args.payments {
+                let (p, planted) = payments::payment(args.seed, i);
+                let mut row = serde_json::to_value(&p)?;
+                if args.labels {
+                    row["planted"] = planted.map(|k| k.name()).into();
+                }
+                serde_json::to_writer(&mut out, &row)?;
+                out.write_all(b"\n")?;
+            }
+        }
+    }
+    Ok(out.flush()?)
+}
+
 /// `weir feed`: produces generated payments to a Kafka topic.
 fn feed_command(args: FeedArgs) -> Result<()> {
     let FeedArgs {
@@ -609,6 +698,7 @@ fn dispatch(cli: Cli) -> Result<()> {
         Command::Status(args) => status(args),
         Command::Demo(args) => demo_command(args),
         Command::Feed(args) => feed_command(args),
+        Command::Generate(args) => generate_command(args),
         Command::Checkpoint {
             command: CheckpointCommand::Show { dir, json },
         } => show_checkpoint(dir, json),
@@ -625,6 +715,7 @@ fn dispatch(cli: Cli) -> Result<()> {
                     expect,
                     state,
                     output,
+                    artifacts,
                 },
         } => {
             if let Some(name) = &output {
@@ -644,6 +735,7 @@ fn dispatch(cli: Cli) -> Result<()> {
                 expect,
                 state,
                 output,
+                artifacts,
             };
             if opts.inputs.len() > 1 {
                 let epochs = crate::devtools::test_epochs(&host, &opts)?;
@@ -1101,6 +1193,7 @@ fn check_operator(file: PathBuf, grant_names: Vec<String>) -> Result<()> {
     let grants = Grants {
         clocks: grant_names.iter().any(|g| g == "clocks"),
         random: grant_names.iter().any(|g| g == "random"),
+        inert_wasi: grant_names.iter().any(|g| g == "inert_wasi"),
     };
     let host = WasmHost::new(None)?;
     let report = host

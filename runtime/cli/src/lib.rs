@@ -25,5 +25,15 @@ pub const FRAUD_VELOCITY_WASM: &[u8] =
 pub const FRAUD_WINDOWS_WASM: &[u8] =
     include_bytes!(concat!(env!("WEIR_GUEST_DIR"), "/fraud_windows.wasm"));
 
+/// The bundled `fraud-model` operator (a fraud model evaluated by tract
+/// inside the sandbox), built from `operators/fraud-model`.
+pub const FRAUD_MODEL_WASM: &[u8] =
+    include_bytes!(concat!(env!("WEIR_GUEST_DIR"), "/fraud_model.wasm"));
+
+/// The model `fraud-model` runs in the demo: gradient-boosted trees trained
+/// by `tools/model/train.py`, in ONNX.
+pub const FRAUD_MODEL_ONNX: &[u8] =
+    include_bytes!("../../../operators/fraud-model/model/model.onnx");
+
 /// Directory holding the bundled guest components (for tests and benches).
 pub const GUEST_DIR: &str = env!("WEIR_GUEST_DIR");

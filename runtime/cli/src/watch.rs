@@ -76,6 +76,7 @@ fn redeploy(path: &PathBuf, config_json: &str, control: &Control) {
     let upload = Upload {
         wasm,
         config_json: Some(config_json.to_string()),
+        artifacts: Default::default(),
         golden: None,
         label: Some("watch".into()),
         origin: Origin::Watch { path: path.clone() },

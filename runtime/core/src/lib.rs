@@ -21,6 +21,7 @@
 //! This crate knows nothing of Wasm, RocksDB, Kafka or PostgreSQL, so it
 //! builds in seconds and can be fuzzed on its own.
 
+pub mod artifacts;
 pub mod backoff;
 pub mod checkpoint;
 pub mod clock;

@@ -5,7 +5,7 @@
 //! multipart reader (`fuzz/fuzz_targets/upload_form.rs`).
 
 /// The form's fields, as the error for an unknown one lists them.
-pub const FIELDS: &str = "component, config, label, golden_input, golden_output";
+pub const FIELDS: &str = "component, config, label, golden_input, golden_output, artifact:NAME";
 
 /// The fields read so far.
 #[derive(Debug, Default)]
@@ -15,6 +15,7 @@ pub struct FormParts {
     label: Option<Vec<u8>>,
     golden_input: Option<Vec<u8>>,
     golden_output: Option<Vec<u8>>,
+    artifacts: std::collections::BTreeMap<String, Vec<u8>>,
 }
 
 /// A complete upload form.
@@ -30,6 +31,8 @@ pub struct UploadForm {
     pub label: Option<String>,
     /// Golden input and expected output (JSON lines), both or neither.
     pub golden: Option<(Vec<u8>, Vec<u8>)>,
+    /// Artifacts (`artifact:NAME` fields) by name.
+    pub artifacts: std::collections::BTreeMap<String, Vec<u8>>,
 }
 
 impl FormParts {
@@ -47,6 +50,11 @@ impl FormParts {
             "label" => self.label = Some(bytes),
             "golden_input" => self.golden_input = Some(bytes),
             "golden_output" => self.golden_output = Some(bytes),
+            other if other.starts_with("artifact:") => {
+                let artifact = &other["artifact:".len()..];
+                crate::artifacts::check_name(artifact).map_err(|e| format!("{e:#}"))?;
+                self.artifacts.insert(artifact.to_string(), bytes);
+            }
             other => return Err(format!("unknown form field `{other}`; expected {FIELDS}")),
         }
         Ok(())
@@ -72,6 +80,7 @@ impl FormParts {
             config_json: self.config.map(|c| text(c, "config")).transpose()?,
             label: self.label.map(|l| text(l, "label")).transpose()?,
             golden,
+            artifacts: self.artifacts,
         })
     }
 }

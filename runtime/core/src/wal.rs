@@ -23,6 +23,10 @@ pub struct OperatorRef {
     pub digest: Digest,
     /// The digest of the JSON config text passed to `init`; kept in `blobs/`.
     pub config_digest: Digest,
+    /// The digest of the version's artifact manifest (name → digest, see
+    /// [`crate::artifacts`]); `None` when it has no artifacts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub artifacts: Option<Digest>,
 }
 
 /// `offsets/<N>`: everything needed to run epoch N again, identically.

@@ -5,7 +5,7 @@
 
 use crate::config::{PipelineConfig, TriggerConfig};
 use crate::dedup::Dedup;
-use crate::deploy::validate::Checks;
+use crate::deploy::validate::{Checks, Setup};
 use crate::deploy::Control;
 use crate::event_time::EventTime;
 use crate::operator_cache::OperatorCache;
@@ -18,6 +18,7 @@ use std::path::Path;
 use std::sync::Arc;
 use weir_connectors::connector::SourceContext;
 use weir_connectors::s3::S3Remote;
+use weir_core::artifacts::Artifacts;
 use weir_core::checkpoint::{Blobs, Checkpoint, Metadata, SchemaColumn, FORMAT_VERSION};
 use weir_core::mirror::Mirror;
 use weir_core::source::DynSource;
@@ -145,11 +146,13 @@ pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<
             version: active.number,
             digest: active.digest,
             config_digest: active.config_digest,
+            artifacts: active.artifacts,
         },
         runner,
         grants: cfg.operator.grants,
         dead_letter_dir,
         configs,
+        artifacts: HashMap::new(),
         state,
         state_opened,
         state_namespace: cfg.operator.state_namespace.clone(),
@@ -282,9 +285,12 @@ impl ControlPlane {
         blobs: Blobs,
         root: &Path,
     ) -> Result<Self> {
-        let file_operator = FileOperator::load(cfg, host, &checks)?;
+        let file_operator = FileOperator::load(cfg, host, &checks, &blobs)?;
         let from_file = file_operator.register(cfg, &blobs)?;
-        let configs = HashMap::from([(from_file.config_digest, file_operator.config_json)]);
+        let configs = HashMap::from([(
+            from_file.config_digest,
+            file_operator.setup.config_json.clone(),
+        )]);
         let (registry, active, active_loaded) =
             choose_active(registry, &blobs, &checks, from_file, file_operator.loaded)?;
         let operators = Arc::new(OperatorCache::default());
@@ -333,20 +339,24 @@ impl ControlPlane {
 /// start (a config it rejects fails `weir run` now, not at the first epoch).
 struct FileOperator {
     wasm: Vec<u8>,
-    config_json: String,
+    setup: Setup,
     loaded: LoadedOperator,
 }
 
 impl FileOperator {
-    fn load(cfg: &PipelineConfig, host: &WasmHost, checks: &Checks) -> Result<Self> {
+    fn load(cfg: &PipelineConfig, host: &WasmHost, checks: &Checks, blobs: &Blobs) -> Result<Self> {
         let path = &cfg.operator.path;
         let wasm = std::fs::read(path)
             .with_context(|| format!("reading operator component {}", path.display()))?;
         let loaded = host
             .load(&wasm, cfg.operator.grants)
             .with_context(|| format!("loading operator {}", path.display()))?;
-        let config_json = cfg.operator_config_json()?;
-        match checks.init(&loaded, &config_json) {
+        let artifacts = weir_core::artifacts::store(blobs, &cfg.operator_artifacts()?)?;
+        let setup = Setup {
+            config_json: cfg.operator_config_json()?,
+            artifacts: Arc::new(Artifacts::load(blobs, artifacts.as_ref())?),
+        };
+        match checks.init(&loaded, &setup) {
             Ok(()) => {}
             Err(e @ OperatorFailure::InvalidConfig(_)) => {
                 return Err(anyhow::Error::new(e))
@@ -359,7 +369,7 @@ impl FileOperator {
         }
         Ok(FileOperator {
             wasm,
-            config_json,
+            setup,
             loaded,
         })
     }
@@ -370,7 +380,8 @@ impl FileOperator {
         Ok(Version {
             number: 0,
             digest: blobs.put(&self.wasm)?,
-            config_digest: blobs.put(self.config_json.as_bytes())?,
+            config_digest: blobs.put(self.setup.config_json.as_bytes())?,
+            artifacts: self.setup.artifacts.manifest(),
             registered_ms: weir_core::clock::now_ms(),
             origin: Origin::File {
                 path: cfg.operator.path.clone(),
@@ -431,9 +442,12 @@ fn choose_active(
         active.number
     );
     let wasm = blobs.get(&active.digest)?;
-    let config = String::from_utf8(blobs.get(&active.config_digest)?)
-        .context("the deployed version's config is not UTF-8")?;
-    let loaded = checks.component(&wasm, &config).map_err(|why| {
+    let setup = Setup {
+        config_json: String::from_utf8(blobs.get(&active.config_digest)?)
+            .context("the deployed version's config is not UTF-8")?,
+        artifacts: Arc::new(Artifacts::load(blobs, active.artifacts.as_ref())?),
+    };
+    let loaded = checks.component(&wasm, &setup).map_err(|why| {
         anyhow::anyhow!(
             "deployed operator version {} ({}) no longer passes its checks: {why}",
             active.number,

@@ -229,6 +229,7 @@ pub fn state_env(state: EpochState, namespace: &str) -> EpochEnv {
         watermark: None,
         previous_watermark: None,
         lookups: Default::default(),
+        artifacts: Default::default(),
     }
 }
 
@@ -259,7 +260,7 @@ pub fn changes(env: EpochEnv) -> Changes {
 /// limited to task `t`'s key groups; without state, the watermarks alone.
 pub fn task_envs(env: &mut EpochEnv, tasks: u16, routing: Option<&str>) -> Vec<EpochEnv> {
     let (watermark, previous_watermark) = (env.watermark, env.previous_watermark);
-    let lookups = env.lookups.clone();
+    let (lookups, artifacts) = (env.lookups.clone(), env.artifacts.clone());
     let ours = env
         .state
         .as_mut()
@@ -282,6 +283,7 @@ pub fn task_envs(env: &mut EpochEnv, tasks: u16, routing: Option<&str>) -> Vec<E
             watermark,
             previous_watermark,
             lookups: lookups.clone(),
+            artifacts: artifacts.clone(),
         })
         .collect()
 }

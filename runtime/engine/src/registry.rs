@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use weir_core::clock::now_ms;
 use weir_core::mirror::{write_through, Mirror, Tag};
+use weir_core::wal::OperatorRef;
 use weir_core::{fsutil, Digest};
 
 /// Where a version came from.
@@ -55,6 +56,10 @@ pub struct Version {
     pub digest: Digest,
     /// The digest of the JSON config passed to `init`.
     pub config_digest: Digest,
+    /// The digest of the version's artifact manifest (models and other
+    /// named files, see `weir_core::artifacts`); `None`: it has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub artifacts: Option<Digest>,
     /// Registration time, Unix ms.
     pub registered_ms: i64,
     pub origin: Origin,
@@ -64,6 +69,17 @@ pub struct Version {
     pub size: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub golden: Option<GoldenCheck>,
+}
+
+impl Version {
+    /// What `offsets/N` records of an epoch this version runs.
+    pub fn operator_ref(&self) -> OperatorRef {
+        OperatorRef {
+            digest: self.digest,
+            config_digest: self.config_digest,
+            artifacts: self.artifacts,
+        }
+    }
 }
 
 /// The candidate that runs in shadow beside the active version.
@@ -368,12 +384,13 @@ impl Registry {
         self.doc.versions.iter().find(|v| v.number == number)
     }
 
-    /// The version with this component and config, if registered.
-    pub fn find(&self, digest: &Digest, config_digest: &Digest) -> Option<&Version> {
+    /// The version with this component, config and artifacts, if
+    /// registered.
+    pub fn find(&self, operator: &OperatorRef) -> Option<&Version> {
         self.doc
             .versions
             .iter()
-            .find(|v| v.digest == *digest && v.config_digest == *config_digest)
+            .find(|v| v.operator_ref() == *operator)
     }
 
     /// The version new epochs run with.
@@ -406,7 +423,7 @@ impl Registry {
     /// Registers a version (or returns the existing one with the same
     /// component and config). `version` supplies everything but the number.
     pub fn register(&mut self, mut version: Version) -> Result<Version> {
-        if let Some(existing) = self.find(&version.digest, &version.config_digest) {
+        if let Some(existing) = self.find(&version.operator_ref()) {
             return Ok(existing.clone());
         }
         version.number = self
@@ -560,6 +577,7 @@ mod tests {
             number: 0,
             digest: Digest::of(component.as_bytes()),
             config_digest: Digest::of(b"{}"),
+            artifacts: None,
             registered_ms: 0,
             origin: Origin::Upload { file_name: None },
             label: None,

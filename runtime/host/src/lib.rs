@@ -51,6 +51,7 @@
 //! # }
 //! ```
 
+mod artifacts_host;
 mod bindings;
 mod cache;
 mod columns;
@@ -351,6 +352,9 @@ pub struct EpochEnv {
     /// The reference tables the epoch reads (`weir:operator/lookup`), at
     /// the versions its `offsets/N` records.
     pub lookups: Arc<weir_core::lookup::EpochTables>,
+    /// The named files of the operator version that runs
+    /// (`weir:operator/artifacts`), as its `offsets/N` entry records them.
+    pub artifacts: Arc<weir_core::artifacts::Artifacts>,
 }
 
 /// A compiled, linked operator version, ready to be instantiated per epoch.
@@ -404,8 +408,13 @@ impl LoadedOperator {
             .stderr(stderr.clone())
             .insecure_random_seed(FIXED_HASH_SEED);
         if !self.grants.random {
-            // Not linked anyway; make the context deterministic as well.
-            wasi.insecure_random(wasmtime_wasi::Deterministic::new(vec![0x5a]));
+            // Not linked, or linked inert (`inert_wasi`): deterministic.
+            wasi.insecure_random(wasmtime_wasi::Deterministic::new(vec![0x5a]))
+                .secure_random(wasmtime_wasi::Deterministic::new(vec![0xa5]));
+        }
+        if !self.grants.clocks {
+            wasi.wall_clock(sandbox::StoppedClock)
+                .monotonic_clock(sandbox::StoppedClock);
         }
         let state = HostState {
             table: wasmtime::component::ResourceTable::new(),

@@ -2,7 +2,14 @@
 //! the inert parts of WASI that every language runtime imports (stdio, exit,
 //! an empty environment, a fixed hash seed) are linked by default; clocks and
 //! randomness only when the pipeline grants them. Filesystem and sockets are
-//! never linked, so a component that imports them is refused at load time.
+//! never linked, so a component that imports them is refused at load time —
+//! unless the pipeline sets `inert_wasi`: then all of WASI is linked, and
+//! what the pipeline does not grant is an inert, deterministic stand-in: a
+//! filesystem with no directories, sockets that may reach no address, a
+//! clock stopped at the Unix epoch, random bytes from a fixed seed. That is
+//! for components built with libraries (an inference engine) that
+//! *reference* files, clocks or randomness on paths the operator never
+//! takes: nothing is reachable, and a replay sees what the first run saw.
 
 use super::store::HostState;
 use anyhow::{bail, Result};
@@ -25,6 +32,12 @@ pub struct Grants {
     /// Cryptographic and insecure random numbers. Breaks replay determinism.
     #[serde(default)]
     pub random: bool,
+    /// Link the WASI interfaces not granted above as inert stand-ins (no
+    /// directories, no reachable address, a stopped clock, seeded random
+    /// bytes) instead of refusing a component that imports them. Grants
+    /// nothing, and keeps replays exact.
+    #[serde(default)]
+    pub inert_wasi: bool,
 }
 
 /// Interfaces linked for every operator, by name without version.
@@ -36,6 +49,7 @@ const ALWAYS: &[&str] = &[
     "weir:operator/event-time",
     "weir:operator/outputs",
     "weir:operator/lookup",
+    "weir:operator/artifacts",
     "wasi:io/error",
     "wasi:io/poll",
     "wasi:io/streams",
@@ -70,7 +84,8 @@ pub fn check_imports<'a>(
     let mut refused = Vec::new();
     for name in imports {
         let bare = unversioned(name);
-        if ALWAYS.contains(&bare)
+        if (grants.inert_wasi && bare.starts_with("wasi:"))
+            || ALWAYS.contains(&bare)
             || (grants.clocks && CLOCKS.contains(&bare))
             || (grants.random && RANDOM.contains(&bare))
         {
@@ -144,7 +159,38 @@ pub fn linker(engine: &Engine, grants: &Grants) -> Result<Linker<HostState>> {
             t.ctx().ctx.random()
         })?;
     }
+    if grants.inert_wasi {
+        // The rest of WASI, over the instance's context: no preopened
+        // directories, no allowed address, and (unless granted) the
+        // stopped clock and seeded random bytes `HostState` is built with.
+        l.allow_shadowing(true);
+        wasmtime_wasi::p2::add_to_linker_sync(&mut l)?;
+    }
     Ok(l)
+}
+
+/// The clock an operator without the `clocks` grant reads when the
+/// pipeline links WASI as inert stand-ins: stopped at the Unix epoch.
+pub(crate) struct StoppedClock;
+
+impl wasmtime_wasi::HostWallClock for StoppedClock {
+    fn resolution(&self) -> std::time::Duration {
+        std::time::Duration::from_nanos(1)
+    }
+
+    fn now(&self) -> std::time::Duration {
+        std::time::Duration::ZERO
+    }
+}
+
+impl wasmtime_wasi::HostMonotonicClock for StoppedClock {
+    fn resolution(&self) -> u64 {
+        1
+    }
+
+    fn now(&self) -> u64 {
+        0
+    }
 }
 
 #[cfg(test)]
@@ -172,13 +218,13 @@ mod tests {
     fn grants_open_exactly_their_interfaces() {
         let clocks = Grants {
             clocks: true,
-            random: false,
+            ..Grants::default()
         };
         assert!(check_imports(["wasi:clocks/monotonic-clock@0.2.0"], &clocks).is_ok());
         assert!(check_imports(["wasi:random/random@0.2.0"], &clocks).is_err());
         let random = Grants {
-            clocks: false,
             random: true,
+            ..Grants::default()
         };
         assert!(check_imports(["wasi:random/insecure@0.2.0"], &random).is_ok());
         assert!(check_imports(["wasi:filesystem/preopens@0.2.0"], &random).is_err());

@@ -66,6 +66,12 @@ pub enum DemoOperator {
     /// of a window scored with its final count when the 10 s watermark
     /// closes it (timers, and a final no-data epoch at the end of input).
     Windows,
+    /// `fraud-model`: a gradient-boosted-tree model (ONNX, the version's
+    /// artifact `model`) scored inside the sandbox, with the card's home
+    /// country and registered devices from the `cards` lookup table and
+    /// its payments in the last 60 s from state. Catches the taken-over
+    /// cards no rule does.
+    Model,
 }
 
 impl DemoOperator {
@@ -75,6 +81,7 @@ impl DemoOperator {
             DemoOperator::Rules => "fraud_rules.wasm",
             DemoOperator::Velocity => "fraud_velocity.wasm",
             DemoOperator::Windows => "fraud_windows.wasm",
+            DemoOperator::Model => "fraud_model.wasm",
         }
     }
 
@@ -84,6 +91,7 @@ impl DemoOperator {
             DemoOperator::Rules => crate::FRAUD_RULES_WASM,
             DemoOperator::Velocity => crate::FRAUD_VELOCITY_WASM,
             DemoOperator::Windows => crate::FRAUD_WINDOWS_WASM,
+            DemoOperator::Model => crate::FRAUD_MODEL_WASM,
         }
     }
 
@@ -91,6 +99,7 @@ impl DemoOperator {
     pub fn config_toml(self) -> String {
         match self {
             DemoOperator::Rules => RULES_TOML.to_string(),
+            DemoOperator::Model => MODEL_TOML.to_string(),
             DemoOperator::Velocity | DemoOperator::Windows => format!(
                 "{RULES_TOML}
 {VELOCITY_TOML}"
@@ -102,7 +111,7 @@ impl DemoOperator {
     fn event_time_toml(self) -> &'static str {
         match self {
             DemoOperator::Windows => EVENT_TIME_TOML,
-            DemoOperator::Rules | DemoOperator::Velocity => "",
+            DemoOperator::Rules | DemoOperator::Velocity | DemoOperator::Model => "",
         }
     }
 }
@@ -129,6 +138,30 @@ rules = [
   { rule = "country_mismatch", weight = 0.4 },
   { rule = "merchant_in", merchants = ["m-0666", "m-0777", "m-0999"], weight = 0.7 },
   { rule = "currency_not_in", currencies = ["USD", "EUR", "GBP"], weight = 0.2 },
+]"#;
+
+/// `fraud-model`'s settings and its model, with the `cards` table it reads.
+pub const MODEL_TOML: &str = r#"artifacts = { model = "model.onnx" }
+# tract, the inference library inside the component, references files,
+# clocks and randomness it never uses when scoring: link WASI as inert,
+# deterministic stand-ins (no directories, a stopped clock, seeded bytes).
+grants = { inert_wasi = true }
+
+[operator.config]
+threshold = 0.5
+risky_merchants = ["m-0666", "m-0777", "m-0999"]
+
+# Each card's home country and registered devices, read by the model's
+# features; edit the file and the next epoch reads the new version.
+[[lookup]]
+name = "cards"
+key = "card_id"
+path = "cards.jsonl"
+refresh = "10s"
+schema = [
+  { name = "card_id", type = "utf8" },
+  { name = "home_country", type = "utf8" },
+  { name = "devices", type = "utf8" },
 ]"#;
 
 /// The velocity rule `fraud-velocity` adds to [`RULES_TOML`].
@@ -161,8 +194,13 @@ pub struct DemoReport {
     pub pipeline_file: PathBuf,
     pub alerts_dir: PathBuf,
     pub alerts: Vec<Alert>,
+    /// Planted fraud of the kinds the operator is built to catch (the rules
+    /// operators: all but takeovers; the model: all), and how much of it
+    /// made an alert.
     pub planted: u64,
     pub planted_caught: u64,
+    /// Planted and caught per kind, every kind.
+    pub by_kind: Vec<KindCount>,
     pub epochs: u64,
     pub rows_in: u64,
     /// Payments written with their score to the Delta table (`fraud-velocity`).
@@ -170,6 +208,21 @@ pub struct DemoReport {
     pub elapsed: Duration,
     /// Event→alert latency over the whole run (real-time mode).
     pub latency: Option<weir_core::latency::LatencySummary>,
+}
+
+/// Planted fraud of one kind and how much of it the operator caught.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KindCount {
+    pub kind: &'static str,
+    pub planted: u64,
+    pub caught: u64,
+}
+
+impl DemoOperator {
+    /// Whether the operator is built to catch planted fraud of `kind`.
+    pub fn targets(self, kind: generator::Planted) -> bool {
+        self == DemoOperator::Model || kind.rules_catch()
+    }
 }
 
 /// The pipeline file the demo writes (paths relative to the demo directory).
@@ -204,7 +257,7 @@ max_files_per_trigger = {files_per_epoch}
 /// (its `scores` output) to a Delta table beside them.
 fn operator_and_sink(operator: DemoOperator) -> String {
     let sinks = match operator {
-        DemoOperator::Velocity => {
+        DemoOperator::Velocity | DemoOperator::Model => {
             r#"# The alerts (the rows the operator returns) to JSON-lines files, and
 # every payment with its score (its `scores` output) to a Delta table.
 [[sink]]
@@ -279,6 +332,12 @@ fn fresh_dir() -> Result<PathBuf> {
 pub fn prepare(dir: &Path, opts: &DemoOptions) -> Result<PathBuf> {
     std::fs::write(dir.join(opts.operator.file()), opts.operator.wasm())
         .context("writing the bundled operator")?;
+    if opts.operator == DemoOperator::Model {
+        std::fs::write(dir.join("model.onnx"), crate::FRAUD_MODEL_ONNX)
+            .context("writing the model")?;
+        std::fs::write(dir.join("cards.jsonl"), generator::cards_json_lines())
+            .context("writing the cards table")?;
+    }
     let pipeline_file = dir.join("pipeline.toml");
     if let DemoMode::RealTime { rate, seconds } = opts.mode {
         let toml = real_time_toml(opts.seed, rate, seconds, opts.operator);
@@ -360,25 +419,35 @@ pub fn run(opts: &DemoOptions, on_epoch: &mut dyn FnMut(&EpochProgress)) -> Resu
         DemoMode::MicroBatch => opts.payments,
         DemoMode::RealTime { rate, seconds } => rate * seconds,
     };
-    let planted_ids: Vec<String> = (0..payments)
-        .filter_map(|i| {
-            let (p, planted) = generator::payment(opts.seed, i);
-            planted.map(|_| p.txn_id)
-        })
-        .collect();
     let alerted: std::collections::HashSet<&str> =
         alerts.iter().map(|a| a.txn_id.as_str()).collect();
-    let planted_caught = planted_ids
-        .iter()
-        .filter(|id| alerted.contains(id.as_str()))
-        .count() as u64;
+    let mut kinds: BTreeMap<&'static str, KindCount> = BTreeMap::new();
+    let (mut planted, mut planted_caught) = (0, 0);
+    for i in 0..payments {
+        let (p, Some(kind)) = generator::payment(opts.seed, i) else {
+            continue;
+        };
+        let caught = alerted.contains(p.txn_id.as_str());
+        let count = kinds.entry(kind.name()).or_insert(KindCount {
+            kind: kind.name(),
+            planted: 0,
+            caught: 0,
+        });
+        count.planted += 1;
+        count.caught += u64::from(caught);
+        if opts.operator.targets(kind) {
+            planted += 1;
+            planted_caught += u64::from(caught);
+        }
+    }
     Ok(DemoReport {
         dir,
         pipeline_file,
         alerts_dir,
         alerts,
-        planted: planted_ids.len() as u64,
+        planted,
         planted_caught,
+        by_kind: kinds.into_values().collect(),
         epochs: summary.epochs,
         rows_in: summary.rows_in,
         scored,
@@ -408,6 +477,11 @@ pub fn summary_text(r: &DemoReport) -> String {
         r.planted_caught,
         r.planted
     );
+    s.push_str("planted fraud by kind (caught of planted):");
+    for k in &r.by_kind {
+        s.push_str(&format!(" {} {}/{}", k.kind, k.caught, k.planted));
+    }
+    s.push('\n');
     if let Some(l) = &r.latency {
         s.push_str(&format!(
             "event to alert latency: p50 {:.1} ms, p99 {:.1} ms, p99.9 {:.1} ms, max {:.1} ms\n",

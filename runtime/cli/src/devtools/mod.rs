@@ -12,8 +12,9 @@ pub use epochs::{test_epochs, EpochOutput};
 use anyhow::{bail, Context, Result};
 use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
+use weir_core::artifacts::Artifacts;
 use weir_engine::config::{ColumnConfig, PipelineConfig};
-use weir_engine::deploy::validate::{self, Checks};
+use weir_engine::deploy::validate::{self, Checks, Setup};
 use weir_engine::runner::Runner;
 use weir_host::{Grants, Limits, WasmHost};
 use weir_state::{SnapshotPolicy, StateStore};
@@ -35,6 +36,8 @@ pub struct TestOptions {
     /// The named output whose rows are printed and checked; default: the
     /// rows `process` returns.
     pub output: Option<String>,
+    /// Artifacts (name, file) over the pipeline's `[operator] artifacts`.
+    pub artifacts: Vec<(String, PathBuf)>,
 }
 
 /// What a test run produced.
@@ -104,6 +107,17 @@ pub fn test_operator(host: &WasmHost, opts: &TestOptions) -> Result<TestReport> 
         (None, Some(p)) => p.operator_config_json()?,
         (None, None) => "{}".to_string(),
     };
+    let mut artifacts = match &pipeline {
+        Some(p) => p.operator_artifacts()?,
+        None => Default::default(),
+    };
+    for (name, path) in &opts.artifacts {
+        artifacts.insert(name.clone(), read(path)?);
+    }
+    let setup = Setup {
+        config_json: config,
+        artifacts: std::sync::Arc::new(Artifacts::in_memory(artifacts)),
+    };
     let wasm = read(&opts.component)?;
     let input = match opts.inputs.as_slice() {
         [one] => read(one)?,
@@ -126,12 +140,12 @@ pub fn test_operator(host: &WasmHost, opts: &TestOptions) -> Result<TestReport> 
             lookups: Default::default(),
         };
         let operator = checks
-            .component(&wasm, &config)
+            .component(&wasm, &setup)
             .map_err(|why| anyhow::anyhow!("{}: {why}", opts.component.display()))?;
         let sampled = checks
             .sample(
                 &operator,
-                &config,
+                &setup,
                 &input,
                 "sample input",
                 opts.output

@@ -29,6 +29,30 @@ pub enum Planted {
     /// (card testing), past the fifth: what a velocity rule of "more than 5
     /// in 60 s" flags.
     Burst,
+    /// A taken-over card: a mid-sized payment (600 to 2,500) abroad from a
+    /// device the card never registered. No single rule of the demo's
+    /// flags it (the amount is below `amount_above`, a foreign country
+    /// alone scores 0.4, and 1 in 100 honest payments come from a new
+    /// device too); a model that weighs the three together does.
+    Takeover,
+}
+
+impl Planted {
+    /// The kind's name, as reports and the training data spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Planted::LargeAbroad => "large_abroad",
+            Planted::BadMerchant => "bad_merchant",
+            Planted::Burst => "burst",
+            Planted::Takeover => "takeover",
+        }
+    }
+
+    /// Whether the demo's rules (`fraud-rules`, `fraud-velocity`) are
+    /// built to catch this kind; only a model catches the others.
+    pub fn rules_catch(self) -> bool {
+        !matches!(self, Planted::Takeover)
+    }
 }
 
 /// Every `BURST_EVERY` payments start a burst of `BURST_LEN` consecutive
@@ -105,10 +129,11 @@ pub fn payment(seed: u64, i: u64) -> (Payment, Option<Planted>) {
         (Some(_), _) => None,
         (None, 0..=3) => Some(Planted::LargeAbroad),
         (None, 4..=5) => Some(Planted::BadMerchant),
+        (None, 6..=8) => Some(Planted::Takeover),
         _ => None,
     };
     let abroad = match planted {
-        Some(Planted::LargeAbroad) => true,
+        Some(Planted::LargeAbroad | Planted::Takeover) => true,
         Some(Planted::BadMerchant) => rng.below(2) == 0,
         Some(Planted::Burst) => false,
         None if burst.is_some() => false,
@@ -129,6 +154,7 @@ pub fn payment(seed: u64, i: u64) -> (Payment, Option<Planted>) {
     };
     let amount = match planted {
         Some(Planted::LargeAbroad) => 3_000.0 + rng.below(600_000) as f64 / 100.0,
+        Some(Planted::Takeover) => 600.0 + rng.below(190_000) as f64 / 100.0,
         _ if rng.below(500) == 0 => 2_600.0 + rng.below(200_000) as f64 / 100.0,
         _ => {
             // Mostly small, a long tail up to ~1,500.
@@ -147,7 +173,16 @@ pub fn payment(seed: u64, i: u64) -> (Payment, Option<Planted>) {
             }
         },
     };
-    let device_id = (rng.below(10) != 0).then(|| format!("d-{:06}", card * 3 + rng.below(3)));
+    let device_id = (rng.below(10) != 0).then(|| {
+        // One of the card's three registered devices; 1 in 100 honest
+        // payments, and every takeover, from a new one.
+        let k = rng.below(300);
+        if k >= 297 || planted == Some(Planted::Takeover) {
+            fresh_device(i)
+        } else {
+            registered_device(card, k % 3)
+        }
+    });
     let p = Payment {
         txn_id: format!("t-{seed:x}-{i:09}"),
         card_id: format!("c-{card:05}"),
@@ -160,6 +195,51 @@ pub fn payment(seed: u64, i: u64) -> (Payment, Option<Planted>) {
         device_id,
     };
     (p, planted)
+}
+
+/// Device `k` (0 to 2) of those card `card` registered.
+fn registered_device(card: u64, k: u64) -> String {
+    format!("d-{:06}", card * 3 + k)
+}
+
+/// A device no card registered (numbers past every card's three).
+fn fresh_device(i: u64) -> String {
+    format!("d-{:06}", CARDS * 3 + i)
+}
+
+/// One card of the population, as the `cards` reference table holds it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Card {
+    pub card_id: String,
+    pub home_country: String,
+    /// The card's registered devices, separated by spaces.
+    pub devices: String,
+}
+
+/// Card `card` (0 to [`CARDS`] − 1): its home country and devices.
+pub fn card(card: u64) -> Card {
+    Card {
+        card_id: format!("c-{card:05}"),
+        home_country: COUNTRIES[(card % COUNTRIES.len() as u64) as usize]
+            .0
+            .to_string(),
+        devices: (0..3)
+            .map(|k| registered_device(card, k))
+            .collect::<Vec<_>>()
+            .join(" "),
+    }
+}
+
+/// Every card of the population as JSON lines: the `cards` table a model
+/// pipeline looks up (home country, registered devices).
+pub fn cards_json_lines() -> Vec<u8> {
+    let mut out = Vec::with_capacity(CARDS as usize * 60);
+    for c in 0..CARDS {
+        if serde_json::to_writer(&mut out, &card(c)).is_ok() {
+            out.push(b'\n');
+        }
+    }
+    out
 }
 
 /// Payments `start..start + count` as JSON lines.

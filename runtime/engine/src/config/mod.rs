@@ -426,6 +426,11 @@ pub struct OperatorConfig {
     /// The JSON read from `config_file`.
     #[serde(skip)]
     pub config_from_file: Option<String>,
+    /// Named files the operator reads through `weir:operator/artifacts`
+    /// (`{ model = "model.onnx" }`, relative to the pipeline file): stored
+    /// by digest and recorded with every epoch, like the component.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub artifacts: std::collections::BTreeMap<String, PathBuf>,
     /// CPU deadline per call, e.g. "2s".
     #[serde(default = "default_deadline", with = "humantime_serde_compat")]
     pub deadline: Duration,
@@ -679,6 +684,7 @@ impl PipelineConfig {
         if let Some(file) = &mut self.operator.config_file {
             fix(file);
         }
+        self.operator.artifacts.values_mut().for_each(fix);
         for l in &mut self.lookups {
             if let Some(p) = &mut l.path {
                 fix(p);
@@ -779,6 +785,19 @@ impl PipelineConfig {
             deadline: self.operator.deadline,
             memory_bytes: parse_size(&self.operator.memory).context("`operator.memory`")?,
         })
+    }
+
+    /// The bytes of each `operator.artifacts` file, by name.
+    pub fn operator_artifacts(&self) -> Result<std::collections::BTreeMap<String, Vec<u8>>> {
+        let mut out = std::collections::BTreeMap::new();
+        for (name, path) in &self.operator.artifacts {
+            weir_core::artifacts::check_name(name).context("`operator.artifacts`")?;
+            let bytes = std::fs::read(path).with_context(|| {
+                format!("reading `operator.artifacts.{name}` ({})", path.display())
+            })?;
+            out.insert(name.clone(), bytes);
+        }
+        Ok(out)
     }
 
     /// The operator config as the JSON text `init` receives: from

@@ -21,9 +21,11 @@ use shadow::ShadowReport;
 use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
-use validate::{Checks, Golden};
+use validate::{Checks, Golden, Setup};
+use weir_core::artifacts::Artifacts;
 use weir_core::checkpoint::Blobs;
 use weir_core::progress::EpochProgress;
+use weir_core::wal::OperatorRef;
 use weir_core::Digest;
 
 /// Why a deploy request was refused; the admin API maps each to a status.
@@ -51,6 +53,9 @@ pub struct Upload {
     pub wasm: Vec<u8>,
     /// JSON text for `init`; `None` keeps the active version's config.
     pub config_json: Option<String>,
+    /// Named files (a model) by name: they replace the active version's
+    /// artifacts of the same names, which the new version keeps otherwise.
+    pub artifacts: std::collections::BTreeMap<String, Vec<u8>>,
     pub golden: Option<Golden>,
     pub label: Option<String>,
     pub origin: Origin,
@@ -199,26 +204,28 @@ impl Control {
     /// Validates an upload and registers it; then stages, activates or
     /// shadows it. The pipeline keeps running its active version throughout.
     pub fn upload(&self, upload: Upload, then: Then) -> Result<Listed, DeployError> {
+        let active = self.lock().registry.active().cloned();
+        let active = active.ok_or_else(|| DeployError::Conflict("no active version".into()))?;
         let config_json = match upload.config_json {
             Some(c) => c,
-            None => {
-                let digest = self.lock().registry.active().map(|v| v.config_digest);
-                let digest =
-                    digest.ok_or_else(|| DeployError::Conflict("no active version".into()))?;
-                self.config_text(&digest)?
-            }
+            None => self.config_text(&active.config_digest)?,
+        };
+        let artifacts = self.upload_artifacts(&active, upload.artifacts)?;
+        let setup = Setup {
+            config_json,
+            artifacts,
         };
         let started = std::time::Instant::now();
         let loaded = self
             .checks
-            .component(&upload.wasm, &config_json)
+            .component(&upload.wasm, &setup)
             .map_err(DeployError::Refused)?;
         let golden = match &upload.golden {
             None => None,
             Some(g) => {
                 let passed = self
                     .checks
-                    .golden(&loaded, &config_json, g)
+                    .golden(&loaded, &setup, g)
                     .map_err(DeployError::Refused)?;
                 Some(GoldenCheck {
                     input_digest: self.blobs.put(&g.input)?,
@@ -229,12 +236,13 @@ impl Control {
             }
         };
         let digest = self.blobs.put(&upload.wasm)?;
-        let config_digest = self.blobs.put(config_json.as_bytes())?;
+        let config_digest = self.blobs.put(setup.config_json.as_bytes())?;
         let mut inner = self.lock();
         let candidate = Version {
             number: 0,
             digest,
             config_digest,
+            artifacts: setup.artifacts.manifest(),
             registered_ms: weir_core::clock::now_ms(),
             origin: upload.origin,
             label: upload.label,
@@ -263,6 +271,36 @@ impl Control {
         self.listed(version.number)
     }
 
+    /// The artifacts of an upload's version: `given` over those of
+    /// `active` (same name: replaced), stored in the blobs.
+    fn upload_artifacts(
+        &self,
+        active: &Version,
+        given: std::collections::BTreeMap<String, Vec<u8>>,
+    ) -> Result<Arc<Artifacts>, DeployError> {
+        let kept = Artifacts::load(&self.blobs, active.artifacts.as_ref())?;
+        if given.is_empty() {
+            return Ok(Arc::new(kept));
+        }
+        let mut all: std::collections::BTreeMap<String, Vec<u8>> = kept
+            .digests()
+            .keys()
+            .filter_map(|n| Some((n.clone(), kept.get(n)?.as_ref().clone())))
+            .collect();
+        all.extend(given);
+        let manifest = weir_core::artifacts::store(&self.blobs, &all)
+            .map_err(|e| DeployError::BadRequest(format!("{e:#}")))?;
+        Ok(Arc::new(Artifacts::load(&self.blobs, manifest.as_ref())?))
+    }
+
+    /// The setup `version`'s instances get: its config and artifacts.
+    pub fn setup_of(&self, version: &OperatorRef) -> Result<Setup, DeployError> {
+        Ok(Setup {
+            config_json: self.config_text(&version.config_digest)?,
+            artifacts: Arc::new(Artifacts::load(&self.blobs, version.artifacts.as_ref())?),
+        })
+    }
+
     fn config_text(&self, digest: &Digest) -> Result<String, DeployError> {
         let bytes = self.blobs.get(digest)?;
         String::from_utf8(bytes)
@@ -289,10 +327,10 @@ impl Control {
             return Ok(());
         }
         let wasm = self.blobs.get(&version.digest)?;
-        let config = self.config_text(&version.config_digest)?;
+        let setup = self.setup_of(&version.operator_ref())?;
         let loaded = self
             .checks
-            .component(&wasm, &config)
+            .component(&wasm, &setup)
             .map_err(DeployError::Refused)?;
         self.operators.insert(Arc::new(loaded));
         Ok(())
@@ -564,12 +602,9 @@ impl Control {
         Some(Planned { active, shadow })
     }
 
-    /// The registry number of a (component, config) pair.
-    pub fn version_of(&self, digest: &Digest, config_digest: &Digest) -> Option<u32> {
-        self.lock()
-            .registry
-            .find(digest, config_digest)
-            .map(|v| v.number)
+    /// The registry number of a (component, config, artifacts) triple.
+    pub fn version_of(&self, operator: &OperatorRef) -> Option<u32> {
+        self.lock().registry.find(operator).map(|v| v.number)
     }
 
     /// Records a finished epoch (called by the epoch loop).

@@ -31,6 +31,24 @@ pub struct Checks {
     pub lookups: std::sync::Arc<weir_core::lookup::EpochTables>,
 }
 
+/// What a version's instances get besides their code: the JSON config
+/// passed to `init` and the artifacts (a model) they may read there.
+#[derive(Debug, Clone, Default)]
+pub struct Setup {
+    pub config_json: String,
+    pub artifacts: std::sync::Arc<weir_core::artifacts::Artifacts>,
+}
+
+impl Setup {
+    /// `config_json` and no artifacts.
+    pub fn config(config_json: impl Into<String>) -> Self {
+        Setup {
+            config_json: config_json.into(),
+            artifacts: Default::default(),
+        }
+    }
+}
+
 /// Golden files: input rows (JSON lines in the source schema) and the
 /// output rows the version must emit for them, in order.
 pub struct Golden {
@@ -45,28 +63,27 @@ pub struct GoldenPassed {
 }
 
 impl Checks {
-    fn env(&self) -> EpochEnv {
+    fn env(&self, setup: &Setup) -> EpochEnv {
         EpochEnv {
             lookups: self.lookups.clone(),
+            artifacts: setup.artifacts.clone(),
             ..state_env(EpochState::new(self.state.clone(), 0, 0), &self.namespace)
         }
     }
 
-    /// Runs `operator`'s `init` with `config_json` against the committed
-    /// state (what it writes is dropped): the one `init` check, for the
-    /// pipeline file's operator at start and for every version uploaded or
-    /// loaded again.
-    pub fn init(
-        &self,
-        operator: &LoadedOperator,
-        config_json: &str,
-    ) -> Result<(), OperatorFailure> {
-        self.runner.init(operator, config_json, self.env())
+    /// Runs `operator`'s `init` with `setup` against the committed state
+    /// (what it writes is dropped): the one `init` check, for the pipeline
+    /// file's operator at start and for every version uploaded or loaded
+    /// again.
+    pub fn init(&self, operator: &LoadedOperator, setup: &Setup) -> Result<(), OperatorFailure> {
+        self.runner
+            .init(operator, &setup.config_json, self.env(setup))
     }
 
-    /// Compiles and links `wasm` and runs its `init` with `config_json`.
-    /// The error is the reason, ready for the person who uploaded it.
-    pub fn component(&self, wasm: &[u8], config_json: &str) -> Result<LoadedOperator, String> {
+    /// Compiles and links `wasm` and runs its `init` with `setup`. The
+    /// error is the reason, ready for the person who uploaded it.
+    pub fn component(&self, wasm: &[u8], setup: &Setup) -> Result<LoadedOperator, String> {
+        let config_json = &setup.config_json;
         if serde_json::from_str::<Value>(config_json).is_err() {
             return Err(format!(
                 "the operator config is not valid JSON: {config_json:.200}"
@@ -77,7 +94,7 @@ impl Checks {
             .host
             .load_in_background(wasm, self.grants)
             .map_err(|e| format!("the upload is not a usable operator component: {e:#}"))?;
-        match self.init(&loaded, config_json) {
+        match self.init(&loaded, setup) {
             Ok(()) => Ok(loaded),
             Err(OperatorFailure::InvalidConfig(m)) => {
                 Err(format!("`init` rejected the config: {m}"))
@@ -91,14 +108,14 @@ impl Checks {
     pub fn golden(
         &self,
         operator: &LoadedOperator,
-        config_json: &str,
+        setup: &Setup,
         golden: &Golden,
     ) -> Result<GoldenPassed, String> {
         let expected = parse_rows(&golden.expected)
             .map_err(|e| format!("the golden output is not JSON lines: {e}"))?;
         let sampled = self.sample(
             operator,
-            config_json,
+            setup,
             &golden.input,
             "golden input",
             weir_core::outputs::DEFAULT,
@@ -115,7 +132,7 @@ impl Checks {
     pub fn sample(
         &self,
         operator: &LoadedOperator,
-        config_json: &str,
+        setup: &Setup,
         input: &[u8],
         what: &str,
         output: &str,
@@ -128,7 +145,7 @@ impl Checks {
         let decoded = decoder
             .decode_lines(input, what)
             .map_err(|e| format!("the {what} does not fit the source schema: {e:#}"))?;
-        let ran = self.run(operator, config_json, &decoded.batches)?;
+        let ran = self.run(operator, setup, &decoded.batches)?;
         let output = weir_core::outputs::rows_of(&ran, output)
             .map_err(|e| format!("reading the output: {e:#}"))?;
         let rows = super::shadow::rows_as_json(&output)
@@ -150,11 +167,17 @@ impl Checks {
     fn run(
         &self,
         operator: &LoadedOperator,
-        config_json: &str,
+        setup: &Setup,
         batches: &[RecordBatch],
     ) -> Result<Vec<RecordBatch>, String> {
         self.runner
-            .run(operator, config_json, EpochAt::OUTSIDE, batches, self.env())
+            .run(
+                operator,
+                &setup.config_json,
+                EpochAt::OUTSIDE,
+                batches,
+                self.env(setup),
+            )
             .map(|ran| ran.batches)
             .map_err(|e| format!("golden run failed: {e}"))
     }

@@ -38,7 +38,7 @@ use weir_core::fsutil;
 use weir_core::latency::Histogram;
 use weir_core::progress::{rate, EpochProgress, Phases, ShadowReport};
 use weir_core::source::{Backlog, DeadLetter, EpochInput, PlanLimit};
-use weir_core::wal::{CommitEntry, OffsetEntry, OperatorRef, ENTRY_FORMAT};
+use weir_core::wal::{CommitEntry, OffsetEntry, ENTRY_FORMAT};
 use weir_host::{EpochEnv, WasmHost};
 
 /// Runs `f` and adds the time it took to `phase`, a field of the progress
@@ -209,10 +209,7 @@ impl Pipeline {
             epoch,
             epoch_time_ms: now_ms(),
             source: range,
-            operator: OperatorRef {
-                digest: self.active.digest,
-                config_digest: self.active.config_digest,
-            },
+            operator: self.active.operator_ref(),
             watermark_ms: self.event_time.as_ref().and_then(EventTime::watermark),
             previous_watermark_ms: self.last_watermark,
             isolated: Vec::new(),
@@ -454,9 +451,7 @@ impl Pipeline {
             watermark_ms: entry.watermark_ms,
             micro_batches: done.micro_batches,
             operator_digest: entry.operator.digest,
-            operator_version: self
-                .control
-                .version_of(&entry.operator.digest, &entry.operator.config_digest),
+            operator_version: self.control.version_of(&entry.operator),
             migrated,
             shadow,
             range,

@@ -72,6 +72,19 @@ pub struct ActiveOperator {
     pub version: u32,
     pub digest: Digest,
     pub config_digest: Digest,
+    /// Its artifact manifest, if it has artifacts.
+    pub artifacts: Option<Digest>,
+}
+
+impl ActiveOperator {
+    /// What `offsets/N` records of the epochs it runs.
+    pub fn operator_ref(&self) -> OperatorRef {
+        OperatorRef {
+            digest: self.digest,
+            config_digest: self.config_digest,
+            artifacts: self.artifacts,
+        }
+    }
 }
 
 /// One attempt at an epoch, as the run loop hands it on.
@@ -123,6 +136,8 @@ pub struct Pipeline {
     pub(crate) grants: weir_host::Grants,
     pub(crate) dead_letter_dir: PathBuf,
     pub(crate) configs: HashMap<Digest, String>,
+    /// Versions' artifacts by manifest digest, read from the blobs once.
+    pub(crate) artifacts: HashMap<Digest, Arc<weir_core::artifacts::Artifacts>>,
     /// Keyed state, committed with each epoch.
     pub(crate) state: StateStore,
     /// Whether opening the state rebuilt it from a snapshot (replay needed).
@@ -216,7 +231,7 @@ impl Pipeline {
             return;
         };
         let a = &planned.active;
-        if a.digest != self.active.digest || a.config_digest != self.active.config_digest {
+        if a.operator_ref() != self.active.operator_ref() {
             tracing::info!(
                 pipeline = %self.name,
                 from = self.active.version,
@@ -229,6 +244,7 @@ impl Pipeline {
                 version: a.number,
                 digest: a.digest,
                 config_digest: a.config_digest,
+                artifacts: a.artifacts,
             };
         }
         self.shadow = planned.shadow;
@@ -423,6 +439,7 @@ impl Pipeline {
         entry: &OffsetEntry,
     ) -> Result<EpochEnv> {
         let mut env = crate::operator_state::epoch_env(state, &self.state_namespace, entry);
+        env.artifacts = self.artifacts_for(entry.operator.artifacts.as_ref())?;
         env.lookups = self
             .lookups
             .for_epoch(&entry.lookups, &self.checkpoint)
@@ -524,6 +541,9 @@ impl Pipeline {
     ) -> Result<Result<RunOutput, OperatorFailure>> {
         let operator = self.operator_for(host, &run.operator.digest)?;
         let config = self.config_for(&run.operator.config_digest)?;
+        // A shadow run's version may have other artifacts than the epoch's.
+        let mut env = env;
+        env.artifacts = self.artifacts_for(run.operator.artifacts.as_ref())?;
         if run.tasks.count <= 1 {
             self.task_run = TaskRun::default();
             return Ok(self.runner.run(&operator, &config, run.at, batches, env));
@@ -566,6 +586,26 @@ impl Pipeline {
             .blobs()
             .get(digest)
             .or_else(|e| self.checkpoint.get_blob(digest).map_err(|_| e))
+    }
+
+    /// The artifacts of the version with manifest `manifest` (none for
+    /// `None`), from the blobs the first time.
+    fn artifacts_for(
+        &mut self,
+        manifest: Option<&Digest>,
+    ) -> Result<Arc<weir_core::artifacts::Artifacts>> {
+        let Some(digest) = manifest else {
+            return Ok(Default::default());
+        };
+        if let Some(a) = self.artifacts.get(digest) {
+            return Ok(a.clone());
+        }
+        let loaded = Arc::new(
+            weir_core::artifacts::Artifacts::load(self.control.blobs(), Some(digest))
+                .with_context(|| format!("the operator's artifacts ({digest})"))?,
+        );
+        self.artifacts.insert(*digest, loaded.clone());
+        Ok(loaded)
     }
 
     fn config_for(&mut self, digest: &Digest) -> Result<String> {

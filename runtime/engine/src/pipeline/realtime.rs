@@ -216,8 +216,7 @@ impl Pipeline {
         let Some(active) = self.control.planned().map(|p| p.active) else {
             return Ok(entry);
         };
-        let same = active.digest == entry.operator.digest
-            && active.config_digest == entry.operator.config_digest;
+        let same = active.operator_ref() == entry.operator;
         if same || !log.parts.is_empty() || log.deferred.is_some() {
             return Ok(entry);
         }

@@ -171,9 +171,7 @@ impl Pipeline {
             return Ok(None);
         };
         let active = planned.active;
-        if active.digest != entry.operator.digest
-            || active.config_digest != entry.operator.config_digest
-        {
+        if active.operator_ref() != entry.operator {
             tracing::warn!(
                 pipeline = %self.name,
                 epoch = entry.epoch,
@@ -191,10 +189,7 @@ impl Pipeline {
             return Ok(None);
         };
         let probe = OffsetEntry {
-            operator: OperatorRef {
-                digest: previous.digest,
-                config_digest: previous.config_digest,
-            },
+            operator: previous.operator_ref(),
             migrate_from: None,
             isolated: Vec::new(),
             ..entry.clone()
@@ -246,10 +241,7 @@ impl Pipeline {
             None => None,
         };
         let replanned = OffsetEntry {
-            operator: OperatorRef {
-                digest: target.digest,
-                config_digest: target.config_digest,
-            },
+            operator: target.operator_ref(),
             // The state was last written by the epoch before's version.
             migrate_from: before.filter(|d| *d != target.digest),
             isolated: Vec::new(),

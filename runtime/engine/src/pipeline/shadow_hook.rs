@@ -10,7 +10,7 @@ use crate::runner::EpochAt;
 use arrow_array::RecordBatch;
 use std::time::Instant;
 use weir_core::progress::ShadowReport;
-use weir_core::wal::{OffsetEntry, OperatorRef};
+use weir_core::wal::OffsetEntry;
 use weir_host::WasmHost;
 use weir_state::EpochState;
 
@@ -27,9 +27,7 @@ impl Pipeline {
         outputs: &[RecordBatch],
     ) -> Option<ShadowReport> {
         let (candidate, key) = self.shadow.clone()?;
-        let active_version = self
-            .control
-            .version_of(&entry.operator.digest, &entry.operator.config_digest);
+        let active_version = self.control.version_of(&entry.operator);
         let started = Instant::now();
         let state = EpochState::new(self.state.reader(), entry.epoch, entry.epoch_time_ms);
         let env = match self.env_for(state, entry) {
@@ -40,10 +38,7 @@ impl Pipeline {
             }
         };
         let run = VersionRun {
-            operator: OperatorRef {
-                digest: candidate.digest,
-                config_digest: candidate.config_digest,
-            },
+            operator: candidate.operator_ref(),
             // The candidate's own `migrate` is not run: its writes are dropped.
             at: EpochAt {
                 migrate_from: None,

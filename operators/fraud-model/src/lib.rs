@@ -1,0 +1,269 @@
+//! `fraud-model`: scores every payment with a fraud model evaluated inside
+//! the sandbox — gradient-boosted trees trained on the generator's labelled
+//! payments (`tools/model/train.py`), exported to ONNX and run by tract.
+//!
+//! The model is the version's artifact `model` (`--artifact
+//! model=model.onnx`), so a new model is a new version without a new
+//! build. Its features ([`features::NAMES`]) come from the payment, the
+//! pipeline's `cards` lookup table (`home_country`, `devices`: the card's
+//! registered devices, separated by spaces) and the card's payments in the
+//! last `window_ms` of event time, kept in the host's state.
+//!
+//! Config (every key optional): `{"threshold": 0.5, "window_ms": 60000,
+//! "risky_merchants": ["m-0666"], "state_ttl_ms": 3600000}`.
+//!
+//! Output `default` (the alerts): `txn_id`, `card_id`, `amount`, `score`,
+//! `reasons` (`model`), `ts` for payments scoring at least `threshold`.
+//! Output `scores`: every payment with `score`, `alert`, each feature as
+//! `f_<name>` and the `model` digest — what `weir explain` shows and the
+//! next model trains on.
+//!
+//! A batch of feature columns (`f_<name>` for every feature, float64)
+//! instead of payments is scored as it is, returning `score` per row: how
+//! `weir explain` measures each feature's contribution with the very
+//! model and code of the version that made the decision.
+
+pub mod features;
+pub mod model;
+#[path = "../../fraud-velocity/src/window.rs"]
+pub mod window;
+
+use features::{CardFacts, Payment, NAMES, WIDTH};
+use model::Model;
+use serde::Deserialize;
+use weir_sdk::{
+    artifacts, lookup, outputs, state, Batch, BoolBuilder, EpochContext, Error, Float64Builder,
+    Int64Builder, Operator, Output, Utf8Builder, Utf8Column,
+};
+use window::Window;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Config {
+    #[serde(default = "half")]
+    threshold: f64,
+    #[serde(default = "one_minute")]
+    window_ms: i64,
+    #[serde(default)]
+    risky_merchants: Vec<String>,
+    #[serde(default = "one_hour")]
+    state_ttl_ms: u64,
+}
+
+fn half() -> f64 {
+    0.5
+}
+
+fn one_minute() -> i64 {
+    60_000
+}
+
+fn one_hour() -> u64 {
+    3_600_000
+}
+
+/// The operator: its settings and the loaded model.
+pub struct FraudModel {
+    config: Config,
+    model: Model,
+    model_digest: String,
+}
+
+impl Operator for FraudModel {
+    fn init(config: &str) -> Result<Self, Error> {
+        let config: Config = serde_json::from_str(config)
+            .map_err(|e| Error::config(format!("fraud-model config: {e}")))?;
+        if config.window_ms <= 0 || !(0.0..=1.0).contains(&config.threshold) {
+            return Err(Error::config(
+                "fraud-model config: `window_ms` must be positive and `threshold` in 0..=1",
+            ));
+        }
+        let bytes = artifacts::require("model")?;
+        let model =
+            Model::load(&bytes).map_err(|e| Error::config(format!("artifact `model`: {e}")))?;
+        Ok(FraudModel {
+            config,
+            model,
+            model_digest: artifacts::digest("model").unwrap_or_default(),
+        })
+    }
+
+    fn process(&mut self, _ctx: &EpochContext, batch: &Batch) -> Result<Output, Error> {
+        if batch.schema().iter().any(|f| f.name == "f_amount") {
+            return self.score_features(batch);
+        }
+        let card_id = batch.utf8("card_id")?;
+        let rows = self.feature_rows(batch, &card_id)?;
+        let scores = self.model.score(&rows).map_err(Error::failed)?;
+        let hits: Vec<u32> = (0..batch.num_rows())
+            .filter(|&r| f64::from(scores[r]) >= self.config.threshold)
+            .map(|r| r as u32)
+            .collect();
+        self.emit_scores(batch, &card_id, &rows, &scores, &hits)?;
+        alerts(batch, &scores, &hits)
+    }
+}
+
+impl FraudModel {
+    /// Every row's features, `WIDTH` floats per row, row after row.
+    fn feature_rows(&self, batch: &Batch, card_id: &Utf8Column) -> Result<Vec<f32>, Error> {
+        let cards = lookup::table("cards");
+        let home = cards.utf8(card_id, "home_country")?;
+        let devices = cards.utf8(card_id, "devices")?;
+        let (amount, country) = (batch.f64("amount")?, batch.utf8("country")?);
+        let (merchant, device) = (batch.utf8("merchant_id")?, batch.utf8("device_id")?);
+        let counts = self.velocity_counts(card_id, &batch.i64("ts")?);
+        let mut rows = Vec::with_capacity(batch.num_rows() * WIDTH);
+        for (r, &count) in counts.iter().enumerate() {
+            let payment = Payment {
+                amount: amount.get(r).unwrap_or(0.0),
+                country: country.get(r).unwrap_or(""),
+                merchant_id: merchant.get(r).unwrap_or(""),
+                device_id: device.get(r),
+            };
+            let card = CardFacts {
+                home_country: home.get(r),
+                devices: devices.get(r),
+                payments_in_window: count,
+            };
+            rows.extend(features::row(&payment, &card, &self.config.risky_merchants));
+        }
+        Ok(rows)
+    }
+
+    /// Each row's count of its card's payments in the window, this one
+    /// included (0 for a row without card or time), with one batched state
+    /// read and write per batch.
+    fn velocity_counts(&self, cards: &Utf8Column, times: &weir_sdk::Int64Column) -> Vec<usize> {
+        let mut distinct: Vec<&str> = (0..cards.len()).filter_map(|r| cards.get(r)).collect();
+        distinct.sort_unstable();
+        distinct.dedup();
+        let stored = state::get_many(&distinct);
+        let mut windows: Vec<Window> = (0..distinct.len())
+            .map(|i| stored.get(i).map(Window::decode).unwrap_or_default())
+            .collect();
+        let counts = (0..cards.len())
+            .map(|r| match (cards.get(r), times.get(r)) {
+                (Some(card), Some(t)) => distinct
+                    .binary_search(&card)
+                    .map_or(0, |i| windows[i].record(t, self.config.window_ms)),
+                _ => 0,
+            })
+            .collect();
+        let updates: Vec<(&str, Vec<u8>)> = distinct
+            .iter()
+            .zip(windows.iter_mut())
+            .filter(|(_, w)| !w.is_empty())
+            .map(|(c, w)| (*c, w.encode()))
+            .collect();
+        state::put_many(&updates, Some(self.config.state_ttl_ms));
+        counts
+    }
+
+    /// Sends every payment with its score and features to output `scores`.
+    fn emit_scores(
+        &self,
+        batch: &Batch,
+        card_id: &Utf8Column,
+        rows: &[f32],
+        scores: &[f32],
+        hits: &[u32],
+    ) -> Result<(), Error> {
+        let n = batch.num_rows();
+        let (txn_id, ts, amount) = (
+            batch.utf8("txn_id")?,
+            batch.i64("ts")?,
+            batch.f64("amount")?,
+        );
+        let (mut o_txn, mut o_card, mut o_model) =
+            (Utf8Builder::new(), Utf8Builder::new(), Utf8Builder::new());
+        let (mut o_ts, mut o_amount) = (
+            Int64Builder::with_capacity(n),
+            Float64Builder::with_capacity(n),
+        );
+        let (mut o_score, mut o_alert) = (Float64Builder::with_capacity(n), BoolBuilder::new());
+        let mut o_features: Vec<Float64Builder> = (0..WIDTH)
+            .map(|_| Float64Builder::with_capacity(n))
+            .collect();
+        let mut next_hit = hits.iter().peekable();
+        for r in 0..n {
+            o_txn.push_option(txn_id.get(r));
+            o_card.push_option(card_id.get(r));
+            o_ts.push_option(ts.get(r));
+            o_amount.push_option(amount.get(r));
+            o_score.push(f64::from(scores[r]));
+            o_alert.push(next_hit.next_if(|&&h| h as usize == r).is_some());
+            for (f, column) in o_features.iter_mut().enumerate() {
+                column.push(f64::from(rows[r * WIDTH + f]));
+            }
+            o_model.push(&self.model_digest);
+        }
+        let mut out = Output::new()
+            .with("txn_id", o_txn)
+            .with("card_id", o_card)
+            .with("ts", o_ts)
+            .with("amount", o_amount)
+            .with("score", o_score)
+            .with("alert", o_alert);
+        for (name, column) in NAMES.iter().zip(o_features) {
+            out = out.with(&format!("f_{name}"), column);
+        }
+        outputs::emit("scores", out.with("model", o_model).build()?);
+        Ok(())
+    }
+
+    /// Scores a batch of feature columns as it is: `score` per row.
+    fn score_features(&self, batch: &Batch) -> Result<Output, Error> {
+        let n = batch.num_rows();
+        let columns = NAMES
+            .iter()
+            .map(|name| batch.f64(&format!("f_{name}")))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut rows = Vec::with_capacity(n * WIDTH);
+        for r in 0..n {
+            rows.extend(columns.iter().map(|c| c.get(r).unwrap_or(0.0) as f32));
+        }
+        let scores = self.model.score(&rows).map_err(Error::failed)?;
+        let mut o_score = Float64Builder::with_capacity(n);
+        scores.iter().for_each(|&s| o_score.push(f64::from(s)));
+        Output::new().with("score", o_score).build()
+    }
+}
+
+/// The alerts: the rows `hits` with their score, in the demo's alert
+/// columns.
+fn alerts(batch: &Batch, scores: &[f32], hits: &[u32]) -> Result<Output, Error> {
+    if hits.is_empty() {
+        return Output::empty();
+    }
+    let (txn_id, card_id) = (
+        batch.utf8_rows("txn_id", hits)?,
+        batch.utf8_rows("card_id", hits)?,
+    );
+    let (amount, ts) = (batch.f64_rows("amount", hits)?, batch.i64_rows("ts", hits)?);
+    let (mut o_txn, mut o_card, mut o_reasons) =
+        (Utf8Builder::new(), Utf8Builder::new(), Utf8Builder::new());
+    let (mut o_amount, mut o_score, mut o_ts) = (
+        Float64Builder::new(),
+        Float64Builder::new(),
+        Int64Builder::new(),
+    );
+    for (k, &row) in hits.iter().enumerate() {
+        o_txn.push_option(txn_id.get(k));
+        o_card.push_option(card_id.get(k));
+        o_amount.push_option(amount.get(k));
+        o_score.push(f64::from(scores[row as usize]));
+        o_reasons.push("model");
+        o_ts.push_option(ts.get(k));
+    }
+    Output::new()
+        .with("txn_id", o_txn)
+        .with("card_id", o_card)
+        .with("amount", o_amount)
+        .with("score", o_score)
+        .with("reasons", o_reasons)
+        .with("ts", o_ts)
+        .build()
+}
+
+weir_sdk::export_operator!(FraudModel);
