@@ -127,6 +127,62 @@ fn the_component_scores_what_the_same_model_scores_natively() {
     );
     let digest = weir_core::Digest::of(MODEL).to_string();
     assert!(scores.iter().all(|r| r["model"] == digest.as_str()));
+
+    // `weir explain` replays a takeover's alert from the checkpoint alone
+    // and gets the logged score bit for bit, with the new device (and the
+    // foreign country) among what raised it.
+    let alerts = rows(&dir.path().join("alerts"));
+    let takeover = alerts
+        .iter()
+        .find(|a| {
+            let i: u64 = a["txn_id"].as_str().unwrap()[7..].parse().unwrap();
+            generator::payment(0x5EED, i).1 == Some(generator::Planted::Takeover)
+        })
+        .expect("a takeover alert");
+    let txn = takeover["txn_id"].as_str().unwrap();
+    let epoch = (0..2)
+        .find(|e| {
+            weir_connectors::files::FileSink::epoch_files(&dir.path().join("alerts"), *e)
+                .unwrap()
+                .iter()
+                .any(|f| std::fs::read_to_string(f).unwrap().contains(txn))
+        })
+        .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_weir"))
+        .args(["explain", "-p"])
+        .arg(&pipeline)
+        .args(["--epoch", &epoch.to_string(), "--txn", txn, "--json"])
+        .env("WEIR_LOG", "warn")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["input"]["txn_id"], txn);
+    assert_eq!(report["artifacts"]["model"], digest.as_str());
+    assert!(report["lookups"]["cards"]
+        .as_str()
+        .unwrap()
+        .starts_with("sha256:"));
+    let score = &report["score"];
+    assert_eq!(score["identical"], true, "{score}");
+    assert_eq!(score["replayed"].as_f64(), takeover["score"].as_f64());
+    assert_eq!(score["rescored"], score["replayed"]);
+    let contribution = |name: &str| {
+        score["features"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["name"] == name)
+            .unwrap()["contribution"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!(contribution("new_device") > 0.0, "{score}");
+    assert!(contribution("abroad") > 0.0, "{score}");
 }
 
 /// `weir <args> --pipeline model --admin URL`.

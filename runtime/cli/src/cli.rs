@@ -131,6 +131,17 @@ enum Command {
     /// of tools/model/train.py). `cards`: the card population, the `cards`
     /// lookup table of the model pipeline (home country, registered devices).
     Generate(GenerateArgs),
+    /// Replay one decision from the checkpoint and say why it was made.
+    ///
+    /// Runs epoch N again exactly as `offsets/N` recorded it — operator,
+    /// config and artifact digests, lookup table versions, the state the
+    /// epoch read — on a scratch copy of the checkpoint (nothing real is
+    /// written), and prints the row's input, the state under its key, what
+    /// each output made of it, and its score compared bit for bit with the
+    /// one the files sink logged. For an operator that reports its
+    /// features (`f_<name>` columns, as fraud-model does), each feature's
+    /// value and contribution.
+    Explain(ExplainArgs),
     /// Inspect a checkpoint directory.
     Checkpoint {
         #[command(subcommand)]
@@ -575,6 +586,45 @@ struct FeedArgs {
 }
 
 #[derive(Debug, clap::Args)]
+struct ExplainArgs {
+    /// The pipeline file.
+    #[arg(short = 'p', long = "pipeline", value_name = "PIPELINE.toml")]
+    pipeline: PathBuf,
+    /// The (committed) epoch that made the decision.
+    #[arg(long)]
+    epoch: u64,
+    /// The value of --column that names the row, e.g. a txn_id.
+    #[arg(long, alias = "txn", value_name = "KEY")]
+    row: String,
+    /// The input and output column --row is matched against.
+    #[arg(long, default_value = "txn_id")]
+    column: String,
+    /// Print the report as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// `weir explain`.
+fn explain_command(args: ExplainArgs) -> Result<()> {
+    let host = WasmHost::new(default_cache_root())?;
+    let report = crate::explain::explain(
+        &host,
+        &crate::explain::ExplainRequest {
+            pipeline: args.pipeline,
+            epoch: args.epoch,
+            key: args.row,
+            column: args.column,
+        },
+    )?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        crate::explain::print_text(&report);
+    }
+    Ok(())
+}
+
+#[derive(Debug, clap::Args)]
 struct GenerateArgs {
     /// What to write.
     what: GenerateWhat,
@@ -699,6 +749,7 @@ fn dispatch(cli: Cli) -> Result<()> {
         Command::Demo(args) => demo_command(args),
         Command::Feed(args) => feed_command(args),
         Command::Generate(args) => generate_command(args),
+        Command::Explain(args) => explain_command(args),
         Command::Checkpoint {
             command: CheckpointCommand::Show { dir, json },
         } => show_checkpoint(dir, json),

@@ -7,6 +7,7 @@
 pub mod cli;
 pub mod demo;
 pub mod devtools;
+pub mod explain;
 pub mod feed;
 pub mod watch;
 

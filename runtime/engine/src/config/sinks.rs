@@ -88,6 +88,26 @@ impl Sinks {
         Ok(())
     }
 
+    /// The same sinks (names and outputs), each a files sink under
+    /// `dir/<name>`: what a replay that must touch nothing real opens
+    /// (`weir explain`).
+    pub fn as_scratch_files(&self, dir: &std::path::Path) -> Result<Sinks> {
+        let tables = self
+            .0
+            .iter()
+            .map(|s| {
+                let mut t = toml::Table::new();
+                t.insert("name".into(), s.name.clone().into());
+                t.insert("output".into(), s.output.clone().into());
+                t.insert("kind".into(), "files".into());
+                let path = dir.join(&s.name).display().to_string();
+                t.insert("path".into(), path.into());
+                toml::Value::Table(t)
+            })
+            .collect();
+        Sinks::parse(toml::Value::Array(tables))
+    }
+
     fn parse(value: toml::Value) -> Result<Self> {
         let tables = match value {
             toml::Value::Table(t) => vec![t],

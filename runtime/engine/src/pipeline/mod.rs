@@ -10,6 +10,7 @@
 //! operator config, so its output is the same as the first attempt's.
 
 mod epoch;
+pub mod explain;
 mod instances;
 mod realtime;
 mod recovery;
