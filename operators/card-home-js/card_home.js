@@ -1,10 +1,12 @@
 // `operators/card-home` in JavaScript: each payment with its card's home
 // country from the pipeline's `cards` table (sdk/js/weir_lookup.js),
-// whether it was made away from home, and the table version it read. The
+// whether it was made away from home, the table version it read, and the
+// size and digest of its artifact `notes` (sdk/js/weir_artifacts.js). The
 // same output as the Rust operator, row for row.
 
-import { strings, utf8Column } from "./weir_columns.js";
+import { strings, utf8Column, int64Column } from "./weir_columns.js";
 import { get, version } from "./weir_lookup.js";
+import { get as artifact, digest } from "./weir_artifacts.js";
 
 export function init(_config) {}
 
@@ -26,6 +28,9 @@ export function process(ctx, input) {
   const home = get("cards", card, ["home_country"]).home_country;
   const away = home.map((h, i) => h !== null && h !== country[i]);
   const v = version("cards") ?? "";
+  const notes = artifact("notes");
+  const notesBytes = notes === undefined || notes === null ? 0 : notes.length;
+  const notesDigest = digest("notes") ?? "";
   return {
     numRows: n,
     columns: [
@@ -34,6 +39,8 @@ export function process(ctx, input) {
       { name: "home_country", column: utf8Column(home) },
       { name: "away", column: boolColumn(away) },
       { name: "cards_version", column: utf8Column(new Array(n).fill(v)) },
+      { name: "notes_bytes", column: int64Column(new Array(n).fill(notesBytes)) },
+      { name: "notes_digest", column: utf8Column(new Array(n).fill(notesDigest)) },
     ],
   };
 }

@@ -1,6 +1,7 @@
 """`operators/card-home` in Python: each payment with its card's home
 country from the pipeline's `cards` table (sdk/python/weir_lookup.py),
-whether it was made away from home, and the table version it read. The
+whether it was made away from home, the table version it read, and the
+size and digest of its artifact `notes` (sdk/python/weir_artifacts.py). The
 same output as the Rust operator, row for row.
 """
 
@@ -13,6 +14,8 @@ import wit_world
 from componentize_py_types import Err
 from weir_columns import strings, utf8_column, bitmap
 from weir_lookup import get, version
+from weir_artifacts import digest
+from weir_artifacts import get as artifact
 from wit_world.imports import types as t
 
 
@@ -45,6 +48,9 @@ class WitWorld(wit_world.WitWorld):
         home = get("cards", card, ["home_country"])["home_country"]
         away = [h is not None and h != c for h, c in zip(home, country)]
         v = (version("cards") or "").encode()
+        notes = artifact("notes")
+        notes_bytes = 0 if notes is None else len(notes)
+        notes_digest = (digest("notes") or "").encode()
         return t.Output(
             n,
             [
@@ -53,5 +59,7 @@ class WitWorld(wit_world.WitWorld):
                 t.OutputColumn("home_country", utf8_column(home)),
                 t.OutputColumn("away", _bool_column(away)),
                 t.OutputColumn("cards_version", utf8_column([v] * n)),
+                t.OutputColumn("notes_bytes", t.Column(t.Values_Int64([notes_bytes] * n), None)),
+                t.OutputColumn("notes_digest", utf8_column([notes_digest] * n)),
             ],
         )

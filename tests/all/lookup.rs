@@ -16,8 +16,12 @@ fn pipeline(dir: &Path, trigger: &str) -> String {
     pipeline_from(dir, trigger, "path = \"cards.jsonl\"")
 }
 
+/// The artifact `notes` every card-home run carries (`dir/notes.txt`).
+const NOTES: &[u8] = b"cards: home countries for the lookup tests\n";
+
 /// The pipeline over `dir/input` with the `cards` table from `source`.
 fn pipeline_from(dir: &Path, trigger: &str, source: &str) -> String {
+    std::fs::write(dir.join("notes.txt"), NOTES).unwrap();
     format!(
         r#"name = "lookups"
 checkpoint = "{dir}/checkpoint"
@@ -30,6 +34,7 @@ max_files_per_trigger = 1
 {schema}
 [operator]
 path = "{op}"
+artifacts = {{ notes = "{dir}/notes.txt" }}
 [sink]
 kind = "files"
 path = "{dir}/out"
@@ -297,6 +302,13 @@ fn python_and_javascript_operators_read_the_table_as_the_rust_one() {
     };
     let rust = run(&guest("card_home"));
     assert_eq!(rust.len() as u64, 2 * PER_FILE);
+    // Every language reads the version's artifact the same way.
+    let notes = format!(
+        "\"notes_bytes\":{},\"notes_digest\":\"{}\"",
+        NOTES.len(),
+        weir_core::Digest::of(NOTES)
+    );
+    assert!(rust.iter().all(|r| r.contains(&notes)), "{}", rust[0]);
     assert!(
         rust.iter().any(|r| !r.contains("\"home_country\"")),
         "some cards are not in the table"

@@ -1,8 +1,10 @@
 //! `card-home`: each payment with its card's home country, looked up in the
 //! pipeline's `cards` table (`[[lookup]] name = "cards" key = "card_id"`,
-//! a `home_country` column), whether the payment was made away from it, and
-//! the version of the table it read. The smallest use of
-//! `weir_sdk::lookup`, and the lookup tests' operator.
+//! a `home_country` column), whether the payment was made away from it, the
+//! version of the table it read, and the size and digest of its artifact
+//! `notes` (0 and "" without one): the artifact helpers' test in every
+//! language. The smallest use of `weir_sdk::lookup`, and the lookup tests'
+//! operator.
 //!
 //! With config `{"cards": {"c-00001": "US", …}}` it reads the home
 //! countries from its config instead (version `config`): the way a table
@@ -11,7 +13,8 @@
 
 use std::collections::HashMap;
 use weir_sdk::{
-    lookup, Batch, BoolBuilder, EpochContext, Error, Operator, Output, Utf8Builder, Utf8Column,
+    artifacts, lookup, Batch, BoolBuilder, EpochContext, Error, Int64Builder, Operator, Output,
+    Utf8Builder, Utf8Column,
 };
 
 /// The operator: where the home countries come from.
@@ -48,12 +51,17 @@ impl Operator for CardHome {
             Utf8Builder::new(),
         );
         let mut o_away = BoolBuilder::new();
+        let notes_bytes = artifacts::get("notes").map_or(0, |b| b.len() as i64);
+        let notes_digest = artifacts::digest("notes").unwrap_or_default();
+        let (mut o_notes_bytes, mut o_notes_digest) = (Int64Builder::new(), Utf8Builder::new());
         for row in 0..batch.num_rows() {
             o_txn.push_option(txn_id.get(row));
             o_card.push_option(card_id.get(row));
             o_home.push_option(home.get(row));
             o_away.push(home.get(row).is_some_and(|h| Some(h) != country.get(row)));
             o_version.push(&version);
+            o_notes_bytes.push(notes_bytes);
+            o_notes_digest.push(&notes_digest);
         }
         Output::new()
             .with("txn_id", o_txn)
@@ -61,6 +69,8 @@ impl Operator for CardHome {
             .with("home_country", o_home)
             .with("away", o_away)
             .with("cards_version", o_version)
+            .with("notes_bytes", o_notes_bytes)
+            .with("notes_digest", o_notes_digest)
             .build()
     }
 }
