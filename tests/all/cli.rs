@@ -160,9 +160,18 @@ fn operator_check_reports_world_and_imports() {
 #[test]
 fn help_explains_every_command() {
     let t = text(&weir(&["--help"]));
-    for cmd in ["run", "demo", "checkpoint", "operator"] {
+    for cmd in [
+        "run",
+        "demo",
+        "checkpoint",
+        "operator",
+        "explain",
+        "generate",
+    ] {
         assert!(t.contains(cmd), "{t}");
     }
+    let t = text(&weir(&["explain", "--help"]));
+    assert!(t.contains("bit for bit") && t.contains("--epoch"), "{t}");
     let t = text(&weir(&["run", "--help"]));
     assert!(t.contains("Resumes from the checkpoint"), "{t}");
 }
@@ -185,6 +194,40 @@ fn demo_pipeline_reruns_from_its_own_directory_as_the_demo_says() {
     assert!(out.status.success(), "{}", text(&out));
     assert!(dir.path().join("checkpoint/commits/0").exists());
     assert!(dir.path().join("alerts").is_dir());
+
+    // `weir explain` on the rerun: a rules decision replays bit for bit;
+    // bad requests say what is wrong.
+    let explain = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_weir"))
+            .args(["explain", "-p", "pipeline.toml"])
+            .args(args)
+            .current_dir(dir.path())
+            .env("WEIR_LOG", "warn")
+            .output()
+            .unwrap()
+    };
+    let alerts = std::fs::read_to_string(dir.path().join("alerts/epoch-0000000000.jsonl")).unwrap();
+    let first: serde_json::Value = serde_json::from_str(alerts.lines().next().unwrap()).unwrap();
+    let txn = first["txn_id"].as_str().unwrap();
+    let out = explain(&["--epoch", "0", "--txn", txn]);
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    assert!(
+        t.contains("identical, bit for bit") && t.contains(txn),
+        "{t}"
+    );
+    let out = explain(&["--epoch", "99", "--txn", txn]);
+    assert!(
+        !out.status.success() && text(&out).contains("is not committed"),
+        "{}",
+        text(&out)
+    );
+    let out = explain(&["--epoch", "0", "--txn", "t-nope"]);
+    assert!(
+        !out.status.success() && text(&out).contains("no input row"),
+        "{}",
+        text(&out)
+    );
 }
 
 /// Every file under `dir` with its bytes, for "nothing was touched" checks.

@@ -649,13 +649,15 @@ enum GenerateWhat {
 /// `weir generate`: the demo's data as JSON lines on stdout; a reader
 /// that stops early (`| head`) ends it quietly.
 fn generate_command(args: GenerateArgs) -> Result<()> {
+    let broken_pipe = |e: &anyhow::Error| {
+        let kind = e
+            .downcast_ref::<std::io::Error>()
+            .map(std::io::Error::kind)
+            .or_else(|| e.downcast_ref::<serde_json::Error>()?.io_error_kind());
+        kind == Some(std::io::ErrorKind::BrokenPipe)
+    };
     match write_generated(&args) {
-        Err(e)
-            if e.downcast_ref::<std::io::Error>().map(|e| e.kind())
-                == Some(std::io::ErrorKind::BrokenPipe) =>
-        {
-            Ok(())
-        }
+        Err(e) if broken_pipe(&e) => Ok(()),
         other => other,
     }
 }
