@@ -25,6 +25,8 @@
 
 pub mod features;
 pub mod model;
+#[path = "../../fraud-velocity/src/velocity.rs"]
+pub mod velocity;
 #[path = "../../fraud-velocity/src/window.rs"]
 pub mod window;
 
@@ -32,10 +34,9 @@ use features::{CardFacts, Payment, NAMES, WIDTH};
 use model::Model;
 use serde::Deserialize;
 use weir_sdk::{
-    artifacts, lookup, outputs, state, Batch, BoolBuilder, EpochContext, Error, Float64Builder,
+    artifacts, lookup, outputs, Batch, BoolBuilder, EpochContext, Error, Float64Builder,
     Int64Builder, Operator, Output, Utf8Builder, Utf8Column,
 };
-use window::Window;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -112,9 +113,10 @@ impl FraudModel {
         let devices = cards.utf8(card_id, "devices")?;
         let (amount, country) = (batch.f64("amount")?, batch.utf8("country")?);
         let (merchant, device) = (batch.utf8("merchant_id")?, batch.utf8("device_id")?);
-        let counts = self.velocity_counts(card_id, &batch.i64("ts")?);
+        let (window_ms, ttl_ms) = (self.config.window_ms, self.config.state_ttl_ms);
+        let counts = velocity::counts(card_id, &batch.i64("ts")?, window_ms, ttl_ms);
         let mut rows = Vec::with_capacity(batch.num_rows() * WIDTH);
-        for (r, &count) in counts.iter().enumerate() {
+        for (r, count) in counts.iter().enumerate() {
             let payment = Payment {
                 amount: amount.get(r).unwrap_or(0.0),
                 country: country.get(r).unwrap_or(""),
@@ -124,40 +126,11 @@ impl FraudModel {
             let card = CardFacts {
                 home_country: home.get(r),
                 devices: devices.get(r),
-                payments_in_window: count,
+                payments_in_window: count.unwrap_or(0),
             };
             rows.extend(features::row(&payment, &card, &self.config.risky_merchants));
         }
         Ok(rows)
-    }
-
-    /// Each row's count of its card's payments in the window, this one
-    /// included (0 for a row without card or time), with one batched state
-    /// read and write per batch.
-    fn velocity_counts(&self, cards: &Utf8Column, times: &weir_sdk::Int64Column) -> Vec<usize> {
-        let mut distinct: Vec<&str> = (0..cards.len()).filter_map(|r| cards.get(r)).collect();
-        distinct.sort_unstable();
-        distinct.dedup();
-        let stored = state::get_many(&distinct);
-        let mut windows: Vec<Window> = (0..distinct.len())
-            .map(|i| stored.get(i).map(Window::decode).unwrap_or_default())
-            .collect();
-        let counts = (0..cards.len())
-            .map(|r| match (cards.get(r), times.get(r)) {
-                (Some(card), Some(t)) => distinct
-                    .binary_search(&card)
-                    .map_or(0, |i| windows[i].record(t, self.config.window_ms)),
-                _ => 0,
-            })
-            .collect();
-        let updates: Vec<(&str, Vec<u8>)> = distinct
-            .iter()
-            .zip(windows.iter_mut())
-            .filter(|(_, w)| !w.is_empty())
-            .map(|(c, w)| (*c, w.encode()))
-            .collect();
-        state::put_many(&updates, Some(self.config.state_ttl_ms));
-        counts
     }
 
     /// Sends every payment with its score and features to output `scores`.

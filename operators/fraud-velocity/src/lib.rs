@@ -23,16 +23,16 @@
 pub mod columns;
 #[path = "../../fraud-rules/src/rules.rs"]
 pub mod rules;
+pub mod velocity;
 pub mod window;
 
 use columns::Columns;
 use rules::{Rule, RuleSet};
 use serde::Deserialize;
 use weir_sdk::{
-    outputs, state, Batch, BoolBuilder, EpochContext, Error, Float64Builder, Int64Builder,
-    Int64Column, Operator, Output, Utf8Builder, Utf8Column,
+    outputs, Batch, BoolBuilder, EpochContext, Error, Float64Builder, Int64Builder, Int64Column,
+    Operator, Output, Utf8Builder, Utf8Column,
 };
-use window::Window;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -83,7 +83,7 @@ impl Operator for FraudVelocity {
         let columns = Columns::read(batch)?;
         let (mut scores, mut fired) = self.rules.score_rows(&columns);
         let (cards, times) = (batch.utf8("card_id")?, batch.i64("ts")?);
-        let counts = self.velocity_counts(&cards, &times);
+        let counts = velocity::counts(&cards, &times, self.velocity.window_ms, self.ttl_ms);
         let velocity_bit = 1u64 << self.rules.len();
         for (row, count) in counts.iter().enumerate() {
             if count.is_some_and(|c| c > self.velocity.max_payments) {
@@ -132,39 +132,6 @@ impl Operator for FraudVelocity {
             .with("ts", o_ts)
             .with("window_count", o_count)
             .build()
-    }
-}
-
-impl FraudVelocity {
-    /// Each row's count of its card's payments in the window (`None` for a
-    /// row without card or time), reading and writing every card of the
-    /// batch with one batched state call each.
-    fn velocity_counts(&self, cards: &Utf8Column, times: &Int64Column) -> Vec<Option<usize>> {
-        let rows = cards.len();
-        let mut distinct: Vec<&str> = (0..rows).filter_map(|r| cards.get(r)).collect();
-        distinct.sort_unstable();
-        distinct.dedup();
-        let stored = state::get_many(&distinct);
-        let mut windows: Vec<Window> = (0..distinct.len())
-            .map(|i| stored.get(i).map(Window::decode).unwrap_or_default())
-            .collect();
-        let mut counts = vec![None; rows];
-        for (row, count) in counts.iter_mut().enumerate() {
-            let (Some(card), Some(t)) = (cards.get(row), times.get(row)) else {
-                continue;
-            };
-            if let Ok(i) = distinct.binary_search(&card) {
-                *count = Some(windows[i].record(t, self.velocity.window_ms));
-            }
-        }
-        let updates: Vec<(&str, Vec<u8>)> = distinct
-            .iter()
-            .zip(windows.iter_mut())
-            .filter(|(_, w)| !w.is_empty())
-            .map(|(c, w)| (*c, w.encode()))
-            .collect();
-        state::put_many(&updates, Some(self.ttl_ms));
-        counts
     }
 }
 
