@@ -90,6 +90,56 @@ fn demo_with_windows_scores_each_window_with_its_final_count() {
     demo_matches_the_reference(DemoOperator::Windows, 4);
 }
 
+#[test]
+fn the_model_demo_catches_the_takeovers_the_rules_miss() {
+    let run = |operator| {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = DemoOptions {
+            dir: Some(dir.path().to_path_buf()),
+            payments: 60_000,
+            files: 6,
+            files_per_epoch: 2,
+            operator,
+            ..DemoOptions::default()
+        };
+        demo::run(&opts, &mut |_| {}).unwrap()
+    };
+    let kind = |r: &demo::DemoReport, name: &str| {
+        let k = r.by_kind.iter().find(|k| k.kind == name).unwrap();
+        (k.caught, k.planted)
+    };
+    let (rules, model) = (run(DemoOperator::Velocity), run(DemoOperator::Model));
+    let (rules_caught, takeovers) = kind(&rules, "takeover");
+    assert!(takeovers >= 100, "{takeovers} takeovers planted");
+    assert_eq!(rules_caught, 0, "the rules see no takeover");
+    let (caught, _) = kind(&model, "takeover");
+    assert!(
+        caught * 10 >= takeovers * 9,
+        "the model: {caught} of {takeovers}"
+    );
+    // ...and still what the rules were written for, nearly all of it.
+    for other in ["large_abroad", "bad_merchant", "burst"] {
+        let (caught, planted) = kind(&model, other);
+        assert!(
+            caught * 100 >= planted * 95,
+            "{other}: {caught} of {planted}"
+        );
+    }
+    let false_alarms = |r: &demo::DemoReport| {
+        r.alerts.len() as u64 - r.by_kind.iter().map(|k| k.caught).sum::<u64>()
+    };
+    assert!(
+        false_alarms(&model) <= false_alarms(&rules),
+        "the model raises no more false alarms than the rules ({} vs {})",
+        false_alarms(&model),
+        false_alarms(&rules)
+    );
+    assert_eq!(
+        model.scored, 60_000,
+        "every payment's score reaches the lake"
+    );
+}
+
 fn demo_matches_the_reference(operator: DemoOperator, epochs_expected: u64) {
     let dir = tempfile::tempdir().unwrap();
     let opts = DemoOptions {
