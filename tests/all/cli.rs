@@ -493,3 +493,45 @@ fn operator_test_starts_from_the_given_state() {
     assert!(!out.status.success());
     assert!(text(&out).contains("bad.jsonl: line 1"), "{}", text(&out));
 }
+
+/// `weir operator test --artifact`: the component reads the file as the
+/// version's artifact, digest and all; a bad name is refused up front.
+#[test]
+fn operator_test_hands_the_component_its_artifacts() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    std::fs::write(
+        path("in.jsonl"),
+        weir_cli::demo::generator::json_lines(1, 0, 3),
+    )
+    .unwrap();
+    // card-home with its table in the config: no lookup needed here.
+    std::fs::write(path("config.json"), r#"{"cards": {"c-00001": "US"}}"#).unwrap();
+    std::fs::write(path("notes.txt"), b"v2 notes").unwrap();
+    let component = guest("card_home");
+    let run = |artifact: &str| {
+        weir(&[
+            "operator",
+            "test",
+            component.to_str().unwrap(),
+            "--input",
+            &path("in.jsonl"),
+            "--config",
+            &path("config.json"),
+            "--artifact",
+            artifact,
+        ])
+    };
+    let out = run(&format!("notes={}", path("notes.txt")));
+    let t = text(&out);
+    assert!(out.status.success(), "{t}");
+    let digest = weir_core::Digest::of(b"v2 notes").to_string();
+    assert_eq!(t.matches(&digest).count(), 3, "{t}");
+    assert!(t.contains("\"notes_bytes\":8"), "{t}");
+    let out = run("Bad Name=x");
+    assert!(
+        !out.status.success() && text(&out).contains("artifact name"),
+        "{}",
+        text(&out)
+    );
+}
