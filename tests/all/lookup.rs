@@ -80,7 +80,9 @@ fn write_cards(dir: &Path, files: u64, country: &str, repeat: bool) {
             cards.first().unwrap()
         );
     }
-    std::fs::write(dir.join("cards.jsonl"), text).unwrap();
+    // Whole or not at all: the running pipeline refreshes every 10 ms.
+    std::fs::write(dir.join("cards.jsonl.tmp"), text).unwrap();
+    std::fs::rename(dir.join("cards.jsonl.tmp"), dir.join("cards.jsonl")).unwrap();
 }
 
 /// Each epoch's rows' home countries and table versions (its tasks' files

@@ -57,12 +57,17 @@ pub fn write_payments(dir: &Path, seed: u64, n: u64, range: std::ops::Range<u64>
 }
 
 /// Writes `bytes` as input file number `n`, dated like [`write_payments`].
+/// The file appears whole and already dated (written and dated beside the
+/// input directory, then renamed into it): a running pipeline never plans
+/// half a file.
 pub fn write_input_file(dir: &Path, n: u64, bytes: &[u8]) {
-    let input = dir.join("input");
+    let (input, staging) = (dir.join("input"), dir.join("input-staging"));
     std::fs::create_dir_all(&input).unwrap();
-    let path = input.join(format!("payments-{n:04}.jsonl"));
-    std::fs::write(&path, bytes).unwrap();
-    date_as_input(&path, n);
+    std::fs::create_dir_all(&staging).unwrap();
+    let name = format!("payments-{n:04}.jsonl");
+    std::fs::write(staging.join(&name), bytes).unwrap();
+    date_as_input(&staging.join(&name), n);
+    std::fs::rename(staging.join(&name), input.join(&name)).unwrap();
 }
 
 /// Dates `path` as input file number `n` (the file source takes files in
