@@ -164,6 +164,7 @@ mod tests {
     #[test]
     fn stored_artifacts_load_back_and_name_their_manifest() {
         let dir = std::env::temp_dir().join(format!("weir-artifacts-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
         let blobs = Blobs::new(dir.clone(), None);
         let mut files = BTreeMap::new();
         files.insert("model".to_string(), b"onnx bytes".to_vec());
