@@ -29,10 +29,11 @@ pub struct ExplainRequest {
 /// to a person).
 pub fn explain(host: &WasmHost, req: &ExplainRequest) -> Result<Value> {
     let cfg = PipelineConfig::load(&req.pipeline)?;
-    let scratch = scratch_dir()?;
-    let result = explain_in(host, req, &cfg, &scratch);
-    let _ = std::fs::remove_dir_all(&scratch);
-    result
+    crate::devtools::in_scratch(|scratch| {
+        std::fs::create_dir_all(scratch)
+            .with_context(|| format!("creating {}", scratch.display()))?;
+        explain_in(host, req, &cfg, scratch)
+    })
 }
 
 fn explain_in(
@@ -89,20 +90,6 @@ fn explain_in(
         report["score"] = score_report(&mut pipeline, host, &replay, &scored, &report["logged"])?;
     }
     Ok(report)
-}
-
-fn scratch_dir() -> Result<PathBuf> {
-    let base = std::env::temp_dir();
-    for n in 0..1000u32 {
-        let dir = base.join(format!("weir-explain-{}-{n}", std::process::id()));
-        if std::fs::create_dir(&dir).is_ok() {
-            return Ok(dir);
-        }
-    }
-    bail!(
-        "could not create a scratch directory under {}",
-        base.display()
-    )
 }
 
 /// The outputs present, `default` first.

@@ -107,6 +107,11 @@ impl DemoOperator {
         }
     }
 
+    /// Whether the operator is built to catch planted fraud of `kind`.
+    pub fn targets(self, kind: generator::Planted) -> bool {
+        self == DemoOperator::Model || kind.rules_catch()
+    }
+
     /// The `[event_time]` table, for operators that need a watermark.
     fn event_time_toml(self) -> &'static str {
         match self {
@@ -216,13 +221,6 @@ pub struct KindCount {
     pub kind: &'static str,
     pub planted: u64,
     pub caught: u64,
-}
-
-impl DemoOperator {
-    /// Whether the operator is built to catch planted fraud of `kind`.
-    pub fn targets(self, kind: generator::Planted) -> bool {
-        self == DemoOperator::Model || kind.rules_catch()
-    }
 }
 
 /// The pipeline file the demo writes (paths relative to the demo directory).

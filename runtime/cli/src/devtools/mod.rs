@@ -166,7 +166,7 @@ pub fn test_operator(host: &WasmHost, opts: &TestOptions) -> Result<TestReport> 
 
 /// Runs `f` in a new scratch directory under the system's temporary one,
 /// removed afterwards whatever `f` returned.
-fn in_scratch<T>(f: impl FnOnce(&Path) -> Result<T>) -> Result<T> {
+pub(crate) fn in_scratch<T>(f: impl FnOnce(&Path) -> Result<T>) -> Result<T> {
     let scratch = std::env::temp_dir().join(format!("weir-operator-test-{}", uuid::Uuid::new_v4()));
     let result = f(&scratch);
     let _ = std::fs::remove_dir_all(&scratch);
