@@ -39,6 +39,7 @@
 //! ```
 
 mod batch;
+mod byte_set;
 mod bytes;
 mod columns;
 mod error;
@@ -67,6 +68,7 @@ pub mod bindings {
 }
 
 pub use batch::{Batch, DataType, Field};
+pub use byte_set::ByteSet;
 pub use bytes::same_bytes;
 pub use columns::{BoolColumn, Float64Column, Int64Column, Utf8Column};
 pub use error::Error;

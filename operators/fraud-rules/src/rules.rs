@@ -2,8 +2,7 @@
 //! code runs inside the sandbox and natively (the benchmark's baseline).
 
 use serde::Deserialize;
-use std::collections::HashSet;
-use weir_sdk::same_bytes;
+use weir_sdk::{same_bytes, ByteSet};
 
 /// Read access to a batch of payments, by row. Strings are compared as
 /// UTF-8 bytes, which is all the rules need. Implemented over the SDK's
@@ -71,42 +70,13 @@ struct RawConfig {
     rules: Vec<Rule>,
 }
 
-/// A set of strings tuned for rule lists: most are a handful of entries,
-/// where comparing lengths and bytes beats hashing every probe.
-#[derive(Debug, Clone)]
-enum StrSet {
-    Few(Vec<Vec<u8>>),
-    Many(HashSet<Vec<u8>>),
-}
-
-impl StrSet {
-    const FEW: usize = 16;
-
-    fn new(items: Vec<String>) -> Self {
-        let items = items.into_iter().map(String::into_bytes);
-        if items.len() <= Self::FEW {
-            StrSet::Few(items.collect())
-        } else {
-            StrSet::Many(items.collect())
-        }
-    }
-
-    #[inline]
-    fn contains(&self, s: &[u8]) -> bool {
-        match self {
-            StrSet::Few(items) => items.iter().any(|i| same_bytes(i, s)),
-            StrSet::Many(set) => set.contains(s),
-        }
-    }
-}
-
 /// A rule compiled for fast evaluation.
 #[derive(Debug, Clone)]
 enum Compiled {
     AmountAbove(f64),
     CountryMismatch,
-    MerchantIn(StrSet),
-    CurrencyNotIn(StrSet),
+    MerchantIn(ByteSet),
+    CurrencyNotIn(ByteSet),
 }
 
 /// A payment whose score reached the alert threshold.
@@ -154,10 +124,10 @@ impl RuleSet {
                     Rule::AmountAbove { threshold, .. } => Compiled::AmountAbove(threshold),
                     Rule::CountryMismatch { .. } => Compiled::CountryMismatch,
                     Rule::MerchantIn { merchants, .. } => {
-                        Compiled::MerchantIn(StrSet::new(merchants))
+                        Compiled::MerchantIn(ByteSet::new(merchants))
                     }
                     Rule::CurrencyNotIn { currencies, .. } => {
-                        Compiled::CurrencyNotIn(StrSet::new(currencies))
+                        Compiled::CurrencyNotIn(ByteSet::new(currencies))
                     }
                 };
                 (compiled, weight, name)

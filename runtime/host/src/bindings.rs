@@ -48,7 +48,7 @@ pub struct InputBatch {
 impl weir::operator::types::Host for HostState {}
 
 impl HostState {
-    fn input_column(
+    pub(crate) fn input_column(
         &self,
         handle: &Resource<InputBatch>,
         index: u32,
@@ -66,6 +66,23 @@ impl HostState {
                     b.batch.num_columns()
                 )
             })
+    }
+
+    /// The listed rows of column `index`, in the listed order (`batch.take`).
+    pub(crate) fn take_rows(
+        &self,
+        handle: &Resource<InputBatch>,
+        index: u32,
+        rows: Vec<u32>,
+    ) -> wasmtime::Result<arrow_array::ArrayRef> {
+        let array = self.input_column(handle, index)?;
+        let len = array.len();
+        if let Some(bad) = rows.iter().find(|&&r| r as usize >= len) {
+            wasmtime::bail!("operator asked for row {bad} of a batch with {len} rows");
+        }
+        let indices = arrow_array::UInt32Array::from(rows);
+        arrow_select::take::take(array.as_ref(), &indices, None)
+            .map_err(|e| wasmtime::format_err!("take: {e}"))
     }
 }
 
@@ -92,6 +109,9 @@ impl weir::operator::types::HostBatch for HostState {
             .collect()
     }
 
+    // `column` and `take` are shadowed in the linker by `lowering`'s, which
+    // lower from the Arrow buffers without this host copy; the generated
+    // trait still needs them.
     fn column(
         &mut self,
         handle: Resource<InputBatch>,
@@ -107,14 +127,7 @@ impl weir::operator::types::HostBatch for HostState {
         index: u32,
         rows: Vec<u32>,
     ) -> wasmtime::Result<weir::operator::types::Column> {
-        let array = self.input_column(&handle, index)?;
-        let len = array.len();
-        if let Some(bad) = rows.iter().find(|&&r| r as usize >= len) {
-            wasmtime::bail!("operator asked for row {bad} of a batch with {len} rows");
-        }
-        let indices = arrow_array::UInt32Array::from(rows);
-        let taken = arrow_select::take::take(array.as_ref(), &indices, None)
-            .map_err(|e| wasmtime::format_err!("take: {e}"))?;
+        let taken = self.take_rows(&handle, index, rows)?;
         column_to_wit(taken.as_ref()).map_err(|e| wasmtime::format_err!("{e:#}"))
     }
 

@@ -57,6 +57,7 @@ mod cache;
 mod columns;
 mod error;
 mod lookup_host;
+mod lowering;
 mod sandbox;
 mod state_host;
 mod store;

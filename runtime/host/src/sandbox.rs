@@ -125,6 +125,7 @@ pub fn linker(engine: &Engine, grants: &Grants) -> Result<Linker<HostState>> {
         &mut l,
         |s| s,
     )?;
+    super::lowering::add_to_linker(&mut l)?;
     wasi::io::error::add_to_linker::<HostState, HasTable>(&mut l, |t| t.ctx().table)?;
     wasi::io::poll::add_to_linker::<HostState, HasTable>(&mut l, |t| t.ctx().table)?;
     wasi::io::streams::add_to_linker::<HostState, HasTable>(&mut l, |t| t.ctx().table)?;
