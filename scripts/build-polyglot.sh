@@ -17,14 +17,19 @@ stamp() { sha256sum "$@" | sha256sum | cut -c1-16; }
 
 # py NAME DIR MODULE WORLD: componentize-py snapshots the interpreter after
 # importing the module; --stub-wasi replaces every WASI import with a trap.
+# It builds from a copy of the sources (with the Python SDK, sdk/python), so
+# the interpreter's __pycache__ is written there, not next to the sources.
 py() {
     local name=$1 dir=$2 module=$3 world=$4
-    local in
-    in=$(stamp wit/operator.wit "$dir"/*.py sdk/python/*.py "$tools/py.stamp")
+    local in src=$out/src-$name
+    in=$(stamp wit/operator.wit "$dir"/*.py sdk/python/*.py sdk/python/weir/*.py "$tools/py.stamp")
     if [ "$(cat "$out/$name.stamp" 2>/dev/null)" != "$in" ] || [ ! -f "$out/$name.wasm" ]; then
         log "$name"
+        rm -rf "$src" && mkdir -p "$src"
+        cp "$dir"/*.py sdk/python/*.py "$src/"
+        mkdir "$src/weir" && cp sdk/python/weir/*.py "$src/weir/"
         "$tools/py/bin/componentize-py" -d wit -w "$world" componentize --stub-wasi \
-            -p "$dir" -p sdk/python "$module" -o "$out/$name.wasm" >/dev/null
+            -p "$src" "$module" -o "$out/$name.wasm" >/dev/null
         echo "$in" >"$out/$name.stamp"
     fi
 }
@@ -56,4 +61,6 @@ js window_kinds_js operators/window-kinds-js/window_kinds.js timer-operator
 # The lookup tests' guests: the SDKs' reference-table helpers.
 py card_home_py operators/card-home-py card_home operator
 js card_home_js operators/card-home-js/card_home.js operator
+# The Python SDK's tests: exceptions and print().
+py sdk_checks_py operators/sdk-checks-py sdk_checks operator
 log "ok: $(ls -s --block-size=K "$out"/*.wasm | tr '\n' ' ')"

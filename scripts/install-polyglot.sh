@@ -12,7 +12,7 @@ mkdir -p "$tools"
 
 SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
 need_apt=()
-command -v python3 >/dev/null || need_apt+=(python3 python3-venv)
+python3 -c "import ensurepip, venv" >/dev/null 2>&1 || need_apt+=(python3 python3-venv)
 command -v npm >/dev/null || need_apt+=(nodejs npm)
 if ((${#need_apt[@]})); then
     log "apt-get install ${need_apt[*]}"

@@ -38,4 +38,9 @@ if ! rustup target list --installed | grep -qx wasm32-wasip2; then
 fi
 rustup component list --installed | grep -q '^clippy' || rustup component add clippy
 rustup component list --installed | grep -q '^rustfmt' || rustup component add rustfmt
+
+# Operators in Python and JavaScript: the pinned componentize-py and
+# componentize-js, which `weir operator new --lang python|js` projects and
+# scripts/build-polyglot.sh build with (into target/tools/).
+bash scripts/install-polyglot.sh
 log "ok"

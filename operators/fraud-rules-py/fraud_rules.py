@@ -1,29 +1,16 @@
 """The fraud rules of `operators/fraud-rules`, in Python.
 
 Built into a Weir operator component with componentize-py (see
-scripts/build-polyglot.sh; the column helpers are sdk/python/weir_columns.py):
+scripts/build-polyglot.sh) on the Python SDK, ``sdk/python/weir``:
 the same JSON config, the same rules and the same output columns as the
 Rust operator, so the two are interchangeable in a pipeline.
 """
 
-# Imported up front: componentize-py snapshots the interpreter after
-# import, and the sandbox has no filesystem to import from later (the
-# runtime imports `atexit` for resource handles and `traceback` on errors).
-import atexit  # noqa: F401
 import json
-import traceback  # noqa: F401
 
-import wit_world
-from componentize_py_types import Err
-from weir_columns import number_column, numbers, strings, utf8_column
-from weir_outputs import emit
-from wit_world.imports import types as t
+import weir
 
 RULES = ("amount_above", "country_mismatch", "merchant_in", "currency_not_in")
-
-
-def _config_error(message):
-    return Err(t.OperatorError_InvalidConfig(f"fraud-rules config: {message}"))
 
 
 def _parse(config):
@@ -33,24 +20,26 @@ def _parse(config):
     try:
         raw = json.loads(config)
     except ValueError as e:
-        raise _config_error(str(e))
+        raise weir.ConfigError(f"fraud-rules config: {e}")
     if not isinstance(raw, dict) or set(raw) - {"scores"} != {"alert_threshold", "rules"}:
-        raise _config_error("expected exactly `alert_threshold` and `rules` (and optionally `scores`)")
+        raise weir.ConfigError(
+            "fraud-rules config: expected exactly `alert_threshold` and `rules` (and optionally `scores`)"
+        )
     if not isinstance(raw.get("scores", False), bool):
-        raise _config_error("`scores` must be true or false")
+        raise weir.ConfigError("fraud-rules config: `scores` must be true or false")
     threshold = raw["alert_threshold"]
     rules = raw["rules"]
     if not isinstance(threshold, (int, float)) or threshold != threshold:
-        raise _config_error("`alert_threshold` must be a finite number")
+        raise weir.ConfigError("fraud-rules config: `alert_threshold` must be a finite number")
     if not isinstance(rules, list) or not rules:
-        raise _config_error("`rules` is empty")
+        raise weir.ConfigError("fraud-rules config: `rules` is empty")
     if len(rules) > 63:
-        raise _config_error("at most 63 rules")
+        raise weir.ConfigError("fraud-rules config: at most 63 rules")
     compiled = []
     for rule in rules:
         name = rule.get("rule") if isinstance(rule, dict) else None
         if name not in RULES:
-            raise _config_error(f"unknown rule {name!r}")
+            raise weir.ConfigError(f"fraud-rules config: unknown rule {name!r}")
         weight = float(rule["weight"])
         if name == "amount_above":
             arg = float(rule["threshold"])
@@ -64,49 +53,21 @@ def _parse(config):
     return float(threshold), compiled, raw.get("scores", False)
 
 
-# componentize-py makes a new `WitWorld` object for every call, so what
-# `init` parsed lives at module level (one component instance per epoch).
-_CONFIG = {}
+class FraudRules(weir.Operator):
+    def __init__(self, config):
+        self.threshold, self.rules, self.scores = _parse(config)
 
-
-class WitWorld(wit_world.WitWorld):
-    def init(self, config):
-        try:
-            _CONFIG["threshold"], _CONFIG["rules"], _CONFIG["scores"] = _parse(config)
-        except Err:
-            raise
-        except Exception as e:
-            raise _config_error(f"{type(e).__name__}: {e}")
-
-    def process(self, ctx, input):
-        try:
-            return self._score(input)
-        except Err:
-            raise
-        except Exception as e:  # a bug here fails the epoch with its reason
-            raise Err(t.OperatorError_Failed(f"{type(e).__name__}: {e}"))
-
-    def _score(self, input):
-        if not _CONFIG:
-            raise Err(t.OperatorError_Failed("process called before init"))
-        threshold, rules = _CONFIG["threshold"], _CONFIG["rules"]
-        n = input.num_rows()
-        index = {f.name: i for i, f in enumerate(input.schema())}
-
-        def col(name):
-            if name not in index:
-                raise Err(t.OperatorError_Failed(f"input has no column `{name}`"))
-            return input.column(index[name])
-
-        amount = numbers(col("amount"), n)
-        currency = strings(col("currency"), n)
-        country = strings(col("country"), n)
-        card_country = strings(col("card_country"), n)
-        merchant = strings(col("merchant_id"), n)
+    def process(self, ctx, batch):
+        n = len(batch)
+        amount = batch.float64("amount").to_list()
+        currency = batch.utf8("currency").to_bytes_list()
+        country = batch.utf8("country").to_bytes_list()
+        card_country = batch.utf8("card_country").to_bytes_list()
+        merchant = batch.utf8("merchant_id").to_bytes_list()
 
         scores = [0.0] * n
         fired = [0] * n
-        for bit, (name, arg, weight) in enumerate(rules):
+        for bit, (name, arg, weight) in enumerate(self.rules):
             mask = 1 << bit
             for row in range(n):
                 if name == "amount_above":
@@ -122,34 +83,27 @@ class WitWorld(wit_world.WitWorld):
                     scores[row] += weight
                     fired[row] |= mask
 
-        if _CONFIG["scores"]:
-            emit(
+        if self.scores:
+            weir.emit(
                 "scores",
-                n,
-                [
-                    t.OutputColumn("txn_id", utf8_column(strings(col("txn_id"), n))),
-                    t.OutputColumn("score", number_column(t.Values_Float64, scores, 0.0)),
-                ],
+                weir.Output().utf8("txn_id", batch.utf8("txn_id").to_bytes_list()).float64("score", scores),
             )
-        rows = [r for r in range(n) if fired[r] and scores[r] >= threshold]
+        rows = [r for r in range(n) if fired[r] and scores[r] >= self.threshold]
+        out = weir.Output()
         if not rows:
-            return t.Output(0, [])
-        txn = strings(input.take(index["txn_id"], rows), len(rows))
-        card = strings(input.take(index["card_id"], rows), len(rows))
-        ts = numbers(input.take(index["ts"], rows), len(rows))
+            return out
         reasons = [
-            ",".join(name for bit, (name, _, _) in enumerate(rules) if fired[r] & (1 << bit)).encode()
+            ",".join(name for bit, (name, _, _) in enumerate(self.rules) if fired[r] & (1 << bit))
             for r in rows
         ]
-        amounts = [amount[r] for r in rows]
-        return t.Output(
-            len(rows),
-            [
-                t.OutputColumn("txn_id", utf8_column(txn)),
-                t.OutputColumn("card_id", utf8_column(card)),
-                t.OutputColumn("amount", number_column(t.Values_Float64, amounts, 0.0)),
-                t.OutputColumn("score", number_column(t.Values_Float64, [scores[r] for r in rows], 0.0)),
-                t.OutputColumn("reasons", utf8_column(reasons)),
-                t.OutputColumn("ts", number_column(t.Values_Int64, ts, 0)),
-            ],
+        return (
+            out.utf8("txn_id", batch.utf8("txn_id", rows).to_bytes_list())
+            .utf8("card_id", batch.utf8("card_id", rows).to_bytes_list())
+            .float64("amount", [amount[r] for r in rows])
+            .float64("score", [scores[r] for r in rows])
+            .utf8("reasons", reasons)
+            .int64("ts", batch.int64("ts", rows).to_list())
         )
+
+
+WitWorld = weir.export(FraudRules)

@@ -27,6 +27,7 @@ mod outputs;
 mod parallel;
 mod polyglot;
 mod postgres;
+mod python_sdk;
 mod realtime;
 mod replay;
 mod s3_source;

@@ -20,17 +20,29 @@ fn tool(rel: &str) -> PathBuf {
     path
 }
 
-/// Runs the project's test.sh; returns (success, output). No `WEIR` and no
-/// `weir` on PATH: test.sh must find the weir that created the project.
+/// `PATH` without any directory holding a componentize-py or -js.
+fn path_without_toolchains() -> std::ffi::OsString {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let kept = std::env::split_paths(&path).filter(|dir| {
+        !dir.join("componentize-py").exists() && !dir.join("componentize-js").exists()
+    });
+    std::env::join_paths(kept).unwrap()
+}
+
+/// Runs the project's test.sh; returns (success, output). No `WEIR`, no
+/// `COMPONENTIZE_PY` / `COMPONENTIZE_JS` and none of them on PATH, as in a
+/// fresh shell after the README's first command: the project must find the
+/// weir that created it and the pinned toolchains `scripts/install.sh`
+/// installed.
 fn test_sh(project: &Path) -> (bool, String) {
+    tool("py/bin/componentize-py");
+    tool("js/node_modules/.bin/componentize-js");
     let out = Command::new("bash")
         .arg(project.join("test.sh"))
         .env_remove("WEIR")
-        .env("COMPONENTIZE_PY", tool("py/bin/componentize-py"))
-        .env(
-            "COMPONENTIZE_JS",
-            tool("js/node_modules/.bin/componentize-js"),
-        )
+        .env_remove("COMPONENTIZE_PY")
+        .env_remove("COMPONENTIZE_JS")
+        .env("PATH", path_without_toolchains())
         // Shared with other runs, so dependencies are built once.
         .env("CARGO_TARGET_DIR", target().join("scaffold"))
         .env("WEIR_CACHE_DIR", target().join("polyglot-cache"))

@@ -42,10 +42,30 @@ fn files(lang: Lang) -> Vec<(&'static str, &'static str)> {
             ("app.py", include_str!("templates/python/app.py")),
             ("build.sh", include_str!("templates/python/build.sh")),
             ("wit/operator.wit", WIT),
-            // The Python SDK's modules, importable from app.py.
+            // The Python SDK (the `weir` package), importable from app.py.
             (
-                "weir_columns.py",
-                include_str!("../../../../sdk/python/weir_columns.py"),
+                "weir/__init__.py",
+                include_str!("../../../../sdk/python/weir/__init__.py"),
+            ),
+            (
+                "weir/columns.py",
+                include_str!("../../../../sdk/python/weir/columns.py"),
+            ),
+            (
+                "weir/log.py",
+                include_str!("../../../../sdk/python/weir/log.py"),
+            ),
+            (
+                "weir/operator.py",
+                include_str!("../../../../sdk/python/weir/operator.py"),
+            ),
+            (
+                "weir/output.py",
+                include_str!("../../../../sdk/python/weir/output.py"),
+            ),
+            (
+                "weir/state.py",
+                include_str!("../../../../sdk/python/weir/state.py"),
             ),
             (
                 "weir_window.py",
@@ -68,6 +88,22 @@ fn files(lang: Lang) -> Vec<(&'static str, &'static str)> {
         ],
     });
     files
+}
+
+/// The pinned polyglot tool `scripts/install-polyglot.sh` installed into
+/// the repository this `weir` was built from (`target/tools/REL`), so a
+/// project's build.sh needs no environment variable; else the tool's name,
+/// for a copy on PATH.
+fn pinned_tool(rel: &str) -> String {
+    let installed = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../target/tools")
+        .join(rel);
+    match installed.canonicalize() {
+        Ok(path) => path.display().to_string(),
+        Err(_) => Path::new(rel)
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned()),
+    }
 }
 
 /// The SDK this `weir` was built with, for Rust scaffolds.
@@ -122,6 +158,14 @@ pub fn scaffold(dir: &Path, name: &str, lang: Lang, sdk: Option<&Path>) -> Resul
     for (rel, template) in files(lang) {
         let text = template
             .replace("{{weir}}", &weir)
+            .replace(
+                "{{componentize_py}}",
+                &pinned_tool("py/bin/componentize-py"),
+            )
+            .replace(
+                "{{componentize_js}}",
+                &pinned_tool("js/node_modules/.bin/componentize-js"),
+            )
             .replace("{{name}}", name)
             .replace("{{crate}}", &name.replace('-', "_"))
             .replace("{{lang}}", lang_name)

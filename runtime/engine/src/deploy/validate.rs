@@ -145,7 +145,9 @@ impl Checks {
         let decoded = decoder
             .decode_lines(input, what)
             .map_err(|e| format!("the {what} does not fit the source schema: {e:#}"))?;
-        let ran = self.run(operator, setup, &decoded.batches)?;
+        let ran = self
+            .run(operator, setup, &decoded.batches)
+            .map_err(|e| format!("on the {what}, the operator {e}"))?;
         let output = weir_core::outputs::rows_of(&ran, output)
             .map_err(|e| format!("reading the output: {e:#}"))?;
         let rows = super::shadow::rows_as_json(&output)
@@ -179,7 +181,7 @@ impl Checks {
                 self.env(setup),
             )
             .map(|ran| ran.batches)
-            .map_err(|e| format!("golden run failed: {e}"))
+            .map_err(|e| e.to_string())
     }
 }
 

@@ -1,48 +1,31 @@
-"""{{name}}: emits the payments whose amount is above the configured threshold."""
+"""{{name}}: emits the payments whose amount is above the configured threshold.
 
-# Imported up front: componentize-py snapshots the interpreter after the
-# imports, and the sandbox has no filesystem to import anything from later.
-import atexit  # noqa: F401
+Written on the Python SDK (the `weir` package next to this file): see its
+docstrings, and docs/operators.md in the Weir repository for state,
+windows, lookups, errors and logging.
+"""
+
 import json
-import traceback  # noqa: F401
 
-import wit_world
-from componentize_py_types import Err
-from wit_world.imports import types as t
-
-# componentize-py makes a new WitWorld object per call: keep state here.
-_CONFIG = {}
+import weir
 
 
-def _valid(column, row):
-    return column.validity is None or bool(column.validity[row >> 3] & (1 << (row & 7)))
-
-
-class WitWorld(wit_world.WitWorld):
-    def init(self, config):
+class App(weir.Operator):
+    def __init__(self, config):
         try:
-            _CONFIG["threshold"] = float(json.loads(config)["threshold"])
-        except Exception as e:
-            raise Err(t.OperatorError_InvalidConfig(f"expected {{\"threshold\": <number>}}: {e}"))
+            self.threshold = float(json.loads(config)["threshold"])
+        except (ValueError, KeyError, TypeError) as e:
+            raise weir.ConfigError(f'expected {{"threshold": <number>}}: {e}')
 
-    def process(self, ctx, input):
-        try:
-            index = {f.name: i for i, f in enumerate(input.schema())}
-            amounts = input.column(index["amount"])
-            rows = [
-                r
-                for r, a in enumerate(amounts.values.value)
-                if _valid(amounts, r) and a > _CONFIG["threshold"]
-            ]
-            ids = input.take(index["txn_id"], rows).values.value
-            return t.Output(
-                len(rows),
-                [
-                    t.OutputColumn("txn_id", t.Column(t.Values_Utf8(t.Utf8Values(ids.offsets, ids.data)), None)),
-                    t.OutputColumn("amount", t.Column(t.Values_Float64([amounts.values.value[r] for r in rows]), None)),
-                ],
-            )
-        except Err:
-            raise
-        except Exception as e:
-            raise Err(t.OperatorError_Failed(f"{type(e).__name__}: {e}"))
+    def process(self, ctx, batch):
+        amount = batch.float64("amount")
+        rows = [r for r in range(len(batch)) if (amount[r] or 0.0) > self.threshold]
+        return (
+            weir.Output()
+            .utf8("txn_id", batch.utf8("txn_id", rows).to_bytes_list())
+            .float64("amount", [amount[r] for r in rows])
+        )
+
+
+# componentize-py exports the class named WitWorld.
+WitWorld = weir.export(App)

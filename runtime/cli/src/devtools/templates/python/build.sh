@@ -1,6 +1,12 @@
 #!/usr/bin/env bash
-# Builds {{name}}.wasm with componentize-py (pip install componentize-py==0.25.1),
-# with every WASI import stubbed: the operator imports nothing but weir:operator.
+# Builds {{name}}.wasm with componentize-py 0.25.1 (the one Weir's
+# scripts/install-polyglot.sh installs; set COMPONENTIZE_PY to use another),
+# with every WASI import stubbed: the operator imports nothing but
+# weir:operator. It builds from a copy in target/py, so Python's
+# __pycache__ stays out of the sources.
 set -euo pipefail
 cd "$(dirname "$0")"
-"${COMPONENTIZE_PY:-componentize-py}" -d wit -w operator componentize --stub-wasi app -o {{name}}.wasm >/dev/null
+COMPONENTIZE_PY="${COMPONENTIZE_PY:-{{componentize_py}}}"
+rm -rf target/py && mkdir -p target/py
+cp -r ./*.py weir target/py/
+"$COMPONENTIZE_PY" -d wit -w timer-operator componentize --stub-wasi -p target/py app -o {{name}}.wasm >/dev/null

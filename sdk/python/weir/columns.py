@@ -1,0 +1,217 @@
+"""The input batch and its typed columns (the Rust SDK's ``Batch`` and
+``*Column`` types).
+
+A column is fetched from the host when asked for, once per call, in Arrow
+layout: values, a validity bitmap, and for ``utf8`` offsets into one
+``bytes`` buffer. Reading a value is an index into those buffers; nothing
+is converted until you ask (``to_list``).
+"""
+
+from wit_world.imports import types as _t
+
+__all__ = [
+    "Batch",
+    "BoolColumn",
+    "ColumnError",
+    "Field",
+    "Float64Column",
+    "Int64Column",
+    "Utf8Column",
+]
+
+_TYPE_NAMES = {
+    _t.DataType.INT64: "int64",
+    _t.DataType.FLOAT64: "float64",
+    _t.DataType.BOOLEAN: "bool",
+    _t.DataType.UTF8: "utf8",
+}
+
+
+class ColumnError(Exception):
+    """A column that is missing or has another type than asked for."""
+
+
+class Field:
+    """One column of the input schema: ``name``, ``data_type`` (``"int64"``,
+    ``"float64"``, ``"bool"`` or ``"utf8"``) and ``nullable``."""
+
+    __slots__ = ("name", "data_type", "nullable")
+
+    def __init__(self, name, data_type, nullable):
+        self.name, self.data_type, self.nullable = name, data_type, nullable
+
+    def __repr__(self):
+        return f"Field({self.name!r}, {self.data_type!r}, nullable={self.nullable})"
+
+
+class _Column:
+    """Values plus an optional Arrow validity bitmap (None: no nulls)."""
+
+    __slots__ = ("_validity", "_len")
+
+    def __len__(self):
+        return self._len
+
+    def is_null(self, row):
+        """Whether ``row`` is null."""
+        v = self._validity
+        return v is not None and not (v[row >> 3] >> (row & 7)) & 1
+
+    def null_count(self):
+        """How many rows are null."""
+        v = self._validity
+        if v is None:
+            return 0
+        return sum(1 for row in range(self._len) if not (v[row >> 3] >> (row & 7)) & 1)
+
+    def __iter__(self):
+        return iter(self.to_list())
+
+    def __getitem__(self, row):
+        if not 0 <= row < self._len:
+            raise IndexError(f"row {row} of a column of {self._len} rows")
+        return None if self.is_null(row) else self._value(row)
+
+    def to_list(self):
+        """Every row's value, ``None`` for nulls."""
+        if self._validity is None:
+            return [self._value(row) for row in range(self._len)]
+        return [None if self.is_null(row) else self._value(row) for row in range(self._len)]
+
+
+class _NumberColumn(_Column):
+    __slots__ = ("values",)
+
+    def __init__(self, values, validity):
+        #: The raw values (a list); the slot of a null row is unspecified.
+        self.values = values
+        self._validity = validity
+        self._len = len(values)
+
+    def _value(self, row):
+        return self.values[row]
+
+    def to_list(self):
+        if self._validity is None:
+            return list(self.values)
+        return super().to_list()
+
+
+class Int64Column(_NumberColumn):
+    """An ``int64`` column (timestamps are epoch milliseconds)."""
+
+    __slots__ = ()
+
+
+class Float64Column(_NumberColumn):
+    """A ``float64`` column."""
+
+    __slots__ = ()
+
+
+class BoolColumn(_Column):
+    """A ``bool`` column (bit-packed like Arrow)."""
+
+    __slots__ = ("_bits",)
+
+    def __init__(self, bits, rows, validity):
+        self._bits, self._len, self._validity = bits, rows, validity
+
+    def _value(self, row):
+        return bool((self._bits[row >> 3] >> (row & 7)) & 1)
+
+
+class Utf8Column(_Column):
+    """A ``utf8`` column: ``column[row]`` is a ``str``; ``bytes_at(row)``
+    the UTF-8 bytes without decoding (cheaper for ids and codes)."""
+
+    __slots__ = ("offsets", "data")
+
+    def __init__(self, offsets, data, validity):
+        #: ``len + 1`` offsets into ``data``: row i is ``data[offsets[i]:offsets[i+1]]``.
+        self.offsets = offsets
+        #: Every row's bytes, back to back.
+        self.data = data
+        self._validity = validity
+        self._len = len(offsets) - 1
+
+    def _value(self, row):
+        return self.data[self.offsets[row]:self.offsets[row + 1]].decode()
+
+    def bytes_at(self, row):
+        """The bytes of ``row``, or ``None`` if it is null."""
+        if self.is_null(row):
+            return None
+        return self.data[self.offsets[row]:self.offsets[row + 1]]
+
+    def to_bytes_list(self):
+        """Every row's bytes, ``None`` for nulls."""
+        o, d = self.offsets, self.data
+        if self._validity is None:
+            return [d[o[i]:o[i + 1]] for i in range(self._len)]
+        return [None if self.is_null(i) else d[o[i]:o[i + 1]] for i in range(self._len)]
+
+
+def _wrap(name, want, column):
+    values = column.values
+    if want == "int64" and isinstance(values, _t.Values_Int64):
+        return Int64Column(values.value, column.validity)
+    if want == "float64" and isinstance(values, _t.Values_Float64):
+        return Float64Column(values.value, column.validity)
+    if want == "utf8" and isinstance(values, _t.Values_Utf8):
+        return Utf8Column(values.value.offsets, values.value.data, column.validity)
+    raise ColumnError(f"column `{name}` is not {want}")
+
+
+class Batch:
+    """One micro-batch, read-only: the Rust SDK's ``Batch``. Fetch each
+    column once per call and keep it: every fetch copies it again."""
+
+    def __init__(self, raw):
+        self._raw = raw
+        self.num_rows = raw.num_rows()
+        #: The input schema, in column order (a list of ``Field``).
+        self.schema = [Field(f.name, _TYPE_NAMES[f.data_type], f.nullable) for f in raw.schema()]
+        self._index = {f.name: i for i, f in enumerate(self.schema)}
+
+    def __len__(self):
+        return self.num_rows
+
+    def index_of(self, name):
+        """Position of column ``name``; a ``ColumnError`` naming it if absent."""
+        try:
+            return self._index[name]
+        except KeyError:
+            names = ", ".join(f.name for f in self.schema)
+            raise ColumnError(f"the input has no column `{name}` (it has: {names})") from None
+
+    def _typed(self, name, want):
+        i = self.index_of(name)
+        have = self.schema[i].data_type
+        if have != want:
+            raise ColumnError(f"column `{name}` is {have}, not {want}")
+        return i
+
+    def _fetch(self, name, want, rows):
+        i = self._typed(name, want)
+        raw = self._raw.column(i) if rows is None else self._raw.take(i, list(rows))
+        if want == "bool":
+            n = self.num_rows if rows is None else len(rows)
+            return BoolColumn(raw.values.value, n, raw.validity)
+        return _wrap(name, want, raw)
+
+    def int64(self, name, rows=None):
+        """Column ``name`` as an ``Int64Column`` (only ``rows``, in that order, if given)."""
+        return self._fetch(name, "int64", rows)
+
+    def float64(self, name, rows=None):
+        """Column ``name`` as a ``Float64Column`` (only ``rows`` if given)."""
+        return self._fetch(name, "float64", rows)
+
+    def utf8(self, name, rows=None):
+        """Column ``name`` as a ``Utf8Column`` (only ``rows`` if given)."""
+        return self._fetch(name, "utf8", rows)
+
+    def bool(self, name, rows=None):
+        """Column ``name`` as a ``BoolColumn`` (only ``rows`` if given)."""
+        return self._fetch(name, "bool", rows)

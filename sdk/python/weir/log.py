@@ -1,0 +1,73 @@
+"""Logging to the host's log, tagged by the host with pipeline, epoch and
+operator version: ``weir.log.info("...")``.
+
+Importing ``weir`` also sends ``print()`` (``sys.stdout``, at info) and
+``sys.stderr`` (at warn) there, a line per call: a Python operator has
+no terminal (stdio is stubbed out of the sandbox), and without this a
+``print`` would trap the epoch.
+"""
+
+import sys
+
+from wit_world.imports import host as _host
+
+__all__ = ["trace", "debug", "info", "warn", "error"]
+
+
+def trace(message):
+    _host.log(_host.Level.TRACE, str(message))
+
+
+def debug(message):
+    _host.log(_host.Level.DEBUG, str(message))
+
+
+def info(message):
+    _host.log(_host.Level.INFO, str(message))
+
+
+def warn(message):
+    _host.log(_host.Level.WARN, str(message))
+
+
+def error(message):
+    _host.log(_host.Level.ERROR, str(message))
+
+
+class _LogStream:
+    """A text stream that writes each completed line to the host log."""
+
+    def __init__(self, level):
+        self._level = level
+        self._pending = ""
+
+    def write(self, text):
+        text = self._pending + str(text)
+        *lines, self._pending = text.split("\n")
+        for line in lines:
+            _host.log(self._level, line)
+        return len(text)
+
+    def flush(self):
+        if self._pending:
+            _host.log(self._level, self._pending)
+            self._pending = ""
+
+    def isatty(self):
+        return False
+
+    def writable(self):
+        return True
+
+
+def capture_stdio():
+    """Points ``sys.stdout`` and ``sys.stderr`` at the host log."""
+    sys.stdout = _LogStream(_host.Level.INFO)
+    sys.stderr = _LogStream(_host.Level.WARN)
+
+
+def flush_stdio():
+    """Writes out a ``print(..., end="")`` left without a newline."""
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, _LogStream):
+            stream.flush()
