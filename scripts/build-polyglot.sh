@@ -15,18 +15,21 @@ mkdir -p "$out"
 
 stamp() { sha256sum "$@" | sha256sum | cut -c1-16; }
 
-# py NAME DIR MODULE WORLD: componentize-py snapshots the interpreter after
+# py NAME DIR MODULE WORLD [MORE_DIRS...]: componentize-py snapshots the interpreter after
 # importing the module; --stub-wasi replaces every WASI import with a trap.
 # It builds from a copy of the sources (with the Python SDK, sdk/python), so
 # the interpreter's __pycache__ is written there, not next to the sources.
 py() {
     local name=$1 dir=$2 module=$3 world=$4
-    local in src=$out/src-$name
-    in=$(stamp wit/operator.wit "$dir"/*.py sdk/python/*.py sdk/python/weir/*.py "$tools/py.stamp")
+    shift 4
+    local in src=$out/src-$name d
+    local sources=("$dir"/*.py)
+    for d in "$@"; do sources+=("$d"/*.py); done
+    in=$(stamp wit/operator.wit "${sources[@]}" sdk/python/*.py sdk/python/weir/*.py "$tools/py.stamp")
     if [ "$(cat "$out/$name.stamp" 2>/dev/null)" != "$in" ] || [ ! -f "$out/$name.wasm" ]; then
         log "$name"
         rm -rf "$src" && mkdir -p "$src"
-        cp "$dir"/*.py sdk/python/*.py "$src/"
+        cp "${sources[@]}" sdk/python/*.py "$src/"
         mkdir "$src/weir" && cp sdk/python/weir/*.py "$src/weir/"
         "$tools/py/bin/componentize-py" -d wit -w "$world" componentize --stub-wasi \
             -p "$src" "$module" -o "$out/$name.wasm" >/dev/null
@@ -54,6 +57,7 @@ js() {
 }
 
 py fraud_rules_py operators/fraud-rules-py fraud_rules operator
+py fraud_velocity_py operators/fraud-velocity-py fraud_velocity operator operators/fraud-rules-py
 js fraud_rules_js operators/fraud-rules-js/fraud_rules.js operator
 # The window tests' guests: the SDKs' windows and timers.
 py window_kinds_py operators/window-kinds-py window_kinds timer-operator

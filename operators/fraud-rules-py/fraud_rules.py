@@ -13,95 +13,113 @@ import weir
 RULES = ("amount_above", "country_mismatch", "merchant_in", "currency_not_in")
 
 
-def _parse(config):
-    """Validates the config like the Rust operator does; returns (threshold,
-    rules, scores): with ``"scores": true`` every payment's txn_id and
-    score also go to output ``scores``."""
-    try:
-        raw = json.loads(config)
-    except ValueError as e:
-        raise weir.ConfigError(f"fraud-rules config: {e}")
-    if not isinstance(raw, dict) or set(raw) - {"scores"} != {"alert_threshold", "rules"}:
-        raise weir.ConfigError(
-            "fraud-rules config: expected exactly `alert_threshold` and `rules` (and optionally `scores`)"
-        )
-    if not isinstance(raw.get("scores", False), bool):
-        raise weir.ConfigError("fraud-rules config: `scores` must be true or false")
+def parse_rules(raw, name="fraud-rules", extra=()):
+    """Validates ``alert_threshold`` and ``rules`` of the config object
+    ``raw`` like the Rust operator does (keys other than those and
+    ``extra`` are refused); returns (threshold, rules)."""
+
+    def bad(message):
+        return weir.ConfigError(f"{name} config: {message}")
+
+    allowed = {"alert_threshold", "rules", *extra}
+    if not isinstance(raw, dict) or not {"alert_threshold", "rules"} <= set(raw) <= allowed:
+        keys = ", ".join(f"`{k}`" for k in sorted(allowed))
+        raise bad(f"expected the keys {keys} (`alert_threshold` and `rules` required)")
     threshold = raw["alert_threshold"]
     rules = raw["rules"]
     if not isinstance(threshold, (int, float)) or threshold != threshold:
-        raise weir.ConfigError("fraud-rules config: `alert_threshold` must be a finite number")
+        raise bad("`alert_threshold` must be a finite number")
     if not isinstance(rules, list) or not rules:
-        raise weir.ConfigError("fraud-rules config: `rules` is empty")
+        raise bad("`rules` is empty")
     if len(rules) > 63:
-        raise weir.ConfigError("fraud-rules config: at most 63 rules")
+        raise bad("at most 63 rules")
     compiled = []
     for rule in rules:
-        name = rule.get("rule") if isinstance(rule, dict) else None
-        if name not in RULES:
-            raise weir.ConfigError(f"fraud-rules config: unknown rule {name!r}")
+        kind = rule.get("rule") if isinstance(rule, dict) else None
+        if kind not in RULES:
+            raise bad(f"unknown rule {kind!r}")
         weight = float(rule["weight"])
-        if name == "amount_above":
+        if kind == "amount_above":
             arg = float(rule["threshold"])
-        elif name == "merchant_in":
+        elif kind == "merchant_in":
             arg = frozenset(m.encode() for m in rule["merchants"])
-        elif name == "currency_not_in":
+        elif kind == "currency_not_in":
             arg = frozenset(c.encode() for c in rule["currencies"])
         else:
             arg = None
-        compiled.append((name, arg, weight))
-    return float(threshold), compiled, raw.get("scores", False)
+        compiled.append((kind, arg, weight))
+    return float(threshold), compiled
+
+
+def score_rows(rules, batch):
+    """Every row's score and fired-rule bits (bit i: rule i), and the
+    amounts (the Rust ``RuleSet::score_rows``), rule by rule over columns."""
+    n = len(batch)
+    amount = batch.float64("amount").to_list()
+    kinds = {kind for kind, _, _ in rules}
+    column = {}
+    if "currency_not_in" in kinds:
+        column["currency"] = batch.utf8("currency").to_bytes_list()
+    if "country_mismatch" in kinds:
+        column["country"] = batch.utf8("country").to_bytes_list()
+        column["card_country"] = batch.utf8("card_country").to_bytes_list()
+    if "merchant_in" in kinds:
+        column["merchant"] = batch.utf8("merchant_id").to_bytes_list()
+    scores = [0.0] * n
+    fired = [0] * n
+    for bit, (kind, arg, weight) in enumerate(rules):
+        if kind == "amount_above":
+            hits = [a is not None and a > arg for a in amount]
+        elif kind == "country_mismatch":
+            hits = [
+                a is not None and b is not None and a != b
+                for a, b in zip(column["country"], column["card_country"])
+            ]
+        elif kind == "merchant_in":
+            hits = [m is not None and m in arg for m in column["merchant"]]
+        else:
+            hits = [c is not None and c not in arg for c in column["currency"]]
+        mask = 1 << bit
+        for row, hit in enumerate(hits):
+            if hit:
+                scores[row] += weight
+                fired[row] |= mask
+    return scores, fired, amount
+
+
+def reasons(rules, fired):
+    """The names of the rules in ``fired``, comma-separated, in config order."""
+    return ",".join(kind for bit, (kind, _, _) in enumerate(rules) if fired & (1 << bit))
 
 
 class FraudRules(weir.Operator):
     def __init__(self, config):
-        self.threshold, self.rules, self.scores = _parse(config)
+        try:
+            raw = json.loads(config)
+        except ValueError as e:
+            raise weir.ConfigError(f"fraud-rules config: {e}")
+        self.threshold, self.rules = parse_rules(raw, extra=("scores",))
+        self.scores = raw.get("scores", False)
+        if not isinstance(self.scores, bool):
+            raise weir.ConfigError("fraud-rules config: `scores` must be true or false")
 
     def process(self, ctx, batch):
-        n = len(batch)
-        amount = batch.float64("amount").to_list()
-        currency = batch.utf8("currency").to_bytes_list()
-        country = batch.utf8("country").to_bytes_list()
-        card_country = batch.utf8("card_country").to_bytes_list()
-        merchant = batch.utf8("merchant_id").to_bytes_list()
-
-        scores = [0.0] * n
-        fired = [0] * n
-        for bit, (name, arg, weight) in enumerate(self.rules):
-            mask = 1 << bit
-            for row in range(n):
-                if name == "amount_above":
-                    hit = amount[row] is not None and amount[row] > arg
-                elif name == "country_mismatch":
-                    a, b = country[row], card_country[row]
-                    hit = a is not None and b is not None and a != b
-                elif name == "merchant_in":
-                    hit = merchant[row] is not None and merchant[row] in arg
-                else:
-                    hit = currency[row] is not None and currency[row] not in arg
-                if hit:
-                    scores[row] += weight
-                    fired[row] |= mask
-
+        scores, fired, amount = score_rows(self.rules, batch)
         if self.scores:
             weir.emit(
                 "scores",
                 weir.Output().utf8("txn_id", batch.utf8("txn_id").to_bytes_list()).float64("score", scores),
             )
-        rows = [r for r in range(n) if fired[r] and scores[r] >= self.threshold]
+        rows = [r for r in range(len(batch)) if fired[r] and scores[r] >= self.threshold]
         out = weir.Output()
         if not rows:
             return out
-        reasons = [
-            ",".join(name for bit, (name, _, _) in enumerate(self.rules) if fired[r] & (1 << bit))
-            for r in rows
-        ]
         return (
             out.utf8("txn_id", batch.utf8("txn_id", rows).to_bytes_list())
             .utf8("card_id", batch.utf8("card_id", rows).to_bytes_list())
             .float64("amount", [amount[r] for r in rows])
             .float64("score", [scores[r] for r in rows])
-            .utf8("reasons", reasons)
+            .utf8("reasons", [reasons(self.rules, fired[r]) for r in rows])
             .int64("ts", batch.int64("ts", rows).to_list())
         )
 

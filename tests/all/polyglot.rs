@@ -36,15 +36,19 @@ fn alerts(dir: &Path) -> BTreeMap<String, serde_json::Value> {
 
 /// Runs `operator` with the demo rules over 100k payments (10 epochs).
 fn run(operator: &Path, host: &weir_host::WasmHost) -> BTreeMap<String, serde_json::Value> {
+    run_with(operator, crate::common::DEMO_RULES_INLINE, host)
+}
+
+/// Runs `operator` with `config` (an inline TOML table) over 100k payments
+/// (10 epochs); the alerts by txn_id.
+fn run_with(
+    operator: &Path,
+    config: &str,
+    host: &weir_host::WasmHost,
+) -> BTreeMap<String, serde_json::Value> {
     let dir = tempfile::tempdir().unwrap();
     crate::common::write_input(dir.path(), 11, 10, 10_000);
-    let toml = crate::common::pipeline_toml(
-        dir.path(),
-        operator,
-        crate::common::DEMO_RULES_INLINE,
-        "",
-        "",
-    );
+    let toml = crate::common::pipeline_toml(dir.path(), operator, config, "", "");
     let mut p = crate::common::open_pipeline(dir.path(), &toml, host).unwrap();
     let summary = p
         .run(
@@ -92,6 +96,35 @@ fn python_and_javascript_operators_emit_the_alerts_of_the_rust_one() {
             assert_eq!(&other[id], row, "{language} differs on {id}");
         }
         eprintln!("{language}: {} alerts, identical to Rust's", other.len());
+    }
+}
+
+/// The stateful job in Python on the SDK (`operators/fraud-velocity-py`:
+/// rules plus a per-card count over 60 s in keyed state, across 10 epochs)
+/// alerts exactly the payments the Rust `fraud-velocity` alerts, with the
+/// same scores, reasons and window counts.
+#[test]
+fn the_stateful_python_operator_emits_the_alerts_of_the_rust_one() {
+    let host = polyglot_host();
+    let config = crate::common::VELOCITY_CONFIG;
+    let rust = run_with(&crate::common::guest("fraud_velocity"), config, &host);
+    let python = run_with(&polyglot("fraud_velocity_py.wasm"), config, &host);
+    let velocity = rust
+        .values()
+        .filter(|a| a["reasons"].as_str().unwrap().contains("velocity"))
+        .count();
+    assert!(
+        velocity > 20,
+        "only {velocity} velocity alerts of {}",
+        rust.len()
+    );
+    assert_eq!(
+        rust.keys().collect::<Vec<_>>(),
+        python.keys().collect::<Vec<_>>(),
+        "the same payments alerted"
+    );
+    for (id, row) in &rust {
+        assert_eq!(&python[id], row, "Python differs on {id}");
     }
 }
 
