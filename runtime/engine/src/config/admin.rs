@@ -23,7 +23,7 @@ pub struct AdminConfig {
     /// Environment variable holding the token (default `WEIR_ADMIN_TOKEN`).
     #[serde(default)]
     pub token_env: Option<String>,
-    /// Largest upload accepted, e.g. "64MiB" (Python components are ~40 MB).
+    /// Largest upload accepted, e.g. "64MiB" (Python components are ~19 MB).
     #[serde(default = "default_max_upload")]
     pub max_upload: String,
     /// Uploads read and validated at once (default 2); more wait their turn.
@@ -92,7 +92,7 @@ impl Default for ConnectionLimits {
         ConnectionLimits {
             max_connections: 64,
             header_timeout: Duration::from_secs(10),
-            // An upload of a Python component is ~40 MB, then compiled.
+            // An upload of a Python component is ~19 MB, then compiled.
             request_timeout: Duration::from_secs(300),
         }
     }
