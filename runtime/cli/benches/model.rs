@@ -80,12 +80,21 @@ fn model_in_wasm_vs_native(host: &WasmHost) {
         inert_wasi: true,
         ..Grants::default()
     };
-    let operator = host.load(weir_cli::FRAUD_MODEL_WASM, grants).unwrap();
+    // `BENCH_BASELINE_WASM=<fraud_model.wasm>` also times another build of
+    // the component (say, with other guest flags) in the same run.
+    let mut builds = vec![("shipped", weir_cli::FRAUD_MODEL_WASM.to_vec())];
+    if let Ok(path) = std::env::var("BENCH_BASELINE_WASM") {
+        builds.push((
+            "baseline",
+            std::fs::read(&path).expect("BENCH_BASELINE_WASM"),
+        ));
+    }
     let native = fraud_model::model::Model::load(weir_cli::FRAUD_MODEL_ONNX).unwrap();
     println!("\n1. the fraud model scoring rows of features, median of {RUNS}\n");
-    println!("| rows | native (tract) | in Wasm (tract in fraud-model) | native rows/s | Wasm rows/s | Wasm vs native |");
-    println!("|---|---|---|---|---|---|");
-    for rows in [10_000, 100_000] {
+    println!("| build | rows | native (tract) | in Wasm (tract in fraud-model) | native rows/s | Wasm rows/s | Wasm vs native |");
+    println!("|---|---|---|---|---|---|---|");
+    for ((build, wasm), rows) in builds.iter().flat_map(|b| [(b, 10_000), (b, 100_000)]) {
+        let operator = host.load(wasm, grants).unwrap();
         let x = features(rows);
         let batch = feature_batch(&x);
         let (mut n, mut w) = (Vec::new(), Vec::new());
@@ -109,7 +118,7 @@ fn model_in_wasm_vs_native(host: &WasmHost) {
         }
         let (n, w) = (median(n).as_secs_f64(), median(w).as_secs_f64());
         println!(
-            "| {rows} | {:.2} ms | {:.2} ms | {:.0} | {:.0} | {:.2}x |",
+            "| {build} | {rows} | {:.2} ms | {:.2} ms | {:.0} | {:.0} | {:.2}x |",
             n * 1e3,
             w * 1e3,
             rows as f64 / n,
