@@ -44,10 +44,20 @@ class Field:
         return f"Field({self.name!r}, {self.data_type!r}, nullable={self.nullable})"
 
 
+# Each byte of a validity bitmap as its eight bits, least significant first.
+_BITS = [tuple(bool((byte >> i) & 1) for i in range(8)) for byte in range(256)]
+
+
 class _Column:
     """Values plus an optional Arrow validity bitmap (None: no nulls)."""
 
     __slots__ = ("_validity", "_len")
+
+    def valid(self):
+        """Each row's validity as a list of bools (all True without nulls)."""
+        if self._validity is None:
+            return [True] * self._len
+        return [bit for byte in self._validity for bit in _BITS[byte]][: self._len]
 
     def __len__(self):
         return self._len
@@ -76,7 +86,7 @@ class _Column:
         """Every row's value, ``None`` for nulls."""
         if self._validity is None:
             return [self._value(row) for row in range(self._len)]
-        return [None if self.is_null(row) else self._value(row) for row in range(self._len)]
+        return [self._value(row) if ok else None for row, ok in enumerate(self.valid())]
 
 
 class _NumberColumn(_Column):
@@ -94,7 +104,7 @@ class _NumberColumn(_Column):
     def to_list(self):
         if self._validity is None:
             return list(self.values)
-        return super().to_list()
+        return [v if ok else None for v, ok in zip(self.values, self.valid())]
 
 
 class Int64Column(_NumberColumn):
@@ -148,8 +158,11 @@ class Utf8Column(_Column):
         """Every row's bytes, ``None`` for nulls."""
         o, d = self.offsets, self.data
         if self._validity is None:
-            return [d[o[i]:o[i + 1]] for i in range(self._len)]
-        return [None if self.is_null(i) else d[o[i]:o[i + 1]] for i in range(self._len)]
+            return [d[a:b] for a, b in zip(o, o[1:])]
+        return [d[a:b] if ok else None for a, b, ok in zip(o, o[1:], self.valid())]
+
+    def to_list(self):
+        return [None if b is None else b.decode() for b in self.to_bytes_list()]
 
 
 def _wrap(name, want, column):

@@ -11,6 +11,8 @@ Every column must have the same number of rows; the host checks that (and
 the Arrow invariants) again before anything reaches a sink.
 """
 
+from itertools import accumulate
+
 from wit_world.imports import outputs as _outputs
 from wit_world.imports import types as _t
 
@@ -71,12 +73,10 @@ class Output:
     def utf8(self, name, values):
         """A ``utf8`` column from ``str`` or UTF-8 ``bytes`` (``None`` for null)."""
         values = list(values)
-        offsets, data = [0], bytearray()
-        for v in values:
-            if v is not None:
-                data += v.encode() if isinstance(v, str) else v
-            offsets.append(len(data))
-        return self._add(name, values, _t.Column(_t.Values_Utf8(_t.Utf8Values(offsets, bytes(data))), _bitmap(values)))
+        raw = [b"" if v is None else v.encode() if isinstance(v, str) else v for v in values]
+        offsets = [0, *accumulate(map(len, raw))]
+        utf8 = _t.Values_Utf8(_t.Utf8Values(offsets, b"".join(raw)))
+        return self._add(name, values, _t.Column(utf8, _bitmap(values)))
 
     def to_wit(self):
         """The WIT ``output`` record (what ``process`` hands the host)."""
