@@ -10,6 +10,7 @@ operator; it works with any Weir world (it uses only the shared types)::
     out = t.OutputColumn("score", number_column(t.Values_Float64, scores, 0.0))
 """
 
+from weir.output import validity_bitmap
 from wit_world.imports import types as t
 
 
@@ -41,15 +42,7 @@ def numbers(column, n):
     return [v if ok else None for v, ok in zip(values, valid)]
 
 
-def bitmap(values):
-    """An Arrow validity bitmap for values with None in them (None: all valid)."""
-    if all(v is not None for v in values):
-        return None
-    bits = bytearray((len(values) + 7) // 8)
-    for i, v in enumerate(values):
-        if v is not None:
-            bits[i >> 3] |= 1 << (i & 7)
-    return bytes(bits)
+bitmap = validity_bitmap  # an Arrow validity bitmap (None: all valid)
 
 
 def utf8_column(values):

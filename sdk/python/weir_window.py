@@ -33,6 +33,7 @@ timer-operator``) and put this file on the module path (``-p``)::
 
 import struct
 
+from weir.state import pack_byte_strings
 from wit_world.imports import event_time, state, timers
 
 _AGG = struct.Struct("<Qddd")
@@ -73,13 +74,7 @@ def _ungrouped(key):
     return key
 
 
-def _pack(strings):
-    """Byte strings in the host's Arrow binary layout."""
-    offsets, data = [0], bytearray()
-    for s in strings:
-        data += s
-        offsets.append(len(data))
-    return state.ByteStrings(offsets, bytes(data))
+_pack = pack_byte_strings  # byte strings in the host's Arrow binary layout
 
 
 def _unpack(strings):

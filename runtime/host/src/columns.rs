@@ -25,7 +25,8 @@ fn validity_of(array: &dyn Array) -> Option<Vec<u8>> {
     array.nulls().map(|n| n.inner().sliced().to_vec())
 }
 
-fn downcast<'a, T: 'static>(array: &'a dyn Array, what: &str) -> Result<&'a T> {
+/// `array` as its concrete Arrow type, or an error naming the expected one.
+pub(crate) fn downcast<'a, T: 'static>(array: &'a dyn Array, what: &str) -> Result<&'a T> {
     array
         .as_any()
         .downcast_ref::<T>()

@@ -13,8 +13,9 @@
 //! every language, are unchanged.
 
 use super::bindings::InputBatch;
+use super::columns::downcast;
 use super::store::HostState;
-use anyhow::{bail, Context as _, Result};
+use anyhow::{bail, Result};
 use arrow_array::{Array, BooleanArray, Float64Array, Int64Array, StringArray};
 use arrow_buffer::{ArrowNativeType, Buffer};
 use arrow_schema::DataType;
@@ -111,13 +112,6 @@ pub enum Values {
 pub struct Column {
     values: Values,
     validity: Option<BufferList<u8>>,
-}
-
-fn downcast<'a, T: 'static>(array: &'a dyn Array, what: &str) -> Result<&'a T> {
-    array
-        .as_any()
-        .downcast_ref::<T>()
-        .with_context(|| format!("expected a {what} array"))
 }
 
 /// The WIT column over `array`'s own buffers (sliced arrays included: only

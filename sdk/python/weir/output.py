@@ -16,10 +16,10 @@ from itertools import accumulate
 from wit_world.imports import outputs as _outputs
 from wit_world.imports import types as _t
 
-__all__ = ["Output", "emit"]
+__all__ = ["Output", "emit", "validity_bitmap"]
 
 
-def _bitmap(values):
+def validity_bitmap(values):
     """An Arrow validity bitmap, or None when no value is None."""
     if None not in values:
         return None
@@ -52,14 +52,14 @@ class Output:
         """An ``int64`` column from ints (``None`` for null)."""
         values = list(values)
         raw = values if None not in values else [0 if v is None else v for v in values]
-        return self._add(name, values, _t.Column(_t.Values_Int64(raw), _bitmap(values)))
+        return self._add(name, values, _t.Column(_t.Values_Int64(raw), validity_bitmap(values)))
 
     def float64(self, name, values):
         """A ``float64`` column from floats (``None`` for null)."""
         values = list(values)
         raw = values if None not in values else [0.0 if v is None else v for v in values]
         raw = [float(v) for v in raw]
-        return self._add(name, values, _t.Column(_t.Values_Float64(raw), _bitmap(values)))
+        return self._add(name, values, _t.Column(_t.Values_Float64(raw), validity_bitmap(values)))
 
     def bool(self, name, values):
         """A ``bool`` column (``None`` for null)."""
@@ -68,7 +68,7 @@ class Output:
         for i, v in enumerate(values):
             if v:
                 bits[i >> 3] |= 1 << (i & 7)
-        return self._add(name, values, _t.Column(_t.Values_Boolean(bytes(bits)), _bitmap(values)))
+        return self._add(name, values, _t.Column(_t.Values_Boolean(bytes(bits)), validity_bitmap(values)))
 
     def utf8(self, name, values):
         """A ``utf8`` column from ``str`` or UTF-8 ``bytes`` (``None`` for null)."""
@@ -76,7 +76,7 @@ class Output:
         raw = [b"" if v is None else v.encode() if isinstance(v, str) else v for v in values]
         offsets = [0, *accumulate(map(len, raw))]
         utf8 = _t.Values_Utf8(_t.Utf8Values(offsets, b"".join(raw)))
-        return self._add(name, values, _t.Column(utf8, _bitmap(values)))
+        return self._add(name, values, _t.Column(utf8, validity_bitmap(values)))
 
     def to_wit(self):
         """The WIT ``output`` record (what ``process`` hands the host)."""

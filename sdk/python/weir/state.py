@@ -24,12 +24,14 @@ __all__ = [
     "key_group",
     "grouped_key",
     "ungrouped",
+    "pack_byte_strings",
 ]
 
 _GROUPED = b"\xffkg"
 
 
-def _pack(items):
+def pack_byte_strings(items):
+    """``bytes`` values in the host's ``byte-strings`` layout (offsets + data)."""
     offsets, data = [0], bytearray()
     for b in items:
         data += b
@@ -59,7 +61,7 @@ def delete(key):
 
 def get_many(keys):
     """The values of ``keys`` in order, ``None`` where absent: one host call."""
-    values, present = _s.get_many(_pack(keys))
+    values, present = _s.get_many(pack_byte_strings(keys))
     found = _unpack(values)
     return [v if (present[i >> 3] >> (i & 7)) & 1 else None for i, v in enumerate(found)]
 
@@ -67,12 +69,12 @@ def get_many(keys):
 def put_many(items, ttl_ms=None):
     """Sets every ``(key, value)`` of ``items``: one host call."""
     items = list(items)
-    _s.put_many(_pack(k for k, _ in items), _pack(v for _, v in items), ttl_ms)
+    _s.put_many(pack_byte_strings(k for k, _ in items), pack_byte_strings(v for _, v in items), ttl_ms)
 
 
 def delete_many(keys):
     """Removes every key of ``keys``: one host call."""
-    _s.delete_many(_pack(keys))
+    _s.delete_many(pack_byte_strings(keys))
 
 
 def scan(start, end=None, limit=1000):
