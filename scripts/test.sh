@@ -10,9 +10,9 @@ bash scripts/install-tansu.sh
 bash scripts/install-s3s.sh
 # The Delta sink's tests read every table with delta-rs's Python reader.
 bash scripts/install-delta-reader.sh
-# Python and JavaScript operators: pinned componentize-py / componentize-js
-# into target/tools, components into target/guests/polyglot.
-bash scripts/install-polyglot.sh
+# Python and JavaScript operators: components into target/guests/polyglot,
+# built with the pinned componentize-py / componentize-js that install.sh
+# put into target/tools.
 bash scripts/build-polyglot.sh
 # Headless Chromium for the dashboard's browser test.
 bash scripts/install-chromium.sh

@@ -13,14 +13,18 @@ import weir
 RULES = ("amount_above", "country_mismatch", "merchant_in", "currency_not_in")
 
 
-def parse_rules(raw, name="fraud-rules", extra=()):
-    """Validates ``alert_threshold`` and ``rules`` of the config object
-    ``raw`` like the Rust operator does (keys other than those and
-    ``extra`` are refused); returns (threshold, rules)."""
+def load_config(config, name="fraud-rules", extra=()):
+    """Parses the JSON ``config`` and validates ``alert_threshold`` and
+    ``rules`` like the Rust operator does (keys other than those and
+    ``extra`` are refused); returns (the config object, threshold, rules)."""
 
     def bad(message):
         return weir.ConfigError(f"{name} config: {message}")
 
+    try:
+        raw = json.loads(config)
+    except ValueError as e:
+        raise bad(e)
     allowed = {"alert_threshold", "rules", *extra}
     if not isinstance(raw, dict) or not {"alert_threshold", "rules"} <= set(raw) <= allowed:
         keys = ", ".join(f"`{k}`" for k in sorted(allowed))
@@ -48,7 +52,7 @@ def parse_rules(raw, name="fraud-rules", extra=()):
         else:
             arg = None
         compiled.append((kind, arg, weight))
-    return float(threshold), compiled
+    return raw, float(threshold), compiled
 
 
 def score_rows(rules, batch):
@@ -94,11 +98,7 @@ def reasons(rules, fired):
 
 class FraudRules(weir.Operator):
     def __init__(self, config):
-        try:
-            raw = json.loads(config)
-        except ValueError as e:
-            raise weir.ConfigError(f"fraud-rules config: {e}")
-        self.threshold, self.rules = parse_rules(raw, extra=("scores",))
+        raw, self.threshold, self.rules = load_config(config, extra=("scores",))
         self.scores = raw.get("scores", False)
         if not isinstance(self.scores, bool):
             raise weir.ConfigError("fraud-rules config: `scores` must be true or false")

@@ -11,11 +11,10 @@ Built with ``operators/fraud-rules-py`` on the module path (its rules).
 """
 
 import bisect
-import json
 import struct
 
 import weir
-from fraud_rules import parse_rules, reasons, score_rows
+from fraud_rules import load_config, reasons, score_rows
 
 
 def _times(value):
@@ -53,11 +52,9 @@ def velocity_counts(cards, times, window_ms, ttl_ms):
 
 class FraudVelocity(weir.Operator):
     def __init__(self, config):
-        try:
-            raw = json.loads(config)
-        except ValueError as e:
-            raise weir.ConfigError(f"fraud-velocity config: {e}")
-        self.threshold, self.rules = parse_rules(raw, "fraud-velocity", extra=("velocity", "state_ttl_ms"))
+        raw, self.threshold, self.rules = load_config(
+            config, "fraud-velocity", extra=("velocity", "state_ttl_ms")
+        )
         velocity = raw.get("velocity")
         if not isinstance(velocity, dict) or set(velocity) != {"window_ms", "max_payments", "weight"}:
             raise weir.ConfigError(

@@ -1,6 +1,6 @@
 //! The `weir` binary as a user runs it: demo, checkpoint show, operator check.
 
-use crate::common::guest;
+use crate::common::{guest, output_text as text};
 use std::process::{Command, Output};
 
 fn weir(args: &[&str]) -> Output {
@@ -9,14 +9,6 @@ fn weir(args: &[&str]) -> Output {
         .env("WEIR_LOG", "warn")
         .output()
         .unwrap()
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 #[test]

@@ -61,11 +61,16 @@ fn run_with(
     alerts(dir.path())
 }
 
-/// A host that caches compiled components under target/, so only the
-/// first run pays for compiling the Python and JavaScript runtimes.
+/// The compile cache under target/ that the polyglot tests share (also
+/// as `WEIR_CACHE_DIR` of the `weir` they run), so only the first run pays
+/// for compiling the Python and JavaScript runtimes.
+pub(crate) fn polyglot_cache() -> PathBuf {
+    Path::new(weir_cli::GUEST_DIR).join("../../polyglot-cache")
+}
+
+/// A host that compiles into [`polyglot_cache`].
 pub(crate) fn polyglot_host() -> weir_host::WasmHost {
-    let cache = Path::new(weir_cli::GUEST_DIR).join("../../polyglot-cache");
-    weir_host::WasmHost::new(Some(cache)).unwrap()
+    weir_host::WasmHost::new(Some(polyglot_cache())).unwrap()
 }
 
 #[test]

@@ -34,18 +34,10 @@ fn operator_test(dir: &Path, config: &str) -> (bool, String) {
         .arg("--config")
         .arg(&config_file)
         .env("WEIR_LOG", "info")
-        .env(
-            "WEIR_CACHE_DIR",
-            Path::new(weir_cli::GUEST_DIR).join("../../polyglot-cache"),
-        )
+        .env("WEIR_CACHE_DIR", crate::polyglot::polyglot_cache())
         .output()
         .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.success(), text)
+    (out.status.success(), crate::common::output_text(&out))
 }
 
 #[test]

@@ -45,16 +45,11 @@ fn test_sh(project: &Path) -> (bool, String) {
         .env("PATH", path_without_toolchains())
         // Shared with other runs, so dependencies are built once.
         .env("CARGO_TARGET_DIR", target().join("scaffold"))
-        .env("WEIR_CACHE_DIR", target().join("polyglot-cache"))
+        .env("WEIR_CACHE_DIR", crate::polyglot::polyglot_cache())
         .env("WEIR_LOG", "warn")
         .output()
         .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.success(), text)
+    (out.status.success(), crate::common::output_text(&out))
 }
 
 #[test]
@@ -97,7 +92,7 @@ fn scaffolds_in_every_language_build_and_pass_their_own_test() {
                 "sample.jsonl",
             ])
             .args(["--config", "config.json", "--expect", "wrong.jsonl"])
-            .env("WEIR_CACHE_DIR", target().join("polyglot-cache"))
+            .env("WEIR_CACHE_DIR", crate::polyglot::polyglot_cache())
             .output()
             .unwrap();
         let text = String::from_utf8_lossy(&out.stderr);

@@ -12,10 +12,10 @@
 //! `batch.take` imports with these; the WIT types, and so every guest in
 //! every language, are unchanged.
 
+use super::bindings::weir::operator::types as wit;
 use super::bindings::InputBatch;
-use super::columns::downcast;
 use super::store::HostState;
-use anyhow::{bail, Result};
+use anyhow::{bail, Context as _, Result};
 use arrow_array::{Array, BooleanArray, Float64Array, Int64Array, StringArray};
 use arrow_buffer::{ArrowNativeType, Buffer};
 use arrow_schema::DataType;
@@ -114,6 +114,39 @@ pub struct Column {
     validity: Option<BufferList<u8>>,
 }
 
+impl<T: ArrowNativeType> BufferList<T> {
+    fn to_vec(&self) -> Vec<T> {
+        self.as_slice().to_vec()
+    }
+}
+
+impl Column {
+    /// The same column as the generated bindings' owned type (a copy).
+    pub fn to_wit(&self) -> wit::Column {
+        let values = match &self.values {
+            Values::Int64(v) => wit::Values::Int64(v.to_vec()),
+            Values::Float64(v) => wit::Values::Float64(v.to_vec()),
+            Values::Boolean(v) => wit::Values::Boolean(v.to_vec()),
+            Values::Utf8(u) => wit::Values::Utf8(wit::Utf8Values {
+                offsets: u.offsets.to_vec(),
+                data: u.data.to_vec(),
+            }),
+        };
+        wit::Column {
+            values,
+            validity: self.validity.as_ref().map(BufferList::to_vec),
+        }
+    }
+}
+
+/// `array` as its concrete Arrow type, or an error naming the expected one.
+fn downcast<'a, T: 'static>(array: &'a dyn Array, what: &str) -> Result<&'a T> {
+    array
+        .as_any()
+        .downcast_ref::<T>()
+        .with_context(|| format!("expected a {what} array"))
+}
+
 /// The WIT column over `array`'s own buffers (sliced arrays included: only
 /// string offsets that do not start at 0 are rebased, into a new buffer).
 pub fn column(array: &dyn Array) -> Result<Column> {
@@ -204,6 +237,13 @@ mod tests {
         assert_eq!(validity.unwrap().as_slice(), &[0b1101]);
 
         let sliced = array.slice(2, 2);
+        // The owned copy lookups return carries the same values.
+        let owned = column(sliced.as_ref()).unwrap().to_wit();
+        let wit::Values::Utf8(u) = owned.values else {
+            panic!("utf8 expected")
+        };
+        assert_eq!((u.offsets, u.data), (vec![0, 3, 4], b"cdef".to_vec()));
+        assert_eq!(owned.validity, Some(vec![0b11]));
         let Column { values, validity } = column(sliced.as_ref()).unwrap();
         let Values::Utf8(u) = values else {
             panic!("utf8 expected")

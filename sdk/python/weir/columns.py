@@ -69,10 +69,7 @@ class _Column:
 
     def null_count(self):
         """How many rows are null."""
-        v = self._validity
-        if v is None:
-            return 0
-        return sum(1 for row in range(self._len) if not (v[row >> 3] >> (row & 7)) & 1)
+        return self._len - sum(self.valid())
 
     def __iter__(self):
         return iter(self.to_list())

@@ -42,8 +42,8 @@ class _LogStream:
         self._pending = ""
 
     def write(self, text):
-        text = self._pending + str(text)
-        *lines, self._pending = text.split("\n")
+        text = str(text)
+        *lines, self._pending = (self._pending + text).split("\n")
         for line in lines:
             _host.log(self._level, line)
         return len(text)

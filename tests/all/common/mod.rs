@@ -219,6 +219,15 @@ pub fn open_pipeline(
     )
 }
 
+/// A finished command's stdout and stderr together, for assertions.
+pub fn output_text(out: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
 /// `weir run --quiet PIPELINE` with its own compile cache and quiet logs.
 pub fn weir_run_quiet(pipeline: &Path, cache: &Path) -> std::process::Command {
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_weir"));
