@@ -18,20 +18,22 @@ stamp() { sha256sum "$@" | sha256sum | cut -c1-16; }
 # py NAME DIR MODULE WORLD [MORE_DIRS...]: componentize-py snapshots the interpreter after
 # importing the module; --stub-wasi replaces every WASI import with a trap.
 # It builds from a copy of the sources (with the Python SDK, sdk/python), so
-# the interpreter's __pycache__ is written there, not next to the sources.
+# nothing is written next to the sources, through scripts/componentize-py,
+# which makes the bytes the same on every build.
 py() {
     local name=$1 dir=$2 module=$3 world=$4
     shift 4
     local in src=$out/src-$name d
     local sources=("$dir"/*.py)
     for d in "$@"; do sources+=("$d"/*.py); done
-    in=$(stamp wit/operator.wit "${sources[@]}" sdk/python/*.py sdk/python/weir/*.py "$tools/py.stamp")
+    in=$(stamp wit/operator.wit "${sources[@]}" sdk/python/*.py sdk/python/weir/*.py "$tools/py.stamp" \
+        scripts/componentize-py scripts/reproducible/fixed_world.c)
     if [ "$(cat "$out/$name.stamp" 2>/dev/null)" != "$in" ] || [ ! -f "$out/$name.wasm" ]; then
         log "$name"
         rm -rf "$src" && mkdir -p "$src"
         cp "${sources[@]}" sdk/python/*.py "$src/"
         mkdir "$src/weir" && cp sdk/python/weir/*.py "$src/weir/"
-        "$tools/py/bin/componentize-py" -d wit -w "$world" componentize --stub-wasi \
+        scripts/componentize-py -d wit -w "$world" componentize --stub-wasi \
             -p "$src" "$module" -o "$out/$name.wasm" >/dev/null
         echo "$in" >"$out/$name.stamp"
     fi

@@ -101,3 +101,52 @@ fn print_in_a_python_operator_goes_to_the_host_log() {
     );
     assert!(text.contains("3 rows in, 3 rows out"), "{text}");
 }
+
+/// Copies every `*.py` of `from` into `to`.
+fn copy_python(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "py") {
+            std::fs::copy(&path, to.join(path.file_name().unwrap())).unwrap();
+        }
+    }
+}
+
+/// sdk-checks built again, now, from a fresh copy in another directory
+/// (other file times, inodes, paths), gives the bytes, so the digest, of
+/// the build `scripts/build-polyglot.sh` made earlier.
+#[test]
+fn two_builds_of_the_same_python_source_have_the_same_digest() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("a copy");
+    copy_python(&root.join("operators/sdk-checks-py"), &src);
+    copy_python(&root.join("sdk/python"), &src);
+    copy_python(&root.join("sdk/python/weir"), &src.join("weir"));
+    let out = dir.path().join("again.wasm");
+    let run = Command::new(root.join("scripts/componentize-py"))
+        .current_dir(&root)
+        .args([
+            "-d",
+            "wit",
+            "-w",
+            "operator",
+            "componentize",
+            "--stub-wasi",
+            "-p",
+        ])
+        .arg(&src)
+        .arg("sdk_checks")
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", crate::common::output_text(&run));
+    let digest = |path: &Path| weir_core::Digest::of(&std::fs::read(path).unwrap());
+    assert_eq!(
+        digest(&out),
+        digest(&crate::polyglot::polyglot("sdk_checks_py.wasm")),
+        "two builds of operators/sdk-checks-py differ"
+    );
+}

@@ -52,6 +52,22 @@ fn test_sh(project: &Path) -> (bool, String) {
     (out.status.success(), crate::common::output_text(&out))
 }
 
+/// The project's build.sh, run again, writes the same component bytes.
+fn assert_a_second_build_is_the_same(project: &Path, name: &str) {
+    let component = project.join(format!("{name}.wasm"));
+    let first = std::fs::read(&component).unwrap();
+    let out = Command::new("bash")
+        .arg(project.join("build.sh"))
+        .env_remove("COMPONENTIZE_PY")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", crate::common::output_text(&out));
+    assert!(
+        std::fs::read(&component).unwrap() == first,
+        "a second build of the {name} scaffold gave other bytes"
+    );
+}
+
 #[test]
 fn scaffolds_in_every_language_build_and_pass_their_own_test() {
     let dir = tempfile::tempdir().unwrap();
@@ -71,6 +87,9 @@ fn scaffolds_in_every_language_build_and_pass_their_own_test() {
         let (ok, text) = test_sh(&project);
         assert!(ok, "{lang} scaffold failed its test:\n{text}");
         assert!(text.contains("output as expected"), "{text}");
+        if lang == "python" {
+            assert_a_second_build_is_the_same(&project, &name);
+        }
         assert!(
             project.join("build.log").exists() && !text.contains("Compiling"),
             "the build's output goes to build.log: {text}"

@@ -90,13 +90,14 @@ fn files(lang: Lang) -> Vec<(&'static str, &'static str)> {
     files
 }
 
-/// The pinned polyglot tool `scripts/install-polyglot.sh` installed into
-/// the repository this `weir` was built from (`target/tools/REL`), so a
-/// project's build.sh needs no environment variable; else the tool's name,
-/// for a copy on PATH.
+/// A pinned polyglot tool of the repository this `weir` was built from
+/// (`REL` from its root: `scripts/componentize-py`, the reproducible
+/// wrapper, or what `scripts/install-polyglot.sh` put under `target/tools`),
+/// so a project's build.sh needs no environment variable; else the tool's
+/// name, for a copy on PATH.
 fn pinned_tool(rel: &str) -> String {
     let installed = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../target/tools")
+        .join("../..")
         .join(rel);
     match installed.canonicalize() {
         Ok(path) => path.display().to_string(),
@@ -160,11 +161,11 @@ pub fn scaffold(dir: &Path, name: &str, lang: Lang, sdk: Option<&Path>) -> Resul
             .replace("{{weir}}", &weir)
             .replace(
                 "{{componentize_py}}",
-                &pinned_tool("py/bin/componentize-py"),
+                &pinned_tool("scripts/componentize-py"),
             )
             .replace(
                 "{{componentize_js}}",
-                &pinned_tool("js/node_modules/.bin/componentize-js"),
+                &pinned_tool("target/tools/js/node_modules/.bin/componentize-js"),
             )
             .replace("{{name}}", name)
             .replace("{{crate}}", &name.replace('-', "_"))

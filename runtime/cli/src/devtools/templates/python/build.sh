@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Builds {{name}}.wasm with componentize-py 0.25.1 (the one Weir's
-# scripts/install-polyglot.sh installs; set COMPONENTIZE_PY to use another),
-# with every WASI import stubbed: the operator imports nothing but
-# weir:operator. It builds from a copy in target/py, so Python's
-# __pycache__ stays out of the sources.
+# scripts/install-polyglot.sh installs), through Weir's scripts/componentize-py,
+# which makes the same sources give the same bytes, so the same operator
+# version, on every build (set COMPONENTIZE_PY to use another). Every WASI
+# import is stubbed: the operator imports nothing but weir:operator. It
+# builds from a copy in target/py, so nothing is written next to the sources.
 set -euo pipefail
 cd "$(dirname "$0")"
 COMPONENTIZE_PY="${COMPONENTIZE_PY:-{{componentize_py}}}"
