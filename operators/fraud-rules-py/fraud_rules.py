@@ -7,6 +7,8 @@ Rust operator, so the two are interchangeable in a pipeline.
 """
 
 import json
+from itertools import compress
+from operator import ne, not_
 
 import weir
 
@@ -55,40 +57,69 @@ def load_config(config, name="fraud-rules", extra=()):
     return raw, float(threshold), compiled
 
 
+def _rows_where(flags, n):
+    """The rows whose flag is true (``compress``: the loop runs in C)."""
+    return compress(range(n), flags)
+
+
+def _rule_hits(kind, arg, amount, column, nulls, n):
+    """The rows one rule fires on. Without nulls the flags come from C-level
+    ``map``s over the columns; with nulls a null never fires a rule (as in
+    the Rust ``RuleSet``)."""
+    if kind == "amount_above":
+        if not nulls["amount"]:
+            return _rows_where(map(arg.__lt__, amount), n)
+        return (i for i, a in enumerate(amount) if a is not None and a > arg)
+    if kind == "country_mismatch":
+        country, card_country = column["country"], column["card_country"]
+        if not (nulls["country"] or nulls["card_country"]):
+            return _rows_where(map(ne, country, card_country), n)
+        return (
+            i
+            for i, (a, b) in enumerate(zip(country, card_country))
+            if a is not None and b is not None and a != b
+        )
+    if kind == "merchant_in":  # None is in no merchant set
+        return _rows_where(map(arg.__contains__, column["merchant"]), n)
+    currency = column["currency"]
+    if not nulls["currency"]:
+        return _rows_where(map(not_, map(arg.__contains__, currency)), n)
+    return (i for i, c in enumerate(currency) if c is not None and c not in arg)
+
+
 def score_rows(rules, batch):
     """Every row's score and fired-rule bits (bit i: rule i), and the
-    amounts (the Rust ``RuleSet::score_rows``), rule by rule over columns."""
+    amounts (the Rust ``RuleSet::score_rows``), rule by rule over columns:
+    each rule finds the rows it fires on, and only those rows are touched."""
     n = len(batch)
-    amount = batch.float64("amount").to_list()
+    amount_column = batch.float64("amount")
+    amount = amount_column.to_list()
+    nulls = {"amount": amount_column.null_count() > 0}
     kinds = {kind for kind, _, _ in rules}
-    column = {}
+    wanted = []
     if "currency_not_in" in kinds:
-        column["currency"] = batch.utf8("currency").to_bytes_list()
+        wanted.append(("currency", "currency"))
     if "country_mismatch" in kinds:
-        column["country"] = batch.utf8("country").to_bytes_list()
-        column["card_country"] = batch.utf8("card_country").to_bytes_list()
+        wanted += [("country", "country"), ("card_country", "card_country")]
     if "merchant_in" in kinds:
-        column["merchant"] = batch.utf8("merchant_id").to_bytes_list()
+        wanted.append(("merchant", "merchant_id"))
+    column = {}
+    for key, name in wanted:
+        utf8 = batch.utf8(name)
+        column[key], nulls[key] = utf8.to_bytes_list(), utf8.null_count() > 0
     scores = [0.0] * n
     fired = [0] * n
     for bit, (kind, arg, weight) in enumerate(rules):
-        if kind == "amount_above":
-            hits = [a is not None and a > arg for a in amount]
-        elif kind == "country_mismatch":
-            hits = [
-                a is not None and b is not None and a != b
-                for a, b in zip(column["country"], column["card_country"])
-            ]
-        elif kind == "merchant_in":
-            hits = [m is not None and m in arg for m in column["merchant"]]
-        else:
-            hits = [c is not None and c not in arg for c in column["currency"]]
         mask = 1 << bit
-        for row, hit in enumerate(hits):
-            if hit:
-                scores[row] += weight
-                fired[row] |= mask
+        for row in _rule_hits(kind, arg, amount, column, nulls, n):
+            scores[row] += weight
+            fired[row] |= mask
     return scores, fired, amount
+
+
+def alert_rows(scores, fired, threshold):
+    """The rows with a fired rule and a score at or above ``threshold``."""
+    return [r for r, f, s in zip(range(len(scores)), fired, scores) if f and s >= threshold]
 
 
 def reasons(rules, fired):
@@ -110,7 +141,7 @@ class FraudRules(weir.Operator):
                 "scores",
                 weir.Output().utf8("txn_id", batch.utf8("txn_id").to_bytes_list()).float64("score", scores),
             )
-        rows = [r for r in range(len(batch)) if fired[r] and scores[r] >= self.threshold]
+        rows = alert_rows(scores, fired, self.threshold)
         out = weir.Output()
         if not rows:
             return out

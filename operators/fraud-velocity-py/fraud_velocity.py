@@ -14,37 +14,39 @@ import bisect
 import struct
 
 import weir
-from fraud_rules import load_config, reasons, score_rows
+from fraud_rules import alert_rows, load_config, reasons, score_rows
 
 
 def _times(value):
     return list(struct.unpack(f"<{len(value) // 8}q", value[: len(value) // 8 * 8]))
 
 
-def _record(times, t, window_ms):
-    """Adds ``t`` to the card's sorted ``times``; returns how many fall in
-    ``(t - window_ms, t]`` and forgets those before the newest's window."""
-    at = bisect.bisect_right(times, t)
-    times.insert(at, t)
-    since = t - window_ms
-    count = sum(1 for x in times[: at + 1] if x > since)
-    keep_from = times[-1] - window_ms
-    times[:] = [x for x in times if x > keep_from]
-    return count
-
-
 def velocity_counts(cards, times, window_ms, ttl_ms):
     """Each row's count of its card's payments in the window (None without
-    card or time), with one batched state read and one write."""
+    card or time), with one batched state read and one write.
+
+    Each card's times stay sorted: a payment is inserted in place, counted
+    as the times in ``(t - window_ms, t]`` up to it, and the times before
+    the newest one's window are dropped -- bisections, not scans (the hot
+    loop of this operator, so the bisection function is a local).
+    """
     distinct = sorted({c for c in cards if c is not None})
     windows = {
         card: _times(value) if value is not None else []
         for card, value in zip(distinct, weir.state.get_many(distinct))
     }
+    bisect_right = bisect.bisect_right
     counts = [None] * len(cards)
-    for row, (card, t) in enumerate(zip(cards, times)):
-        if card is not None and t is not None:
-            counts[row] = _record(windows[card], t, window_ms)
+    for row, card, t in zip(range(len(cards)), cards, times):
+        if card is None or t is None:
+            continue
+        w = windows[card]
+        at = bisect_right(w, t)
+        w.insert(at, t)
+        counts[row] = at + 1 - bisect_right(w, t - window_ms, 0, at + 1)
+        stale = bisect_right(w, w[-1] - window_ms)
+        if stale:
+            del w[:stale]
     updates = [(card, struct.pack(f"<{len(w)}q", *w)) for card, w in windows.items() if w]
     weir.state.put_many(sorted(updates), ttl_ms)
     return counts
@@ -73,12 +75,11 @@ class FraudVelocity(weir.Operator):
         cards = batch.utf8("card_id").to_bytes_list()
         times = batch.int64("ts").to_list()
         counts = velocity_counts(cards, times, self.window_ms, self.ttl_ms)
-        velocity_bit = 1 << len(self.rules)
-        for row, count in enumerate(counts):
-            if count is not None and count > self.max_payments:
-                scores[row] += self.weight
-                fired[row] |= velocity_bit
-        hits = [r for r in range(len(batch)) if fired[r] and scores[r] >= self.threshold]
+        velocity_bit, limit = 1 << len(self.rules), self.max_payments
+        for row in [r for r, c in enumerate(counts) if c is not None and c > limit]:
+            scores[row] += self.weight
+            fired[row] |= velocity_bit
+        hits = alert_rows(scores, fired, self.threshold)
         alert = [False] * len(batch)
         for r in hits:
             alert[r] = True

@@ -104,6 +104,74 @@ fn python_and_javascript_operators_emit_the_alerts_of_the_rust_one() {
     }
 }
 
+/// Null amounts, countries, currencies and merchants fire no rule in any
+/// language: each row below would alert (or alert with another score) if a
+/// null compared as a value. The Python rules take another path once a
+/// column has nulls; the demo data has none.
+#[test]
+fn python_and_javascript_rules_treat_nulls_as_the_rust_one_does() {
+    let rows = [
+        // merchant fires (0.7); a null currency must not add 0.2.
+        r#"{"txn_id":"n-1","card_id":"c-1","merchant_id":"m-0666","amount":10.0,"currency":null,"country":"US","card_country":"US","ts":1000}"#,
+        // merchant fires; a null country must not count as a mismatch.
+        r#"{"txn_id":"n-2","card_id":"c-2","merchant_id":"m-0777","amount":10.0,"currency":"USD","country":null,"card_country":"US","ts":1001}"#,
+        // merchant fires; a null amount is above no threshold.
+        r#"{"txn_id":"n-3","card_id":"c-3","merchant_id":"m-0999","amount":null,"currency":"USD","country":"US","card_country":"US","ts":1002}"#,
+        // no merchant: amount and mismatch fire (0.9).
+        r#"{"txn_id":"n-4","card_id":"c-4","merchant_id":null,"amount":3000.0,"currency":"USD","country":"FR","card_country":"US","ts":1003}"#,
+        // a null card country is no mismatch: 0.5 + 0.2 = 0.7 alerts, not 1.1.
+        r#"{"txn_id":"n-5","card_id":"c-5","merchant_id":"m-0001","amount":3000.0,"currency":"JPY","country":"FR","card_country":null,"ts":1004}"#,
+        // nothing null, everything fires.
+        r#"{"txn_id":"n-6","card_id":"c-6","merchant_id":"m-0666","amount":3000.0,"currency":"JPY","country":"FR","card_country":"US","ts":1005}"#,
+    ];
+    let host = polyglot_host();
+    let run = |operator: &Path| {
+        let dir = tempfile::tempdir().unwrap();
+        crate::common::write_input_file(dir.path(), 0, (rows.join("\n") + "\n").as_bytes());
+        // The demo schema, with the rules' columns nullable.
+        let toml = crate::common::pipeline_toml(
+            dir.path(),
+            operator,
+            crate::common::DEMO_RULES_INLINE,
+            "",
+            "",
+        )
+        .replace(
+            r#"type = "utf8" },"#,
+            r#"type = "utf8", nullable = true },"#,
+        )
+        .replace(
+            r#"type = "float64" },"#,
+            r#"type = "float64", nullable = true },"#,
+        );
+        let mut p = crate::common::open_pipeline(dir.path(), &toml, &host).unwrap();
+        p.run(
+            &host,
+            &std::sync::atomic::AtomicBool::new(false),
+            &mut |_| {},
+        )
+        .unwrap();
+        alerts(dir.path())
+    };
+    let rust = run(&crate::common::guest("fraud_rules"));
+    let ids: Vec<&str> = rust.keys().map(String::as_str).collect();
+    assert_eq!(ids, ["n-1", "n-2", "n-3", "n-4", "n-5", "n-6"], "{rust:?}");
+    for (id, reasons) in [
+        ("n-1", "merchant_in"),
+        ("n-2", "merchant_in"),
+        ("n-3", "merchant_in"),
+        ("n-5", "amount_above,currency_not_in"),
+    ] {
+        assert_eq!(rust[id]["reasons"], reasons, "{id}");
+    }
+    for (language, file) in [
+        ("Python", "fraud_rules_py.wasm"),
+        ("JavaScript", "fraud_rules_js.wasm"),
+    ] {
+        assert_eq!(run(&polyglot(file)), rust, "{language}");
+    }
+}
+
 /// The stateful job in Python on the SDK (`operators/fraud-velocity-py`:
 /// rules plus a per-card count over 60 s in keyed state, across 10 epochs)
 /// alerts exactly the payments the Rust `fraud-velocity` alerts, with the

@@ -68,8 +68,15 @@ class _Column:
         return v is not None and not (v[row >> 3] >> (row & 7)) & 1
 
     def null_count(self):
-        """How many rows are null."""
-        return self._len - sum(self.valid())
+        """How many rows are null (a popcount of the bitmap, not a loop)."""
+        v = self._validity
+        if v is None:
+            return 0
+        whole, rest = divmod(self._len, 8)
+        valid = int.from_bytes(v[:whole], "little").bit_count()
+        if rest:
+            valid += (v[whole] & ((1 << rest) - 1)).bit_count()
+        return self._len - valid
 
     def __iter__(self):
         return iter(self.to_list())

@@ -73,9 +73,13 @@ class Output:
     def utf8(self, name, values):
         """A ``utf8`` column from ``str`` or UTF-8 ``bytes`` (``None`` for null)."""
         values = list(values)
-        raw = [b"" if v is None else v.encode() if isinstance(v, str) else v for v in values]
+        try:  # all bytes already (ids from ``to_bytes_list``): no pass per value
+            raw, data = values, b"".join(values)
+        except TypeError:
+            raw = [b"" if v is None else v.encode() if isinstance(v, str) else v for v in values]
+            data = b"".join(raw)
         offsets = [0, *accumulate(map(len, raw))]
-        utf8 = _t.Values_Utf8(_t.Utf8Values(offsets, b"".join(raw)))
+        utf8 = _t.Values_Utf8(_t.Utf8Values(offsets, data))
         return self._add(name, values, _t.Column(utf8, validity_bitmap(values)))
 
     def to_wit(self):
