@@ -1,6 +1,7 @@
 //! The Python SDK (`sdk/python/weir`), through `weir operator test` as a
 //! user runs it: an exception says its type, message and line, once;
-//! `print()` lands in the host log, tagged. The operator is
+//! `print()` lands in the host log, tagged; and Python builds are
+//! reproducible (`scripts/componentize-py`). The operator is
 //! `operators/sdk-checks-py`, built by `scripts/build-polyglot.sh`.
 
 use std::path::{Path, PathBuf};
