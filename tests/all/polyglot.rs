@@ -49,7 +49,19 @@ fn run_with(
     let dir = tempfile::tempdir().unwrap();
     crate::common::write_input(dir.path(), 11, 10, 10_000);
     let toml = crate::common::pipeline_toml(dir.path(), operator, config, "", "");
-    let mut p = crate::common::open_pipeline(dir.path(), &toml, host).unwrap();
+    let (epochs_and_rows, alerts) = run_to_end(dir.path(), &toml, host);
+    assert_eq!(epochs_and_rows, (10, 100_000));
+    alerts
+}
+
+/// Runs the pipeline of `toml` over `dir` to its end: (epochs, rows read)
+/// and the alerts by txn_id.
+fn run_to_end(
+    dir: &Path,
+    toml: &str,
+    host: &weir_host::WasmHost,
+) -> ((u64, u64), BTreeMap<String, serde_json::Value>) {
+    let mut p = crate::common::open_pipeline(dir, toml, host).unwrap();
     let summary = p
         .run(
             host,
@@ -57,8 +69,7 @@ fn run_with(
             &mut |_| {},
         )
         .unwrap();
-    assert_eq!((summary.epochs, summary.rows_in), (10, 100_000));
-    alerts(dir.path())
+    ((summary.epochs, summary.rows_in), alerts(dir))
 }
 
 /// The compile cache under target/ that the polyglot tests share (also
@@ -144,14 +155,7 @@ fn python_and_javascript_rules_treat_nulls_as_the_rust_one_does() {
             r#"type = "float64" },"#,
             r#"type = "float64", nullable = true },"#,
         );
-        let mut p = crate::common::open_pipeline(dir.path(), &toml, &host).unwrap();
-        p.run(
-            &host,
-            &std::sync::atomic::AtomicBool::new(false),
-            &mut |_| {},
-        )
-        .unwrap();
-        alerts(dir.path())
+        run_to_end(dir.path(), &toml, &host).1
     };
     let rust = run(&crate::common::guest("fraud_rules"));
     let ids: Vec<&str> = rust.keys().map(String::as_str).collect();

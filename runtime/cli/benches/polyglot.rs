@@ -53,8 +53,9 @@ fn batch() -> RecordBatch {
     decoded.batches.remove(0)
 }
 
-fn config() -> String {
-    let toml = weir_cli::demo::RULES_TOML.replace("[operator.config]", "");
+/// An operator's `[operator.config]` table as the JSON `init` gets.
+fn config_json(table: &str) -> String {
+    let toml = table.replace("[operator.config]", "");
     let value: toml::Value = toml::from_str(&toml).unwrap();
     serde_json::to_string(&value).unwrap()
 }
@@ -167,11 +168,7 @@ fn run_job(dir: &Path, component: &Path, own: &str, host: &WasmHost) -> JobRun {
 /// component, medians.
 fn job_load_and_init(component: &Path, cache: &Path) -> (Duration, Duration) {
     let wasm = std::fs::read(component).unwrap();
-    let toml = DemoOperator::Velocity
-        .config_toml()
-        .replace("[operator.config]", "");
-    let value: toml::Value = toml::from_str(&toml).unwrap();
-    let config = serde_json::to_string(&value).unwrap();
+    let config = config_json(&DemoOperator::Velocity.config_toml());
     let (mut loads, mut inits) = (Vec::new(), Vec::new());
     for _ in 0..5 {
         let host = WasmHost::new(Some(cache.to_path_buf())).unwrap();
@@ -281,7 +278,7 @@ fn job_table(polyglot: &Path) {
 
 fn main() {
     let batch = batch();
-    let config = config();
+    let config = config_json(weir_cli::demo::RULES_TOML);
     let polyglot = Path::new(weir_cli::GUEST_DIR).join("../../polyglot");
     let mut candidates: Vec<(&str, PathBuf)> = vec![(
         "Rust",
