@@ -268,3 +268,57 @@ fn files_changed_after_planning_are_reported_and_settle_waits_for_writers() {
     assert_eq!(backlog.changed_files, Some(1), "{backlog:?}");
     assert_eq!(second[0].rows_in, 1, "only b.jsonl");
 }
+
+/// A Parquet input file that cannot be read (here: a corrupt footer)
+/// under `on_malformed = "dead-letter"` is one dead letter naming the file
+/// and the reason; the epoch commits and later files are read.
+#[test]
+fn an_unreadable_parquet_file_is_a_dead_letter_and_later_files_are_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("input");
+    std::fs::create_dir_all(&input).unwrap();
+    let mut junk = b"PAR1 not really parquet".to_vec();
+    junk.extend_from_slice(b"\x00\x00\x00\x10PAR1");
+    std::fs::write(input.join("a-broken.parquet"), &junk).unwrap();
+    crate::common::date_as_input(&input.join("a-broken.parquet"), 0);
+    std::fs::write(input.join("b-good.jsonl"), GOOD).unwrap();
+    crate::common::date_as_input(&input.join("b-good.jsonl"), 1);
+    let dlq = dir.path().join("dlq");
+    open_and_run(
+        dir.path(),
+        &format!(
+            "on_malformed = \"dead-letter\"\ndead_letter = \"{}\"",
+            dlq.display()
+        ),
+    )
+    .unwrap();
+    let letters = std::fs::read_to_string(dlq.join("epoch-0000000000.jsonl")).unwrap();
+    let letter: serde_json::Value = serde_json::from_str(letters.trim()).unwrap();
+    assert!(
+        letter["origin"]
+            .as_str()
+            .unwrap()
+            .ends_with("a-broken.parquet"),
+        "{letter}"
+    );
+    assert!(
+        letter["reason"].as_str().unwrap().contains("unreadable"),
+        "{letter}"
+    );
+    let commits = dir.path().join("checkpoint/commits");
+    assert!(commits.join("1").exists(), "the epoch after it ran");
+    let text: String = sink_files(&dir.path().join("out"))
+        .iter()
+        .map(|(_, b)| String::from_utf8(b.clone()).unwrap())
+        .collect();
+    assert!(text.contains("\"t1\""), "the later file was scored: {text}");
+
+    // Under the default policy the same file fails the epoch, by name.
+    let strict = tempfile::tempdir().unwrap();
+    let input = strict.path().join("input");
+    std::fs::create_dir_all(&input).unwrap();
+    std::fs::write(input.join("a-broken.parquet"), &junk).unwrap();
+    crate::common::date_as_input(&input.join("a-broken.parquet"), 0);
+    let err = format!("{:#}", open_and_run(strict.path(), "").unwrap_err());
+    assert!(err.contains("a-broken.parquet"), "{err}");
+}

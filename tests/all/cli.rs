@@ -527,3 +527,47 @@ fn operator_test_hands_the_component_its_artifacts() {
         text(&out)
     );
 }
+
+/// A second `weir run` on a checkpoint in use is refused before it touches
+/// anything, naming the process that holds it; the first run goes on.
+#[test]
+fn a_second_run_on_a_checkpoint_in_use_is_refused_and_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    crate::common::write_input(dir.path(), 3, 2, 200);
+    let toml = crate::common::pipeline_toml(
+        dir.path(),
+        &guest("fraud_rules"),
+        crate::common::DEMO_RULES_INLINE,
+        "",
+        "",
+    )
+    .replace("available-now", "processing-time\"\ninterval = \"20ms");
+    let first = crate::common::Background::start(dir.path(), toml.clone());
+    let ckpt = dir.path().join("checkpoint");
+    crate::common::wait_for("the first run to commit", || {
+        crate::common::committed_rows(&ckpt) == 400
+    });
+    // A temp file the first run might be writing at this moment.
+    let temp = ckpt.join("offsets").join(".2.tmp-1-0");
+    std::fs::write(&temp, b"half").unwrap();
+    let file = dir.path().join("pipeline.toml");
+    std::fs::write(&file, &toml).unwrap();
+    let second = weir(&["run", file.to_str().unwrap()]);
+    let t = text(&second);
+    assert!(!second.status.success(), "{t}");
+    assert!(t.contains("is in use"), "{t}");
+    assert!(
+        t.contains(&format!("weir process {}", std::process::id())),
+        "{t}"
+    );
+    assert!(
+        temp.exists(),
+        "the refused run removed the first one's temp file"
+    );
+    crate::common::write_input(dir.path(), 3, 3, 200);
+    crate::common::wait_for("the first run to go on", || {
+        crate::common::committed_rows(&ckpt) == 600
+    });
+    assert!(first.is_running());
+    first.stop().unwrap();
+}

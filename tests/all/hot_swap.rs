@@ -986,3 +986,54 @@ fn a_stuck_epoch_keeps_the_admin_api_up_and_a_rollback_unsticks_it() {
         .collect();
     assert_eq!(tags, BTreeSet::from(["v1".to_string()]));
 }
+
+/// A request without the token is answered 401 from its headers and its
+/// connection closed, its body never read: forty clients sending bodies
+/// slowly hold no connection slot, and health checks and calls with the
+/// token still get through.
+#[test]
+fn a_request_without_the_token_is_refused_at_its_headers() {
+    use std::io::{Read, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let ckpt = dir.path().join("checkpoint");
+    let v1 = crate::common::guest("sandbox_tests");
+    let pipeline = swap_pipeline(
+        dir.path(),
+        &v1,
+        r#"{ mode = "echo", tag = "v1" }"#,
+        "max_connections = 16",
+    );
+    let run = Running::start(&pipeline, &ckpt, cache.path(), TOKEN, &[]);
+    let addr = run.url.trim_start_matches("http://").to_string();
+    let mut slow = Vec::new();
+    for i in 0..40 {
+        let mut s = std::net::TcpStream::connect(&addr).unwrap();
+        s.write_all(
+            b"POST /v1/pipelines/swap/versions HTTP/1.1\r\nHost: x\r\n\
+              Content-Length: 1000000\r\n\r\nfirst bytes of a slow body",
+        )
+        .unwrap();
+        // Far less than `admin.request_timeout` (300 s), which the body
+        // of a refused request used to be read for.
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let mut head = [0u8; 12];
+        s.read_exact(&mut head)
+            .unwrap_or_else(|e| panic!("connection {i}: no answer from the headers: {e}"));
+        assert_eq!(&head, b"HTTP/1.1 401", "connection {i}");
+        assert!(
+            closed_by_server(&mut s, Duration::from_secs(10)),
+            "connection {i} was kept open for its body"
+        );
+        slow.push(s);
+    }
+    let client = reqwest::blocking::Client::new();
+    let health = client.get(format!("{}/v1/health", run.url)).send().unwrap();
+    assert_eq!(health.status(), 200);
+    let status = client
+        .get(format!("{}/v1/pipelines/swap", run.url))
+        .header("Authorization", format!("Bearer {TOKEN}"))
+        .send()
+        .unwrap();
+    assert_eq!(status.status(), 200);
+}

@@ -16,6 +16,7 @@ mod crash;
 mod delta;
 mod demo;
 mod event_time;
+mod faults;
 mod hot_swap;
 mod kafka;
 mod lake;

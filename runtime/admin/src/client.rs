@@ -121,6 +121,10 @@ impl Target {
 
     /// `POST …/versions`: uploads the component with its config and golden files.
     pub fn deploy(&self, d: &DeployRequest) -> Result<Listed> {
+        // The server answers a refused upload at its headers and closes the
+        // connection without reading the body, which a client still sending
+        // it may see as a reset: so the token is checked first, cheaply.
+        self.status()?;
         let file_name = d
             .component
             .file_name()

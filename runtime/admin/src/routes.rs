@@ -142,9 +142,7 @@ async fn time_limit(State(app): State<App>, request: Request, next: Next) -> Res
     }
 }
 
-/// Checks the bearer token (when one is set) and the pipeline name. A
-/// refused request's body is read first (up to the upload limit), so the
-/// client sees the answer rather than a reset connection.
+/// Checks the bearer token (when one is set) and the pipeline name.
 async fn authorise(
     State(app): State<App>,
     Path(params): Path<Vec<(String, String)>>,
@@ -153,10 +151,7 @@ async fn authorise(
 ) -> Response {
     match check(&app, &params, &request) {
         Ok(()) => next.run(request).await,
-        Err(refusal) => {
-            drain(request.into_body(), app.max_upload as u64).await;
-            refusal.into_response()
-        }
+        Err(refusal) => refused(refusal),
     }
 }
 
@@ -164,8 +159,21 @@ async fn authorise(
 async fn authorise_token(State(app): State<App>, request: Request, next: Next) -> Response {
     match check_token(&app, &request) {
         Ok(()) => next.run(request).await,
-        Err(refusal) => refusal.into_response(),
+        Err(refusal) => refused(refusal),
     }
+}
+
+/// A refused request is answered from its headers alone and its
+/// connection closed: its body is never read, so a client without the
+/// token cannot hold a connection (one of `admin.max_connections`) by
+/// sending a body slowly.
+fn refused(refusal: ApiError) -> Response {
+    let mut response = refusal.into_response();
+    response.headers_mut().insert(
+        header::CONNECTION,
+        axum::http::HeaderValue::from_static("close"),
+    );
+    response
 }
 
 fn check(app: &App, params: &[(String, String)], request: &Request) -> ApiResult<()> {

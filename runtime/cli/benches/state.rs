@@ -105,7 +105,7 @@ fn main() {
         let wasm_time = t.elapsed();
         let changes = operator_state::changes(instance.into_env());
         let t = Instant::now();
-        wasm_store.commit(epoch, changes).expect("commit");
+        wasm_store.commit(epoch, &changes).expect("commit");
         let wasm_commit = t.elapsed();
 
         let mut state = EpochState::new(native_store.reader(), 0, 0);
@@ -114,7 +114,7 @@ fn main() {
         let native_time = t.elapsed();
         let t = Instant::now();
         native_store
-            .commit(epoch, state.into_changes())
+            .commit(epoch, &state.into_changes())
             .expect("commit");
         let native_commit = t.elapsed();
 

@@ -193,6 +193,15 @@ enum CheckpointCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Verify the state store (every block's checksum, in the working copy
+    /// and in every snapshot) and move each corrupt one aside. The next
+    /// `weir run` rebuilds the state from the newest good snapshot and
+    /// re-runs the operator over the epochs since; their output is not
+    /// written again. Refused while a pipeline runs on the checkpoint.
+    Repair {
+        /// The checkpoint directory.
+        dir: PathBuf,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -755,6 +764,9 @@ fn dispatch(cli: Cli) -> Result<()> {
         Command::Checkpoint {
             command: CheckpointCommand::Show { dir, json },
         } => show_checkpoint(dir, json),
+        Command::Checkpoint {
+            command: CheckpointCommand::Repair { dir },
+        } => repair_checkpoint(dir),
         Command::Operator {
             command: OperatorCommand::Check { file, grants },
         } => check_operator(file, grants),
@@ -973,6 +985,28 @@ fn host_name() -> Result<String> {
     let name = std::fs::read_to_string("/proc/sys/kernel/hostname")
         .context("reading the host name; name the worker with `--worker NAME`")?;
     Ok(name.trim().to_string())
+}
+
+fn repair_checkpoint(dir: PathBuf) -> Result<()> {
+    Checkpoint::inspect(&dir)?;
+    let _lock = weir_core::checkpoint::WriterLock::take(&dir)?;
+    let report = weir_state::verify::repair(&dir.join("state"))?;
+    for (path, entries) in &report.sound {
+        println!("sound    {} ({entries} entries)", path.display());
+    }
+    for (path, aside, why) in &report.set_aside {
+        println!("CORRUPT  {}: {why}", path.display());
+        println!("         moved to {}", aside.display());
+    }
+    if report.repaired() {
+        println!(
+            "The next `weir run` rebuilds the state from the newest good snapshot and the offset \
+             log; the epochs it re-runs write no output again."
+        );
+    } else {
+        println!("Nothing to repair.");
+    }
+    Ok(())
 }
 
 fn show_checkpoint(dir: PathBuf, json: bool) -> Result<()> {

@@ -91,6 +91,65 @@ pub struct Checkpoint {
     /// The shared copy this directory caches, if the checkpoint is in an
     /// object store ([`crate::mirror`]).
     mirror: Option<Arc<Mirror>>,
+    /// The one-writer lock, held while the checkpoint is open for writing
+    /// (`None` for [`Checkpoint::inspect`]).
+    _writer: Option<WriterLock>,
+}
+
+/// `LOCK` in a checkpoint's root, locked (`flock`) by the one process
+/// that writes the checkpoint, for as long as it has it open. Taken before
+/// anything in the checkpoint is touched, so a second `weir run` on the
+/// same checkpoint changes nothing (not even a temp file the first one is
+/// writing); it holds the owner's pid and start time for the refusal.
+/// Maintenance commands (`weir checkpoint repair`) take it too.
+#[derive(Debug)]
+pub struct WriterLock(#[allow(dead_code)] std::fs::File);
+
+impl WriterLock {
+    const FILE: &'static str = "LOCK";
+
+    /// Takes the lock of the checkpoint at `root`, or says which process
+    /// holds it.
+    pub fn take(root: &Path) -> Result<WriterLock> {
+        use std::io::Write;
+        let path = root.join(Self::FILE);
+        let mut file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .with_context(|| format!("opening {}", path.display()))?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                let owner = std::fs::read_to_string(&path).unwrap_or_default();
+                let owner = match owner.trim() {
+                    "" => "another process".to_string(),
+                    o => o.to_string(),
+                };
+                bail!(
+                    "checkpoint {} is in use: {owner} holds {}. One process writes a \
+                     checkpoint at a time; stop that one first, or give this pipeline its own \
+                     `checkpoint`",
+                    root.display(),
+                    path.display()
+                );
+            }
+            Err(std::fs::TryLockError::Error(e)) => {
+                return Err(e).with_context(|| format!("locking {}", path.display()))
+            }
+        }
+        let owner = format!(
+            "weir process {} (started {})\n",
+            std::process::id(),
+            humantime::format_rfc3339_seconds(std::time::SystemTime::now())
+        );
+        file.set_len(0)
+            .and_then(|()| file.write_all(owner.as_bytes()))
+            .with_context(|| format!("writing {}", path.display()))?;
+        Ok(WriterLock(file))
+    }
 }
 
 /// Whether `path` is on a filesystem that does not survive a reboot.
@@ -135,6 +194,7 @@ impl Checkpoint {
         mirror: Option<Arc<Mirror>>,
     ) -> Result<Self> {
         fsutil::create_dir_durable(root)?;
+        let writer = WriterLock::take(root)?;
         if let Some(mirror) = &mirror {
             let pulled = mirror
                 .pull()
@@ -234,6 +294,7 @@ impl Checkpoint {
             root: root.to_path_buf(),
             metadata,
             mirror,
+            _writer: Some(writer),
         };
         checkpoint.check_logs()?;
         Ok(checkpoint)
@@ -349,6 +410,7 @@ impl Checkpoint {
             root: root.to_path_buf(),
             metadata,
             mirror: None,
+            _writer: None,
         })
     }
 
@@ -574,6 +636,7 @@ mod tests {
         Checkpoint::open(dir.path(), meta("fraud"), true).unwrap();
         let again = Checkpoint::open(dir.path(), meta("fraud"), true).unwrap();
         assert_eq!(again.metadata.query_id, "q");
+        drop(again);
         let err = Checkpoint::open(dir.path(), meta("other"), true)
             .err()
             .unwrap();
@@ -583,6 +646,32 @@ mod tests {
             text.contains("`fraud`") && text.contains("`other`"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn a_second_writer_is_refused_before_it_touches_anything() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = Checkpoint::open(dir.path(), meta("fraud"), true).unwrap();
+        // The first writer in the middle of writing offsets/3.
+        let temp = dir.path().join("offsets").join(".3.tmp-1");
+        std::fs::write(&temp, b"half").unwrap();
+        let err = format!(
+            "{:#}",
+            Checkpoint::open(dir.path(), meta("fraud"), true)
+                .err()
+                .unwrap()
+        );
+        assert!(err.contains("is in use"), "{err}");
+        assert!(
+            err.contains(&format!("weir process {}", std::process::id())),
+            "{err}"
+        );
+        assert!(
+            temp.exists(),
+            "the refused writer removed the first one's temp file"
+        );
+        drop(first);
+        Checkpoint::open(dir.path(), meta("fraud"), true).expect("free once the first closes");
     }
 
     #[test]
@@ -667,6 +756,7 @@ mod tests {
         }
         entries(dir.path(), "offsets", 0..11);
         ck.compact(7, serde_json::json!({"files": []}), 6).unwrap();
+        drop(ck);
         let ck = Checkpoint::open(dir.path(), meta("fraud"), true).unwrap();
         assert_eq!(ck.offsets.epochs().unwrap(), vec![6, 7, 8, 9, 10]);
         assert_eq!(ck.commits.epochs().unwrap(), vec![6, 7, 8, 9]);
@@ -677,6 +767,7 @@ mod tests {
         std::fs::remove_file(dir.path().join("commits/6")).unwrap();
         std::fs::remove_file(dir.path().join("commits/7")).unwrap();
         std::fs::remove_file(dir.path().join("offsets/6")).unwrap();
+        drop(ck);
         Checkpoint::open(dir.path(), meta("fraud"), true).unwrap();
         std::fs::remove_file(dir.path().join("offsets/7")).unwrap();
         std::fs::remove_file(dir.path().join("offsets/8")).unwrap();

@@ -60,6 +60,11 @@ impl JsonDecoder {
         }
     }
 
+    /// What happens to a record (or a whole file) that cannot be read.
+    pub fn policy(&self) -> MalformedPolicy {
+        self.policy
+    }
+
     /// Most rows per decoded batch.
     pub fn batch_rows(&self) -> usize {
         self.batch_rows

@@ -27,6 +27,7 @@ pub mod checkpoint;
 pub mod clock;
 pub mod digest;
 pub mod duration;
+pub mod faults;
 pub mod fsutil;
 pub mod guest_output;
 pub mod json;

@@ -227,7 +227,7 @@ mod tests {
                 late: 0
             }
         );
-        store.commit(0, e0.into_changes()).unwrap();
+        store.commit(0, &e0.into_changes()).unwrap();
 
         // Watermark 15: `a` (10) is forgotten, and a row older than 15 is late.
         let mut e1 = EpochState::new(store.reader(), 0, 0);

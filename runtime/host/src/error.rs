@@ -31,7 +31,29 @@ pub enum OperatorFailure {
     /// routed, not on one record, so no record is isolated for it.
     #[error("used keyed state another task owns: {0}")]
     KeyNotOwned(String),
+    /// A host service the guest called failed on the host's side (the
+    /// state store could not be read: an I/O error, corruption). Not the
+    /// operator's fault nor any record's: the engine fails the epoch as a
+    /// storage fault, and neither rolls the version back nor isolates
+    /// records for it.
+    #[error("stopped because the host failed under it: {0}")]
+    Host(String),
 }
+
+impl OperatorFailure {
+    /// Whether the failure is the host's ([`OperatorFailure::Host`]), not
+    /// the operator's.
+    pub fn is_host_fault(&self) -> bool {
+        matches!(self, OperatorFailure::Host(_))
+    }
+}
+
+/// An embedder's service failing on the host's side during a guest call
+/// (a state read that hit an I/O error): the guest traps with it, and the
+/// failure becomes [`OperatorFailure::Host`].
+#[derive(Debug, Clone, Error)]
+#[error("{0}")]
+pub struct HostFault(pub String);
 
 /// A state call an embedder refuses because the key is another task's: a
 /// [`crate::KeyedState`] returns it, the host passes it through the guest

@@ -64,7 +64,7 @@ mod store;
 
 pub use cache::default_cache_root;
 pub use columns::wit_type;
-pub use error::{KeyNotOwned, OperatorFailure};
+pub use error::{HostFault, KeyNotOwned, OperatorFailure};
 pub use sandbox::Grants;
 pub use state_host::KeyedState;
 
@@ -579,6 +579,9 @@ impl OperatorInstance {
         }
         if let Some(refused) = err.downcast_ref::<KeyNotOwned>() {
             return OperatorFailure::KeyNotOwned(refused.0.clone());
+        }
+        if let Some(fault) = err.downcast_ref::<HostFault>() {
+            return OperatorFailure::Host(fault.0.clone());
         }
         if matches!(err.downcast_ref::<Trap>(), Some(Trap::Interrupt)) {
             return OperatorFailure::Deadline(self.limits.deadline);

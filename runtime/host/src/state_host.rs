@@ -6,7 +6,7 @@
 //! the guest, which fails the epoch and leaves the host as it was.
 
 use super::bindings::weir::operator::{event_time, state, timers};
-use super::error::KeyNotOwned;
+use super::error::{HostFault, KeyNotOwned};
 use super::store::HostState;
 use state::ByteStrings;
 use std::any::Any;
@@ -120,12 +120,13 @@ fn split_pairs<'a>(
     Ok(keys.into_iter().zip(values).collect())
 }
 
-/// An embedder's state error as the guest's trap: a refused key passes
-/// through typed, for [`crate::OperatorFailure::KeyNotOwned`].
+/// An embedder's state error as the guest's trap, typed: a refused key
+/// for [`crate::OperatorFailure::KeyNotOwned`], anything else (an I/O
+/// error, corruption) for [`crate::OperatorFailure::Host`].
 fn host_error(e: anyhow::Error) -> wasmtime::Error {
     match e.downcast_ref::<KeyNotOwned>() {
         Some(refused) => wasmtime::Error::new(refused.clone()),
-        None => format_err!("state store: {e:#}"),
+        None => wasmtime::Error::new(HostFault(format!("state store: {e:#}"))),
     }
 }
 

@@ -309,7 +309,7 @@ mod tests {
         assert_eq!(e0.get(&ns, b"a").unwrap().as_deref(), Some(&b"1"[..]));
         assert_eq!(e0.get(&other, b"a").unwrap(), None, "namespaces are apart");
         let changes = e0.into_changes();
-        store.commit(0, changes).unwrap();
+        store.commit(0, &changes).unwrap();
 
         let mut e1 = EpochState::new(store.reader(), 0, 1_499);
         assert_eq!(e1.get(&ns, b"short").unwrap().as_deref(), Some(&b"x"[..]));
@@ -331,7 +331,7 @@ mod tests {
         let ns = namespace_prefix("op");
         let mut e0 = EpochState::new(store.reader(), 0, 0);
         e0.put(&ns, b"a", b"old", None);
-        store.commit(0, e0.into_changes()).unwrap();
+        store.commit(0, &e0.into_changes()).unwrap();
 
         let mut e1 = EpochState::new(store.reader(), 0, 0);
         assert_eq!(e1.get_many(&ns, &[b"a", b"b"]).unwrap().len(), 2);
@@ -343,7 +343,7 @@ mod tests {
             2,
             "both pre-images came from the reads"
         );
-        store.commit(1, changes).unwrap();
+        store.commit(1, &changes).unwrap();
         store.roll_back_uncommitted(Some(0)).unwrap();
         let mut e = EpochState::new(store.reader(), 0, 0);
         assert_eq!(e.get(&ns, b"a").unwrap().as_deref(), Some(&b"old"[..]));
@@ -359,7 +359,7 @@ mod tests {
         for k in ["t1", "t3", "t5", "u1"] {
             e0.put(&ns, k.as_bytes(), b"", None);
         }
-        store.commit(0, e0.into_changes()).unwrap();
+        store.commit(0, &e0.into_changes()).unwrap();
         let mut e1 = EpochState::new(store.reader(), 0, 0);
         e1.put(&ns, b"t2", b"", None);
         e1.delete(&ns, b"t3");

@@ -16,6 +16,7 @@ pub mod lists;
 pub mod scan;
 pub mod store;
 pub mod timers;
+pub mod verify;
 
 pub use epoch::{namespace_prefix, Changes, EpochState};
 pub use key_groups::{group_of_key, key_group, KeyGroups, GROUPED_KEY, KEY_GROUPS};

@@ -173,14 +173,14 @@ mod tests {
         e0.append(&space, b"a", b"1");
         e0.append(&space, b"ab", b"other list");
         e0.append(&space, b"a", b"2");
-        store.commit(0, e0.into_changes()).unwrap();
+        store.commit(0, &e0.into_changes()).unwrap();
         let mut e1 = EpochState::new(store.reader(), 1, 0);
         e1.append(&space, b"a", b"3");
         assert_eq!(e1.list(&space, b"a").unwrap(), [b"1", b"2", b"3"]);
         assert_eq!(e1.list(&space, b"ab").unwrap(), [b"other list"]);
         assert_eq!(e1.clear(&space, b"a").unwrap(), 3);
         assert!(e1.list(&space, b"a").unwrap().is_empty());
-        store.commit(1, e1.into_changes()).unwrap();
+        store.commit(1, &e1.into_changes()).unwrap();
         let mut e2 = EpochState::new(store.reader(), 2, 0);
         assert!(e2.list(&space, b"a").unwrap().is_empty());
         assert_eq!(e2.list(&space, b"ab").unwrap().len(), 1);
@@ -210,7 +210,7 @@ mod tests {
             e0.append(&space, b"w", v);
         }
         e0.append(&space, b"x", b"kept");
-        store.commit(0, e0.into_changes()).unwrap();
+        store.commit(0, &e0.into_changes()).unwrap();
         assert_eq!(store.size().0, 4);
 
         // Epoch 1: two more, a clear, one after it.
@@ -229,7 +229,7 @@ mod tests {
                 .all(|v| v.as_ref().is_none_or(|v| v.len() < 32)),
             "no element copied for the undo record"
         );
-        store.commit(1, changes).unwrap();
+        store.commit(1, &changes).unwrap();
         // Elements stay stored until a later epoch, hidden by the mark.
         assert_eq!(stored_elements(&store, &space), 6);
         assert_eq!(store.size().0, 7, "6 elements and the mark");
@@ -240,7 +240,7 @@ mod tests {
             let forgot = e2.forget_cleared_lists(&space).unwrap();
             assert_eq!(forgot, 4, "run {run}");
             assert_eq!(e2.list(&space, b"w").unwrap(), [b"after"]);
-            store.commit(2, e2.into_changes()).unwrap();
+            store.commit(2, &e2.into_changes()).unwrap();
             assert_eq!(stored_elements(&store, &space), 2, "run {run}");
             assert_eq!(store.size().0, 2, "run {run}: the key count");
             if run == 0 {

@@ -165,7 +165,7 @@ mod tests {
         }
         e0.put(&ns, b"old", b"x", Some(10));
         e0.put(&other, b"b", b"not mine", None);
-        store.commit(0, e0.into_changes()).unwrap();
+        store.commit(0, &e0.into_changes()).unwrap();
 
         let mut e1 = EpochState::new(store.reader(), 1, 2_000);
         e1.put(&ns, b"b", b"B", None);

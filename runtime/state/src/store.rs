@@ -18,6 +18,7 @@
 use super::epoch::Changes;
 use anyhow::{bail, Context, Result};
 use rocksdb::{WriteBatch, WriteOptions, DB};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use weir_core::fsutil;
@@ -314,7 +315,9 @@ impl StateStore {
                     (db, Opened::Working)
                 }
             }
-            Some(Err(e)) if e.to_string().to_ascii_lowercase().contains("lock") => {
+            // RocksDB's own lock ("While lock file: …/LOCK"); not any
+            // message with "lock" in it ("block checksum mismatch").
+            Some(Err(e)) if e.to_string().contains("lock file") => {
                 bail!(
                     "the state store {} is in use ({e}); is another `weir run` using this \
                      checkpoint?",
@@ -377,7 +380,12 @@ impl StateStore {
         }
     }
 
-    /// Snapshots in `root`, ascending.
+    /// The epochs of the snapshots in `root` (`checkpoint/state`), ascending.
+    pub fn snapshot_epochs(root: &Path) -> Result<Vec<u64>> {
+        Self::snapshots(root)
+    }
+
+    /// Snapshots in `root`, ascending: directories named by their epoch.
     fn snapshots(root: &Path) -> Result<Vec<u64>> {
         let dir = root.join("snapshots");
         let mut found = Vec::new();
@@ -386,7 +394,11 @@ impl StateStore {
             other => other.with_context(|| format!("listing {}", dir.display()))?,
         };
         for entry in entries {
-            if let Some(n) = entry?.file_name().to_str().and_then(|s| s.parse().ok()) {
+            let entry = entry?;
+            if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+                continue;
+            }
+            if let Some(n) = entry.file_name().to_str().and_then(|s| s.parse().ok()) {
                 found.push(n);
             }
         }
@@ -410,10 +422,7 @@ impl StateStore {
             })?;
             tracing::warn!(kept = %aside.display(), "kept the old working copy for inspection");
         }
-        let snapshot = Self::snapshots(root)?
-            .into_iter()
-            .rev()
-            .find(|&s| last_committed.is_some_and(|c| s <= c));
+        let snapshot = Self::newest_good_snapshot(root, last_committed)?;
         if let Some(s) = snapshot {
             let from = root.join("snapshots").join(s.to_string());
             copy_dir(&from, &working)
@@ -430,6 +439,35 @@ impl StateStore {
         Ok((db, Opened::Restored { from: snapshot }))
     }
 
+    /// The newest snapshot not past `last_committed` whose every block
+    /// verifies; corrupt newer ones are moved aside with a warning (a
+    /// snapshot hard-links the working copy's files, so it may share a
+    /// corrupt one).
+    fn newest_good_snapshot(root: &Path, last_committed: Option<u64>) -> Result<Option<u64>> {
+        let Some(last) = last_committed else {
+            return Ok(None);
+        };
+        for s in Self::snapshots(root)?
+            .into_iter()
+            .rev()
+            .filter(|&s| s <= last)
+        {
+            let dir = root.join("snapshots").join(s.to_string());
+            match crate::verify::verify(&dir) {
+                Ok(_) => return Ok(Some(s)),
+                Err(e) => {
+                    let aside = crate::verify::set_aside(&dir, ".corrupt-")?;
+                    tracing::warn!(
+                        snapshot = s,
+                        kept = %aside.display(),
+                        "state snapshot is corrupt, trying an older one: {e:#}"
+                    );
+                }
+            }
+        }
+        Ok(None)
+    }
+
     /// The first epoch whose state a rebuild after [`Opened::Restored`] replays.
     pub fn replay_from(&self) -> Result<u64> {
         match self.epoch {
@@ -439,11 +477,12 @@ impl StateStore {
     }
 
     /// The first epoch a rebuild of the state (after its working copy was
-    /// lost) would replay: the one after the newest snapshot, or the
-    /// state's origin without one. Offset entries from here on are kept
-    /// when the logs are compacted.
+    /// lost or found corrupt) may replay: the one after the oldest
+    /// snapshot kept (newer ones may turn out corrupt), or the state's
+    /// origin without one. Offset entries from here on are kept when the
+    /// logs are compacted.
     pub fn rebuild_replays_from(&self) -> Result<u64> {
-        match Self::snapshots(&self.root)?.last() {
+        match Self::snapshots(&self.root)?.first() {
             Some(&s) => Ok(s + 1),
             None => Self::origin(&self.root, None),
         }
@@ -466,7 +505,7 @@ impl StateStore {
     /// Applies epoch `epoch`'s changes with the marker and the undo record,
     /// atomically and durably. Pre-images the epoch read are used as they
     /// are; the rest are read here.
-    pub fn commit(&mut self, epoch: u64, changes: Changes) -> Result<()> {
+    pub fn commit(&mut self, epoch: u64, changes: &Changes) -> Result<()> {
         if let Some(at) = self.epoch {
             if epoch != at + 1 {
                 bail!("state is at epoch {at}; cannot commit epoch {epoch}");
@@ -474,7 +513,7 @@ impl StateStore {
         }
         let Changes {
             writes,
-            mut before,
+            before,
             forgotten,
         } = changes;
         let unread: Vec<&[u8]> = writes
@@ -483,22 +522,23 @@ impl StateStore {
             .map(Vec::as_slice)
             .collect();
         let read = self.get_many(&unread)?;
-        let read: Vec<(Vec<u8>, Option<Vec<u8>>)> =
-            unread.iter().map(|k| k.to_vec()).zip(read).collect();
-        before.extend(read);
+        let read: HashMap<&[u8], Option<Vec<u8>>> = unread.into_iter().zip(read).collect();
         let mut batch = WriteBatch::default();
         let mut undo: Undo = Vec::with_capacity(writes.len() + 1);
         let mut keys = self.keys as i64;
         for (key, new) in writes {
-            match &new {
-                Some(v) => batch.put(&key, v),
-                None => batch.delete(&key),
+            match new {
+                Some(v) => batch.put(key, v),
+                None => batch.delete(key),
             }
-            let old = before.remove(&key).flatten();
+            let old = match before.get(key) {
+                Some(old) => old.clone(),
+                None => read.get(key.as_slice()).cloned().flatten(),
+            };
             keys += i64::from(new.is_some()) - i64::from(old.is_some());
-            undo.push((key, old));
+            undo.push((key.clone(), old));
         }
-        let keys = (keys - forgotten as i64).max(0) as u64;
+        let keys = (keys - *forgotten as i64).max(0) as u64;
         batch.put(KEYS, keys.to_be_bytes());
         undo.push((KEYS.to_vec(), Some(self.keys.to_be_bytes().to_vec())));
         batch.put(undo_key(epoch), encode_undo(&undo));
@@ -603,10 +643,15 @@ impl StateStore {
     /// After `commits/epoch`: takes a snapshot if the policy says so and
     /// prunes old ones.
     pub fn after_commit(&mut self, epoch: u64) -> Result<()> {
-        if self.policy.every == 0 || !(epoch + 1).is_multiple_of(self.policy.every) {
+        if !self.snapshot_due(epoch) {
             return Ok(());
         }
         self.snapshot(epoch)
+    }
+
+    /// Whether the policy takes a snapshot after `epoch` commits.
+    pub fn snapshot_due(&self, epoch: u64) -> bool {
+        self.policy.every != 0 && (epoch + 1).is_multiple_of(self.policy.every)
     }
 
     /// Writes `snapshots/<epoch>` (a RocksDB checkpoint) and keeps only the
@@ -748,9 +793,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (mut s, opened) = open(dir.path(), None);
         assert_eq!(opened, Opened::Working);
-        s.commit(0, Changes::writes([put("a", "1"), put("b", "2")]))
+        s.commit(0, &Changes::writes([put("a", "1"), put("b", "2")]))
             .unwrap();
-        s.commit(1, Changes::writes([put("a", "3"), (b"b".to_vec(), None)]))
+        s.commit(1, &Changes::writes([put("a", "3"), (b"b".to_vec(), None)]))
             .unwrap();
         drop(s);
         let (s, opened) = open(dir.path(), Some(1));
@@ -767,7 +812,7 @@ mod tests {
         assert_eq!(s.size().0, 0);
         s.commit(
             0,
-            Changes::writes([put("da", "1"), put("db", "2"), put("dc", "3")]),
+            &Changes::writes([put("da", "1"), put("db", "2"), put("dc", "3")]),
         )
         .unwrap();
         assert_eq!(s.size().0, 3);
@@ -775,11 +820,11 @@ mod tests {
         let del = |k: &str| (k.as_bytes().to_vec(), None);
         s.commit(
             1,
-            Changes::writes([put("da", "9"), del("db"), del("dz"), put("dd", "4")]),
+            &Changes::writes([put("da", "9"), del("db"), del("dz"), put("dd", "4")]),
         )
         .unwrap();
         assert_eq!(s.size().0, 3);
-        s.commit(2, Changes::writes([del("da"), del("dc")]))
+        s.commit(2, &Changes::writes([del("da"), del("dc")]))
             .unwrap();
         assert_eq!(s.size().0, 1);
         drop(s);
@@ -797,12 +842,12 @@ mod tests {
     fn an_uncommitted_epoch_is_rolled_back_exactly() {
         let dir = tempfile::tempdir().unwrap();
         let (mut s, _) = open(dir.path(), None);
-        s.commit(0, Changes::writes([put("a", "1"), put("b", "2")]))
+        s.commit(0, &Changes::writes([put("a", "1"), put("b", "2")]))
             .unwrap();
         // Epoch 1's state is written, then the run dies before commits/1.
         s.commit(
             1,
-            Changes::writes([put("a", "9"), put("c", "new"), (b"b".to_vec(), None)]),
+            &Changes::writes([put("a", "9"), put("c", "new"), (b"b".to_vec(), None)]),
         )
         .unwrap();
         drop(s);
@@ -813,7 +858,7 @@ mod tests {
         assert_eq!(get(&s, "b").as_deref(), Some("2"));
         assert_eq!(get(&s, "c"), None);
         // The replay commits epoch 1 again, and it sticks.
-        s.commit(1, Changes::writes([put("a", "9")])).unwrap();
+        s.commit(1, &Changes::writes([put("a", "9")])).unwrap();
         s.roll_back_uncommitted(Some(1)).unwrap();
         assert_eq!(get(&s, "a").as_deref(), Some("9"));
     }
@@ -822,7 +867,7 @@ mod tests {
     fn the_very_first_epoch_rolls_back_to_nothing() {
         let dir = tempfile::tempdir().unwrap();
         let (mut s, _) = open(dir.path(), None);
-        s.commit(0, Changes::writes([put("a", "1")])).unwrap();
+        s.commit(0, &Changes::writes([put("a", "1")])).unwrap();
         s.roll_back_uncommitted(None).unwrap();
         assert_eq!(s.epoch(), None);
         assert_eq!(get(&s, "a"), None);
@@ -835,7 +880,7 @@ mod tests {
         s.seed(Changes::writes([put("a", "seed"), put("b", "seed")]))
             .unwrap();
         assert_eq!(s.size().0, 2);
-        s.commit(0, Changes::writes([put("a", "0")])).unwrap();
+        s.commit(0, &Changes::writes([put("a", "0")])).unwrap();
         drop(s);
         let (mut s, _) = open(dir.path(), None);
         s.roll_back_uncommitted(None).unwrap();
@@ -843,7 +888,7 @@ mod tests {
         assert_eq!(get(&s, "b").as_deref(), Some("seed"));
         let again = s.seed(Changes::writes([put("c", "x")])).unwrap_err();
         assert!(again.to_string().contains("2 keys"), "{again}");
-        s.commit(0, Changes::writes([put("a", "0")])).unwrap();
+        s.commit(0, &Changes::writes([put("a", "0")])).unwrap();
         let late = s.seed(Changes::writes([put("c", "x")])).unwrap_err();
         assert!(late.to_string().contains("epoch 0"), "{late}");
     }
@@ -853,7 +898,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (mut s, _) = open(dir.path(), None);
         for epoch in 0..5 {
-            s.commit(epoch, Changes::writes([put("n", &epoch.to_string())]))
+            s.commit(epoch, &Changes::writes([put("n", &epoch.to_string())]))
                 .unwrap();
             s.after_commit(epoch).unwrap();
         }
@@ -873,7 +918,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (mut s, _) = open(dir.path(), None);
         for epoch in 0..8 {
-            s.commit(epoch, Changes::writes([put("n", "x")])).unwrap();
+            s.commit(epoch, &Changes::writes([put("n", "x")])).unwrap();
             s.after_commit(epoch).unwrap();
         }
         assert_eq!(StateStore::snapshots(dir.path()).unwrap(), [5, 7]);
@@ -883,9 +928,9 @@ mod tests {
     fn a_corrupt_working_copy_is_set_aside_and_rebuilt() {
         let dir = tempfile::tempdir().unwrap();
         let (mut s, _) = open(dir.path(), None);
-        s.commit(0, Changes::writes([put("a", "1")])).unwrap();
+        s.commit(0, &Changes::writes([put("a", "1")])).unwrap();
         s.after_commit(0).unwrap();
-        s.commit(1, Changes::writes([put("a", "2")])).unwrap();
+        s.commit(1, &Changes::writes([put("a", "2")])).unwrap();
         s.after_commit(1).unwrap();
         drop(s);
         let working = dir.path().join("working");
@@ -908,7 +953,7 @@ mod tests {
     fn a_store_in_use_is_refused_not_rebuilt() {
         let dir = tempfile::tempdir().unwrap();
         let (mut s, _) = open(dir.path(), None);
-        s.commit(0, Changes::writes([put("a", "1")])).unwrap();
+        s.commit(0, &Changes::writes([put("a", "1")])).unwrap();
         let err = StateStore::open(dir.path(), SnapshotPolicy::default(), Some(0))
             .err()
             .unwrap();

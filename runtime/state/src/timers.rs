@@ -177,7 +177,7 @@ mod tests {
         e0.set_timer(&space, b"card-c", 1_000);
         e0.delete_timer(&space, b"card-c", 1_000);
         assert_eq!(e0.timers_of(&space, b"card-a").unwrap(), [-5, 2_000, 9_000]);
-        store.commit(0, e0.into_changes()).unwrap();
+        store.commit(0, &e0.into_changes()).unwrap();
         assert_eq!(space.earliest(&store.reader()).unwrap(), Some(-5));
 
         let mut e1 = EpochState::new(store.reader(), 1, 0);
@@ -192,7 +192,7 @@ mod tests {
         );
         assert!(e1.take_due_timers(&space, 2_000, 100).unwrap().is_empty());
         assert_eq!(e1.timers_of(&space, b"card-a").unwrap(), [9_000]);
-        store.commit(1, e1.into_changes()).unwrap();
+        store.commit(1, &e1.into_changes()).unwrap();
         assert_eq!(space.earliest(&store.reader()).unwrap(), Some(9_000));
         let e = EpochState::new(store.reader(), 2, 0);
         assert_eq!(e.next_timer(&space).unwrap(), Some(9_000));
@@ -209,7 +209,7 @@ mod tests {
         for (key, at) in [("a1", 5), ("b1", 1), ("a2", 3), ("b2", 2)] {
             e0.set_timer(&space, key.as_bytes(), at);
         }
-        store.commit(0, e0.into_changes()).unwrap();
+        store.commit(0, &e0.into_changes()).unwrap();
         let mut e1 = EpochState::new(store.reader(), 1, 0);
         let ours = |k: &[u8]| k.starts_with(b"a");
         assert_eq!(e1.next_timer_where(&space, ours).unwrap(), Some(3));

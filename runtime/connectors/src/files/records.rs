@@ -6,8 +6,8 @@
 use super::parquet_input::{self, is_parquet};
 use anyhow::Result;
 use bytes::Bytes;
-use weir_core::json::{lines, Decoded, JsonDecoder};
-use weir_core::source::RowOrigin;
+use weir_core::json::{lines, Decoded, JsonDecoder, MalformedPolicy};
+use weir_core::source::{DeadLetter, RowOrigin};
 
 /// The rows of the whole file `name` (its bytes `data`, shared, not
 /// copied), named `origin` in errors and dead letters.
@@ -18,13 +18,38 @@ pub fn decode_whole(
     origin: &str,
 ) -> Result<Decoded> {
     if is_parquet(name) {
-        let batches = parquet_input::decode(data, decoder.schema(), decoder.batch_rows(), origin)?;
-        return Ok(Decoded {
-            batches,
-            ..Decoded::default()
-        });
+        let size = data.len();
+        return match parquet_input::decode(data, decoder.schema(), decoder.batch_rows(), origin) {
+            Ok(batches) => Ok(Decoded {
+                batches,
+                ..Decoded::default()
+            }),
+            Err(e) if decoder.policy() == MalformedPolicy::DeadLetter => {
+                Ok(unreadable_file(origin, size, &e))
+            }
+            Err(e) => Err(e),
+        };
     }
     decoder.decode_lines(&data, origin)
+}
+
+/// A Parquet file that cannot be read (a corrupt footer, a column of the
+/// wrong type), under `on_malformed = "dead-letter"`: the whole file is
+/// one dead letter with its name and the reason, and the epoch goes on.
+/// The same bytes give the same dead letter, so a replay repeats it.
+fn unreadable_file(origin: &str, size: usize, e: &anyhow::Error) -> Decoded {
+    tracing::warn!(file = origin, "input file set aside as unreadable: {e:#}");
+    Decoded {
+        dead_letters: vec![DeadLetter {
+            origin: origin.to_string(),
+            line: None,
+            reason: format!("the whole file is unreadable: {e:#}"),
+            raw: format!("<{size} bytes of Parquet, not read>"),
+            operator: None,
+            row: None,
+        }],
+        ..Decoded::default()
+    }
 }
 
 /// Where a row of an epoch's input is, looked for one file at a time.

@@ -156,7 +156,10 @@ impl FileSource {
     /// `None` if some line in it is malformed.
     fn decode_piece(&self, file: &PlannedFile, piece: &Piece) -> Result<Option<Vec<RecordBatch>>> {
         if is_parquet(&file.name) {
-            return self.decode_whole(file).map(|d| Some(d.batches));
+            // An unreadable file is a dead letter: `None` has the file read
+            // whole again, dead letters and all.
+            let decoded = self.decode_whole(file)?;
+            return Ok(decoded.dead_letters.is_empty().then_some(decoded.batches));
         }
         let mut reader = self.open_planned(file, piece.start, piece.end)?;
         self.decoder

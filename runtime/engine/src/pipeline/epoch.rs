@@ -23,8 +23,14 @@
 //! version, time and isolated rows: sinks make a repeated epoch write
 //! harmless, and the state store undoes an uncommitted epoch
 //! ([`super::recovery`]). The SIGKILL tests (`tests/all/crash.rs`) check it.
+//!
+//! **A failure in a running process** is retried from the last phase that
+//! became durable, never from the top once the sink has the epoch: phases
+//! 7–9 run from a [`Closing`] value that the retry takes up
+//! ([`super::retry`], the table of where each retry starts).
 
 use super::resilience::{PreparedInput, Ran};
+use super::retry::{Closing, Reached};
 use super::{Pipeline, Prepared};
 use crate::config::TriggerConfig;
 use crate::dedup::Dropped;
@@ -34,12 +40,14 @@ use anyhow::{Context, Result};
 use arrow_array::RecordBatch;
 use std::time::{Duration, Instant};
 use weir_core::clock::now_ms;
+use weir_core::faults::{self, FaultPoint};
 use weir_core::fsutil;
 use weir_core::latency::Histogram;
 use weir_core::progress::{rate, EpochProgress, Phases, ShadowReport};
 use weir_core::source::{Backlog, DeadLetter, EpochInput, PlanLimit};
 use weir_core::wal::{CommitEntry, OffsetEntry, ENTRY_FORMAT};
-use weir_host::{EpochEnv, WasmHost};
+use weir_host::WasmHost;
+use weir_state::Changes;
 
 /// Runs `f` and adds the time it took to `phase`, a field of the progress
 /// record's [`Phases`]: the one way the epoch loop is timed.
@@ -106,8 +114,10 @@ impl Pipeline {
         Ok(Some((phases, backlog)))
     }
 
-    /// Phases 3–9 of epoch `epoch`, whose `offsets/<epoch>` is durable
+    /// Phases 3–6 of epoch `epoch`, whose `offsets/<epoch>` is durable
     /// (planned just now, or by a run that did not commit it: `replay`).
+    /// Returns the epoch as the sink has it, for [`Pipeline::close`] to
+    /// commit (phases 7–9).
     pub(super) fn execute(
         &mut self,
         host: &WasmHost,
@@ -115,7 +125,7 @@ impl Pipeline {
         replay: bool,
         mut phases: Phases,
         backlog: Option<Backlog>,
-    ) -> Result<EpochProgress> {
+    ) -> Result<Closing> {
         let planning = phases.plan + phases.wal;
         let started = Instant::now() - planning;
         let started_ms = now_ms() - planning.as_millis() as i64;
@@ -124,6 +134,7 @@ impl Pipeline {
             .replace(started)
             .map(|p| started.duration_since(p));
         let entry = self.offset_entry(epoch)?;
+        self.fault(FaultPoint::OffsetsWritten, epoch)?;
 
         let mut input = timed(&mut phases.read, || self.read_input(&entry))?;
         let (rows_in, micro_batches) = (input.rows(), input.batches.len());
@@ -157,21 +168,10 @@ impl Pipeline {
         })?;
         let mut latency = Histogram::default();
         self.measure_latency(&outputs, &mut latency);
-        let rows_out = weir_core::outputs::default_rows(&outputs);
-        let named_rows = weir_core::outputs::named_rows(&outputs);
         let max_event_time_ms = self
             .event_time
             .as_ref()
             .and_then(|et| et.max_through(&observed));
-        timed(&mut phases.commit, || -> Result<()> {
-            self.commit_state(epoch, env)?;
-            self.write_commit(epoch, rows_in, rows_out, max_event_time_ms)?;
-            self.tell_source(&entry, max_event_time_ms)
-        })?;
-
-        if let Some(report) = &shadow {
-            self.control.shadow_done(report.clone());
-        }
         let done = Done {
             epoch,
             replay,
@@ -179,8 +179,8 @@ impl Pipeline {
             started_ms,
             since_previous,
             rows_in,
-            rows_out,
-            named_rows,
+            rows_out: weir_core::outputs::default_rows(&outputs),
+            named_rows: weir_core::outputs::named_rows(&outputs),
             micro_batches,
             dead_letters: input.dead_letters.len() as u64,
             observed,
@@ -191,7 +191,19 @@ impl Pipeline {
             parts: None,
             tasks: task_run.progress,
         };
-        Ok(self.report(done, &entry, migrated, shadow))
+        let ranges = match entry.no_data {
+            true => Vec::new(),
+            false => vec![entry.source.clone()],
+        };
+        Ok(Closing {
+            entry,
+            done,
+            migrated,
+            shadow,
+            max_event_time_ms,
+            ranges,
+            reached: Reached::SinkWritten(operator_state::changes(env)),
+        })
     }
 
     /// Writes `offsets/<epoch>` for `range` with the active operator.
@@ -218,10 +230,18 @@ impl Pipeline {
             tasks: self.tasks.split(),
             lookups: self.lookups.versions(),
         };
-        self.checkpoint
-            .offsets
-            .write(epoch, &entry)
-            .with_context(|| format!("writing offsets/{epoch}"))?;
+        let written = self
+            .fault(FaultPoint::Offsets, epoch)
+            .and_then(|()| self.checkpoint.offsets.write(epoch, &entry))
+            .with_context(|| format!("writing offsets/{epoch}"));
+        if let Err(e) = written {
+            // The source counts the range as planned: the next attempt
+            // takes it up again, as a range no `offsets/N` holds yet.
+            if kind == EntryKind::MicroBatch {
+                self.carried = Some(entry.source);
+            }
+            return Err(e);
+        }
         self.last_digest = Some(entry.operator.digest);
         self.last_watermark = entry.watermark_ms;
         Ok(entry)
@@ -289,6 +309,7 @@ impl Pipeline {
         dead_letters: &[DeadLetter],
         shares: &[&[RecordBatch]],
     ) -> Result<()> {
+        self.fault(FaultPoint::Sink, epoch)?;
         self.write_dead_letters(epoch, dead_letters)?;
         self.sinks.write_epoch(epoch, shares).with_context(|| {
             format!(
@@ -327,8 +348,7 @@ impl Pipeline {
         weir_core::mirror::write_through(mirror.map(|m| m.as_ref()), &path, &bytes)
     }
 
-    pub(super) fn commit_state(&mut self, epoch: u64, env: EpochEnv) -> Result<()> {
-        let changes = operator_state::changes(env);
+    pub(super) fn commit_state(&mut self, epoch: u64, changes: &Changes) -> Result<()> {
         self.state
             .commit(epoch, changes)
             .with_context(|| format!("pipeline `{}` epoch {epoch}: committing state", self.name))
@@ -364,22 +384,15 @@ impl Pipeline {
             .with_context(|| format!("writing commits/{epoch}"))
     }
 
-    /// Phase 9: what follows a durable commit — the source's mirror of
-    /// progress, the state store's snapshots, log compaction and the
-    /// event-time maximum the next epoch's watermark comes from.
-    fn tell_source(&mut self, entry: &OffsetEntry, max_event_time_ms: Option<i64>) -> Result<()> {
-        if !entry.no_data {
-            self.source.committed(&entry.source)?;
-        }
-        self.after_commit(entry.epoch, max_event_time_ms)
-    }
-
     /// Phase 9 after the source was told: snapshots, compaction, watermark.
     pub(super) fn after_commit(
         &mut self,
         epoch: u64,
         max_event_time_ms: Option<i64>,
     ) -> Result<()> {
+        if self.state.snapshot_due(epoch) {
+            self.fault(FaultPoint::Snapshot, epoch)?;
+        }
         self.state.after_commit(epoch)?;
         self.compact_logs(epoch)?;
         if let Some(et) = &mut self.event_time {
@@ -396,6 +409,7 @@ impl Pipeline {
         if every == 0 || !(epoch + 1).is_multiple_of(every) {
             return Ok(());
         }
+        self.fault(FaultPoint::Compaction, epoch)?;
         let keep_from = (epoch + 1)
             .saturating_sub(self.wal.retain)
             .min(self.state.rebuild_replays_from()?);
@@ -469,6 +483,13 @@ impl Pipeline {
         self.control.epoch_done(&progress);
         self.telemetry.epoch_done(&progress);
         progress
+    }
+
+    /// An injected fault at `point` of `epoch`, if a test armed one
+    /// ([`weir_core::faults`]).
+    pub(super) fn fault(&self, point: FaultPoint, epoch: u64) -> Result<()> {
+        faults::hit(self.checkpoint.root(), point, epoch)
+            .with_context(|| format!("pipeline `{}` epoch {epoch}", self.name))
     }
 
     pub(super) fn offset_entry(&self, epoch: u64) -> Result<OffsetEntry> {

@@ -15,10 +15,12 @@ mod instances;
 mod realtime;
 mod recovery;
 mod resilience;
+mod retry;
 mod shadow_hook;
 mod sinks;
 mod tasks;
 
+use retry::{Closing, Resume};
 pub(crate) use sinks::PipelineSinks;
 use tasks::TaskRun;
 pub use tasks::Tasks;
@@ -66,6 +68,22 @@ pub struct EpochFailed {
     pub cause: OperatorFailure,
 }
 
+/// The state store failed while the operator ran (a read hit an I/O error
+/// or corruption): the epoch fails as a storage fault, never as the
+/// operator's or a record's, so no version is rolled back and no record
+/// is set aside for it.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "pipeline `{pipeline}` epoch {epoch}: storage fault, not the operator's or a record's: \
+     {fault}. The epoch is retried; if the state store reports corruption, stop the pipeline \
+     and run `weir checkpoint repair` to rebuild the state from its newest good snapshot"
+)]
+pub struct StorageFault {
+    pub pipeline: String,
+    pub epoch: u64,
+    pub fault: String,
+}
+
 /// The operator version new epochs are planned with.
 #[derive(Debug, Clone)]
 pub struct ActiveOperator {
@@ -99,6 +117,19 @@ struct Attempt {
     /// Planning's share of the phases (micro-batch epochs planned just now).
     phases: Phases,
     backlog: Option<weir_core::source::Backlog>,
+}
+
+/// What one turn of the run loop came to.
+enum Step {
+    /// No new data and no timer due.
+    Idle,
+    Committed(EpochProgress),
+    /// Epoch `epoch` failed; `resume` says where its retry starts.
+    Failed {
+        epoch: u64,
+        resume: Resume,
+        cause: anyhow::Error,
+    },
 }
 
 /// Totals of one `run`.
@@ -174,8 +205,10 @@ pub struct Pipeline {
     pub(crate) failure: FailurePolicy,
     /// How the offset and commit logs are compacted.
     pub(crate) wal: WalConfig,
-    /// The range of a real-time part the operator failed on live: it runs
-    /// next, as a micro-batch epoch of its own ([`weir_core::parts`]).
+    /// A range the source planned that no `offsets/N` holds yet: a
+    /// real-time part the operator failed on live ([`weir_core::parts`]),
+    /// or a range whose `offsets/N` write failed. It runs next, as a
+    /// micro-batch epoch of its own.
     pub(crate) carried: Option<serde_json::Value>,
     /// How epochs are divided among tasks ([`tasks`]).
     pub(crate) tasks: Tasks,
@@ -253,7 +286,8 @@ impl Pipeline {
 
     /// Runs epochs according to the trigger until the trigger is done or
     /// `stop` is set (checked between epochs). `on_epoch` sees each epoch's
-    /// progress as it finishes.
+    /// progress as it finishes. A continuous pipeline retries a failed
+    /// epoch with backoff from where it can be retried ([`retry`]).
     pub fn run(
         &mut self,
         host: &WasmHost,
@@ -262,7 +296,8 @@ impl Pipeline {
     ) -> Result<RunSummary> {
         let started = Instant::now();
         let mut summary = RunSummary::default();
-        let (mut next, mut pending) = self.recover(host)?;
+        let (mut next, pending) = self.recover(host)?;
+        let mut resume = pending.map(Resume::Rerun);
         let mut retry: Option<Backoff> = None;
         loop {
             if stop.load(Ordering::Relaxed) {
@@ -271,41 +306,43 @@ impl Pipeline {
             }
             self.follow_control();
             let trigger_start = Instant::now();
-            let Some(attempt) = self.next_attempt(host, next, pending.take())? else {
-                if matches!(
-                    self.trigger,
-                    TriggerConfig::Once | TriggerConfig::AvailableNow
-                ) {
-                    break;
-                }
-                self.wait_for_trigger(trigger_start, stop);
-                continue;
-            };
-            let epoch = attempt.epoch;
-            match self.run_epoch(host, stop, attempt) {
-                Ok(progress) => {
-                    if let Some(b) = retry.take() {
-                        tracing::info!(
-                            pipeline = %self.name,
-                            epoch,
-                            "epoch committed after {} failed attempts",
-                            b.attempts()
-                        );
+            let progress = match self.step(host, stop, next, resume.take())? {
+                Step::Idle => {
+                    if matches!(
+                        self.trigger,
+                        TriggerConfig::Once | TriggerConfig::AvailableNow
+                    ) {
+                        break;
                     }
-                    summary.add(&progress);
-                    on_epoch(&progress);
-                    next = epoch + 1;
-                }
-                Err(e) => {
-                    self.telemetry.epoch_failed();
-                    if !self.retries_failed_epochs() || lost_ownership(&e) {
-                        return Err(e);
-                    }
-                    self.wait_to_retry(epoch, &e, &mut retry, stop);
-                    pending = Some(epoch);
+                    self.wait_for_trigger(trigger_start, stop);
                     continue;
                 }
+                Step::Committed(progress) => progress,
+                Step::Failed {
+                    epoch,
+                    resume: then,
+                    cause,
+                } => {
+                    self.telemetry.epoch_failed();
+                    if !self.retries_failed_epochs() || lost_ownership(&cause) {
+                        return Err(cause);
+                    }
+                    self.wait_to_retry(epoch, &cause, &mut retry, stop);
+                    resume = Some(then);
+                    continue;
+                }
+            };
+            if let Some(b) = retry.take() {
+                tracing::info!(
+                    pipeline = %self.name,
+                    epoch = progress.epoch,
+                    "epoch committed after {} failed attempts",
+                    b.attempts()
+                );
             }
+            summary.add(&progress);
+            on_epoch(&progress);
+            next = progress.epoch + 1;
             if self.real_time().is_some()
                 && self.source.is_exhausted()
                 && !self.timers_due_without_data(host)?
@@ -323,6 +360,56 @@ impl Pipeline {
         }
         summary.elapsed = started.elapsed();
         Ok(summary)
+    }
+
+    /// One attempt at the next epoch, or at finishing or re-running the
+    /// one that failed (`resume`). The outer error is one no retry can be
+    /// placed for (the checkpoint cannot be read to tell).
+    fn step(
+        &mut self,
+        host: &WasmHost,
+        stop: &AtomicBool,
+        next: u64,
+        resume: Option<Resume>,
+    ) -> Result<Step> {
+        let pending = match resume {
+            Some(Resume::Finish(closing)) => return Ok(self.close_step(*closing)),
+            Some(Resume::Rerun(epoch)) => Some(epoch),
+            Some(Resume::Plan) | None => None,
+        };
+        let attempt = match self.next_attempt(host, next, pending) {
+            Ok(Some(attempt)) => attempt,
+            Ok(None) => return Ok(Step::Idle),
+            Err(cause) => return self.failed_before_sink(next, cause),
+        };
+        let epoch = attempt.epoch;
+        match self.run_epoch(host, stop, attempt) {
+            Ok(closing) => Ok(self.close_step(closing)),
+            Err(cause) => self.failed_before_sink(epoch, cause),
+        }
+    }
+
+    fn close_step(&mut self, closing: Closing) -> Step {
+        let epoch = closing.entry.epoch;
+        match self.close(closing) {
+            Ok(progress) => Step::Committed(progress),
+            Err(retry::Unfinished { closing, cause }) => Step::Failed {
+                epoch,
+                resume: Resume::Finish(closing),
+                cause,
+            },
+        }
+    }
+
+    fn failed_before_sink(&mut self, epoch: u64, cause: anyhow::Error) -> Result<Step> {
+        let resume = self
+            .resume_before_sink(epoch)
+            .with_context(|| format!("after epoch {epoch} failed: {cause:#}"))?;
+        Ok(Step::Failed {
+            epoch,
+            resume,
+            cause,
+        })
     }
 
     /// The epoch to run next: the one planned but not committed (`pending`),
@@ -484,12 +571,7 @@ impl Pipeline {
     /// Runs an epoch in the mode it was planned in: a replay of a real-time
     /// epoch is real-time even if the pipeline file changed mode, and a
     /// deferred real-time part runs as a micro-batch epoch.
-    fn run_epoch(
-        &mut self,
-        host: &WasmHost,
-        stop: &AtomicBool,
-        a: Attempt,
-    ) -> Result<EpochProgress> {
+    fn run_epoch(&mut self, host: &WasmHost, stop: &AtomicBool, a: Attempt) -> Result<Closing> {
         if !a.planned {
             let interval = self.real_time().unwrap_or_default();
             return self.execute_real_time(host, a.epoch, false, interval, stop);
@@ -518,16 +600,8 @@ impl Pipeline {
         env: EpochEnv,
     ) -> Result<RunOutput> {
         let run = VersionRun::of(entry, &self.tasks);
-        match self.run_version(host, &run, batches, env)? {
-            Ok(done) => Ok(done),
-            Err(cause) => Err(EpochFailed {
-                pipeline: self.name.clone(),
-                epoch: entry.epoch,
-                digest: entry.operator.digest,
-                cause,
-            }
-            .into()),
-        }
+        self.run_version(host, &run, batches, env)?
+            .map_err(|cause| self.epoch_failed(entry, cause))
     }
 
     /// Runs one version over the batches with [`Runner::run`]. The outer

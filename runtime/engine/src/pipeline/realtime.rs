@@ -19,8 +19,9 @@
 //!    **prepare** (event time, the host's dedup against the epoch's state)
 //!    → **run** (`process` on the epoch's instance) → **sync the part log**
 //!    → **write part i to the sink** (idempotent per `(N, i)`);
-//! 3. **close** — dead letters, the sink's `end_epoch`, **commit the
-//!    state**, **`commits/N`**, tell the source.
+//! 3. **close** — dead letters, the sink's `end_epoch`; then, as in
+//!    micro-batch mode ([`super::retry`]), **commit the state**,
+//!    **`commits/N`**, tell the source.
 //!
 //! Part i's range is durable before any of its output reaches the sink
 //! (step 2), the sink has every part before the state commits, the state
@@ -48,6 +49,7 @@
 
 use super::epoch::{Done, EntryKind};
 use super::instances::{Instances, Shares};
+use super::retry::{Closing, Reached};
 use super::{EpochFailed, Pipeline};
 use crate::dedup::Dropped;
 use crate::event_time::Observed;
@@ -58,9 +60,10 @@ use arrow_array::RecordBatch;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use weir_core::clock::now_ms;
+use weir_core::faults::FaultPoint;
 use weir_core::latency::Histogram;
 use weir_core::parts::{Decoded, PartEntry, PartWriter};
-use weir_core::progress::{EpochProgress, Phases};
+use weir_core::progress::Phases;
 use weir_core::source::{row_count, DeadLetter, PlanLimit};
 use weir_core::wal::OffsetEntry;
 use weir_host::WasmHost;
@@ -127,7 +130,7 @@ impl Pipeline {
         replay: bool,
         interval: Duration,
         stop: &AtomicBool,
-    ) -> Result<EpochProgress> {
+    ) -> Result<Closing> {
         let started = Instant::now();
         let started_ms = now_ms();
         let since_previous = self
@@ -144,6 +147,7 @@ impl Pipeline {
             Some(log) => self.replay_entry(epoch, log)?,
             None => self.write_offsets(epoch, serde_json::Value::Null, EntryKind::RealTime)?,
         };
+        self.fault(FaultPoint::OffsetsWritten, epoch)?;
         let mut running = self.start_instances(host, &entry)?;
         let mut totals = Totals {
             shadowed: self.shadow.as_ref().map(|_| Default::default()),
@@ -176,15 +180,20 @@ impl Pipeline {
                 self.shadow_hook(host, &entry, &input, &output)
             })
         });
-        self.close_real_time(&entry, env, &mut totals, &mut phases)?;
-        if let Some(report) = &shadow {
-            self.control.shadow_done(report.clone());
-        }
+        super::epoch::timed(&mut phases.sink, || -> Result<()> {
+            self.fault(FaultPoint::Sink, epoch)?;
+            self.write_dead_letters(epoch, &totals.dead_letters)?;
+            self.sinks.end_epoch(epoch)
+        })?;
         if replay {
             self.carried = deferred.map(|p| p.range);
         }
         let backlog = self.source.backlog();
         self.telemetry.source_polled(backlog);
+        let max_event_time_ms = self
+            .event_time
+            .as_ref()
+            .and_then(|et| et.max_through(&totals.observed));
         let done = Done {
             epoch,
             replay,
@@ -204,7 +213,15 @@ impl Pipeline {
             parts: Some(totals.parts),
             tasks: task_progress,
         };
-        Ok(self.report(done, &entry, migrated, shadow))
+        Ok(Closing {
+            entry,
+            done,
+            migrated,
+            shadow,
+            max_event_time_ms,
+            ranges: totals.ranges,
+            reached: Reached::SinkWritten(operator_state::changes(env)),
+        })
     }
 
     /// `offsets/<epoch>` for a replay. An epoch that delivered nothing (no
@@ -332,6 +349,7 @@ impl Pipeline {
             if let Some(log) = log {
                 log.sync()?;
             }
+            self.fault(FaultPoint::Sink, entry.epoch)?;
             self.sinks
                 .write_part(entry.epoch, part.part, &as_slices(&shares))
                 .with_context(|| {
@@ -423,33 +441,6 @@ impl Pipeline {
             output.extend(shares.into_iter().flatten());
         }
         Ok(())
-    }
-
-    /// Step 3: dead letters, the sink's epoch end, state, `commits/N`.
-    fn close_real_time(
-        &mut self,
-        entry: &OffsetEntry,
-        env: weir_host::EpochEnv,
-        totals: &mut Totals,
-        phases: &mut Phases,
-    ) -> Result<()> {
-        let epoch = entry.epoch;
-        super::epoch::timed(&mut phases.sink, || -> Result<()> {
-            self.write_dead_letters(epoch, &totals.dead_letters)?;
-            self.sinks.end_epoch(epoch)
-        })?;
-        let max_event_time_ms = self
-            .event_time
-            .as_ref()
-            .and_then(|et| et.max_through(&totals.observed));
-        super::epoch::timed(&mut phases.commit, || -> Result<()> {
-            self.commit_state(epoch, env)?;
-            self.write_commit(epoch, totals.rows_in, totals.rows_out, max_event_time_ms)?;
-            for range in &totals.ranges {
-                self.source.committed(range)?;
-            }
-            self.after_commit(epoch, max_event_time_ms)
-        })
     }
 }
 

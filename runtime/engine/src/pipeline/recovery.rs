@@ -101,7 +101,7 @@ impl Pipeline {
                 let input = self.read_input(&entry)?;
                 let prepared = self.prepare(&entry, without_isolated(&entry, input.batches)?)?;
                 let ran = self.run_operator(host, &entry, &prepared.batches, prepared.env)?;
-                self.commit_state(epoch, ran.env)?;
+                self.commit_state(epoch, &crate::operator_state::changes(ran.env))?;
             }
             tracing::info!(
                 pipeline = %self.name,

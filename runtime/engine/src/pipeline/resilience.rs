@@ -16,6 +16,10 @@
 //!    ([`crate::isolate`]) and recorded in `offsets/N`; the epoch runs
 //!    without them and they go to the dead-letter output.
 //!
+//! None of this applies when the host failed under the operator (the
+//! state store could not be read, [`OperatorFailure::Host`]): that fails
+//! the epoch as a [`StorageFault`] at once.
+//!
 //! Re-planning amends `offsets/N` ([`weir_core::wal::Log::amend`]): safe
 //! because the operator runs before the sink, so nothing of the epoch has
 //! been delivered; a replay after a crash runs the amended entry. Failures
@@ -24,7 +28,7 @@
 //! epoch; [`super::Pipeline::run`] retries it with backoff on continuous
 //! pipelines, keeping the admin API up for a fix or a rollback.
 
-use super::{EpochFailed, Pipeline, Prepared, VersionRun};
+use super::{EpochFailed, Pipeline, Prepared, StorageFault, VersionRun};
 use crate::config::OnError;
 use crate::isolate::{self, Isolation};
 use crate::registry::Version;
@@ -89,6 +93,11 @@ impl Pipeline {
                 }
                 Err(failure) => failure,
             };
+            // The state store failed under the operator: a storage fault,
+            // which no other version and no record is to blame for.
+            if failure.is_host_fault() {
+                return Err(self.epoch_failed(&entry, failure));
+            }
             if let Some(target) = self.fallback_version(host, &entry, &input, &failure)? {
                 entry = self.replan(entry, &target)?;
                 continue;
@@ -149,6 +158,14 @@ impl Pipeline {
         entry: &OffsetEntry,
         cause: OperatorFailure,
     ) -> anyhow::Error {
+        if let OperatorFailure::Host(fault) = cause {
+            return StorageFault {
+                pipeline: self.name.clone(),
+                epoch: entry.epoch,
+                fault,
+            }
+            .into();
+        }
         EpochFailed {
             pipeline: self.name.clone(),
             epoch: entry.epoch,
@@ -294,9 +311,11 @@ impl Pipeline {
     ) -> Result<Option<OperatorFailure>> {
         let prepared = self.prepare(entry, batches)?;
         let run = VersionRun::of(entry, &self.tasks);
-        Ok(self
-            .run_version(host, &run, &prepared.batches, prepared.env)?
-            .err())
+        match self.run_version(host, &run, &prepared.batches, prepared.env)? {
+            Ok(_) => Ok(None),
+            Err(f) if f.is_host_fault() => Err(self.epoch_failed(entry, f)),
+            Err(f) => Ok(Some(f)),
+        }
     }
 
     /// Dead-letter records for the entry's isolated rows: where each came
