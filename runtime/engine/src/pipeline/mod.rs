@@ -123,7 +123,7 @@ struct Attempt {
 enum Step {
     /// No new data and no timer due.
     Idle,
-    Committed(EpochProgress),
+    Committed(Box<EpochProgress>),
     /// Epoch `epoch` failed; `resume` says where its retry starts.
     Failed {
         epoch: u64,
@@ -392,7 +392,7 @@ impl Pipeline {
     fn close_step(&mut self, closing: Closing) -> Step {
         let epoch = closing.entry.epoch;
         match self.close(closing) {
-            Ok(progress) => Step::Committed(progress),
+            Ok(progress) => Step::Committed(Box::new(progress)),
             Err(retry::Unfinished { closing, cause }) => Step::Failed {
                 epoch,
                 resume: Resume::Finish(closing),
