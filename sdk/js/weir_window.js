@@ -391,6 +391,9 @@ export class Windows {
         closed.push(...this.closeEnd(timer));
       }
     }
+    // By end then key, as the Rust SDK emits them: timers fire by end then
+    // key group, which is not key order.
+    closed.sort((a, b) => a.endMs - b.endMs || compare(a.key, b.key));
     return closed;
   }
 

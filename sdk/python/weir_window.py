@@ -289,6 +289,9 @@ class Windows:
                     closed.append(w)
             else:
                 closed.extend(self._close_end(timer))
+        # By end then key, as documented and as the Rust SDK emits them:
+        # timers fire by end then key group, which is not key order.
+        closed.sort(key=lambda w: (w.end_ms, w.key))
         return closed
 
     # Tumbling and sliding: state per window end and key group (see the

@@ -103,6 +103,14 @@ fn demo_then_checkpoint_show() {
         "{t}"
     );
     assert!(t.contains("sha256:"), "{t}");
+    // The columns line up under the header.
+    let header = t.lines().find(|l| l.contains("source range")).unwrap();
+    let row = t.lines().find(|l| l.contains("payments-0000")).unwrap();
+    assert_eq!(
+        header.find("status"),
+        row.find("committed"),
+        "{header}\n{row}"
+    );
 
     // A planned-only epoch is shown as such.
     std::fs::remove_file(ck.join("commits/1")).unwrap();

@@ -322,3 +322,89 @@ fn python_and_javascript_operators_read_the_table_as_the_rust_one() {
         );
     }
 }
+
+/// A table refreshed with new content forty-one times leaves only the versions
+/// the retained log entries and the table itself still name in the
+/// checkpoint's blobs: the others go with the entries compaction removes.
+#[test]
+fn lookup_versions_leave_the_blobs_with_the_log_entries_that_named_them() {
+    // Odd, so the newest epoch is not the one a compaction folded.
+    const REFRESHES: u64 = 41;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write_cards(d, 1, "C0", false);
+    std::fs::create_dir_all(d.join("input")).unwrap();
+    // Logs compacted often, and a state snapshot every other epoch with one
+    // kept, so that few entries are retained.
+    let toml = pipeline(d, "mode = \"processing-time\"\ninterval = \"20ms\"")
+        + "[wal]\ncompact_every = 2\nretain = 2\n[state]\nsnapshot_every = 2\nsnapshots_retained = 1\n";
+    let run = Background::start(d, toml);
+    for n in 0..REFRESHES {
+        write_cards(d, 1, &format!("C{n}"), false);
+        std::thread::sleep(std::time::Duration::from_millis(30));
+        feed(d, n);
+    }
+    run.stop().unwrap();
+    let seen = epochs(&d.join("out"));
+    let versions: BTreeSet<String> = seen.iter().flat_map(|(_, v)| v.clone()).collect();
+    assert!(
+        versions.len() as u64 > REFRESHES / 2,
+        "the table changed {} times",
+        versions.len()
+    );
+    let blobs = std::fs::read_dir(d.join("checkpoint/blobs"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+        .count();
+    // The component, its config, its artifact manifest and artifact, and
+    // the versions named by at most retain + compact_every entries and
+    // the current one.
+    assert!(blobs <= 4 + 2 + 2 + 1, "{blobs} blobs left");
+    // What remains still replays: the newest epoch again, as after a crash.
+    let ck = d.join("checkpoint");
+    let last = crate::common::latest_entry(&ck.join("commits")).unwrap();
+    let before = epoch_bytes(&d.join("out"), last);
+    std::fs::remove_file(ck.join(format!("commits/{last}"))).unwrap();
+    crate::common::run_epochs(d, &pipeline(d, "mode = \"available-now\"")).unwrap();
+    assert_eq!(epoch_bytes(&d.join("out"), last), before);
+}
+
+/// `weir operator test` with one input and a pipeline file that declares
+/// a table runs the operator with the table, as a run would.
+#[test]
+fn operator_test_with_one_input_reads_the_pipelines_tables() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write_cards(d, 1, "DE", false);
+    write_payments(d, SEED, 0, 0..PER_FILE);
+    let file = d.join("pipeline.toml");
+    std::fs::write(&file, pipeline(d, "mode = \"available-now\"")).unwrap();
+    let input = std::fs::read_dir(d.join("input"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_weir"))
+        .args(["operator", "test"])
+        .arg(guest("card_home"))
+        .arg("--input")
+        .arg(&input)
+        .arg("--pipeline")
+        .arg(&file)
+        .env("WEIR_LOG", "warn")
+        .output()
+        .unwrap();
+    let text = crate::common::output_text(&out);
+    assert!(out.status.success(), "{text}");
+    let rows: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(!rows.is_empty(), "{text}");
+    assert!(
+        rows.iter().all(|r| r["home_country"] == "DE"),
+        "every card's home country from the table: {text}"
+    );
+}

@@ -151,3 +151,45 @@ fn two_builds_of_the_same_python_source_have_the_same_digest() {
         "two builds of operators/sdk-checks-py differ"
     );
 }
+
+/// An error raised while the operator's modules are imported for the
+/// build (after `import weir`, which sends stderr to the host log, a stub
+/// at build time) shows as itself: here a missing module, by name.
+#[test]
+fn an_import_error_at_build_time_shows_as_itself() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src");
+    copy_python(&root.join("sdk/python"), &src);
+    copy_python(&root.join("sdk/python/weir"), &src.join("weir"));
+    let body = std::fs::read_to_string(root.join("operators/sdk-checks-py/sdk_checks.py")).unwrap();
+    std::fs::write(
+        src.join("sdk_checks.py"),
+        format!("import weir\nimport fraud_rules_that_are_not_there\n{body}"),
+    )
+    .unwrap();
+    let run = Command::new(root.join("scripts/componentize-py"))
+        .current_dir(&root)
+        .args([
+            "-d",
+            "wit",
+            "-w",
+            "operator",
+            "componentize",
+            "--stub-wasi",
+            "-p",
+        ])
+        .arg(&src)
+        .arg("sdk_checks")
+        .arg("-o")
+        .arg(dir.path().join("broken.wasm"))
+        .output()
+        .unwrap();
+    let text = crate::common::output_text(&run);
+    assert!(!run.status.success(), "{text}");
+    assert!(
+        text.contains("No module named 'fraud_rules_that_are_not_there'"),
+        "{text}"
+    );
+    assert!(!text.contains("called trapping stub"), "{text}");
+}

@@ -384,7 +384,9 @@ fn a_failure_that_needs_more_than_max_isolated_records_fails_the_epoch() {
         .run(&host, &AtomicBool::new(false), &mut |_| {})
         .unwrap_err();
     let text = format!("{err:#}");
-    assert!(text.contains("operator.max_isolated` = 3"), "{text}");
-    assert!(text.contains("sandbox-tests was told to fail"), "{text}");
+    let cause = text.find("sandbox-tests was told to fail");
+    let note = text.find("operator.max_isolated` = 3");
+    assert!(cause.is_some() && note.is_some(), "{text}");
+    assert!(cause < note, "the real cause comes first: {text}");
     assert!(!dir.path().join("checkpoint/commits/0").exists());
 }

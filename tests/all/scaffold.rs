@@ -84,6 +84,29 @@ fn scaffolds_in_every_language_build_and_pass_their_own_test() {
             "{}",
             String::from_utf8_lossy(&out.stderr)
         );
+        let helpers: &[&str] = match lang {
+            "python" => &[
+                "weir_window.py",
+                "weir_lookup.py",
+                "weir_columns.py",
+                "weir_artifacts.py",
+                "weir_outputs.py",
+            ],
+            "js" => &[
+                "weir_window.js",
+                "weir_lookup.js",
+                "weir_columns.js",
+                "weir_artifacts.js",
+                "weir_outputs.js",
+            ],
+            _ => &[],
+        };
+        for helper in helpers {
+            assert!(
+                project.join(helper).exists(),
+                "{lang} scaffold lacks {helper}"
+            );
+        }
         let (ok, text) = test_sh(&project);
         assert!(ok, "{lang} scaffold failed its test:\n{text}");
         assert!(text.contains("output as expected"), "{text}");

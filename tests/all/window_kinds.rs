@@ -123,6 +123,27 @@ fn emitted(dir: &Path) -> Vec<(String, WindowId, Agg)> {
     out
 }
 
+/// Within each epoch's output, closed windows come by end, then key (as
+/// the SDKs document), not in the key-group order their timers fire in.
+fn closes_by_end_then_key(dir: &Path, name: &str) {
+    for (file, bytes) in sink_files(&dir.join("out")) {
+        let closes: Vec<(i64, String)> = String::from_utf8(bytes)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str::<Value>(l).unwrap())
+            .filter(|v| v["what"] == "close")
+            .map(|v| {
+                let card = v["card_id"].as_str().unwrap().to_string();
+                (v["end"].as_i64().unwrap(), card)
+            })
+            .collect();
+        assert!(
+            closes.is_sorted(),
+            "{name}: {file} closes windows out of (end, key) order"
+        );
+    }
+}
+
 /// Runs `window-kinds` (`component`) with `config` over `FILES` files;
 /// checks the closed windows (and, in update mode, the last updates)
 /// against [`offline`].
@@ -166,6 +187,9 @@ fn check_with(
         want.len()
     );
     let rows = emitted(dir.path());
+    if tasks.is_empty() {
+        closes_by_end_then_key(dir.path(), &name);
+    }
     let mut closed = BTreeMap::new();
     let mut last_update = BTreeMap::new();
     for (what, id, agg) in rows {

@@ -802,7 +802,7 @@ fn dispatch(cli: Cli) -> Result<()> {
                 output,
                 artifacts,
             };
-            if opts.inputs.len() > 1 {
+            if crate::devtools::needs_epochs(&opts)? {
                 let epochs = crate::devtools::test_epochs(&host, &opts)?;
                 for e in &epochs {
                     let note = if e.no_data { " (no data)" } else { "" };
@@ -1070,10 +1070,13 @@ fn show_checkpoint(dir: PathBuf, json: bool) -> Result<()> {
                     .collect::<Vec<_>>()
                     .join(", ")
             })
-            .unwrap_or_else(|| r["source"].to_string());
+            .unwrap_or_else(|| match &r["source"] {
+                serde_json::Value::Null => "no data: the watermark fired timers".to_string(),
+                other => other.to_string(),
+            });
         println!(
             "{:>6}  {:<9}  {:>8}  {:>8}  {:<19}  {}",
-            r["epoch"],
+            r["epoch"].as_u64().unwrap_or_default(),
             if r["committed"].as_bool() == Some(true) {
                 "committed"
             } else {

@@ -594,6 +594,21 @@ impl Blobs {
         Ok(bytes)
     }
 
+    /// Removes the blob `digest` (from the shared checkpoint first, if
+    /// there is one); a blob already gone is fine. Only for blobs nothing
+    /// refers to any more: see the engine's lookup-table collection.
+    pub fn remove(&self, digest: &Digest) -> Result<()> {
+        let path = self.dir.join(digest.hex());
+        if let Some(mirror) = &self.mirror {
+            mirror.delete(&path)?;
+        }
+        match std::fs::remove_file(&path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(e).with_context(|| format!("removing blob {}", path.display())),
+        }
+    }
+
     /// The blob at `path` from the shared checkpoint, kept locally.
     fn fetch(&self, path: &Path) -> Result<Option<Vec<u8>>> {
         let Some(mirror) = &self.mirror else {

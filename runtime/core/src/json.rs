@@ -37,7 +37,17 @@ pub struct JsonDecoder {
     schema: SchemaRef,
     batch_rows: usize,
     policy: MalformedPolicy,
+    /// What the error of a malformed record under `fail` tells the user to
+    /// do, in parentheses after the reason.
+    fix: &'static str,
 }
+
+/// [`JsonDecoder`]'s advice for a malformed source record.
+const SOURCE_FIX: &str = "set `source.on_malformed = \"dead-letter\"` to set such records aside";
+
+/// A UTF-8 byte order mark, which some editors put at the start of a file:
+/// not part of the first record.
+const BOM: &[u8] = b"\xEF\xBB\xBF";
 
 /// The result of decoding a run of records.
 #[derive(Debug, Default)]
@@ -57,7 +67,15 @@ impl JsonDecoder {
             schema,
             batch_rows,
             policy,
+            fix: SOURCE_FIX,
         }
+    }
+
+    /// The same decoder, advising `fix` when a record is malformed under
+    /// `fail` (a reference table has no `on_malformed`).
+    pub fn with_fix(mut self, fix: &'static str) -> Self {
+        self.fix = fix;
+        self
     }
 
     /// What happens to a record (or a whole file) that cannot be read.
@@ -80,6 +98,7 @@ impl JsonDecoder {
     /// objects, or none, is one malformed record. `origin` names the input
     /// in dead letters and errors.
     pub fn decode_lines(&self, data: &[u8], origin: &str) -> Result<Decoded> {
+        let data = data.strip_prefix(BOM).unwrap_or(data);
         self.decode_records(data, non_blank_lines(data), || lines(data, origin))
     }
 
@@ -170,10 +189,7 @@ impl JsonDecoder {
                         None => record.origin.clone(),
                     };
                     if self.policy == MalformedPolicy::Fail {
-                        bail!(
-                            "malformed record in {at}: {reason} (set `source.on_malformed = \
-                             \"dead-letter\"` to set such records aside)"
-                        );
+                        bail!("malformed record in {at}: {reason} ({})", self.fix);
                     }
                     out.rejected.push(i);
                     out.dead_letters.push(DeadLetter {
@@ -207,6 +223,7 @@ pub struct Record<'a> {
 /// The records of a JSON-lines text, numbered from 1; blank lines are
 /// skipped but counted.
 pub fn lines<'a>(data: &'a [u8], origin: &str) -> Vec<Record<'a>> {
+    let data = data.strip_prefix(BOM).unwrap_or(data);
     data.split(|&b| b == b'\n')
         .enumerate()
         .filter(|(_, l)| !l.iter().all(u8::is_ascii_whitespace))
@@ -393,6 +410,15 @@ mod tests {
             Field::new("n", DataType::Int64, true),
         ]));
         JsonDecoder::new(schema, 10, MalformedPolicy::DeadLetter)
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_not_part_of_the_first_record() {
+        let data = b"\xEF\xBB\xBF{\"id\":\"a\",\"n\":1}\n{\"id\":\"b\"}\n";
+        let d = decoder().decode_lines(data, "in").unwrap();
+        let rows: usize = d.batches.iter().map(RecordBatch::num_rows).sum();
+        assert_eq!((rows, d.dead_letters.len()), (2, 0));
+        assert_eq!(lines(data, "in")[0].bytes, b"{\"id\":\"a\",\"n\":1}");
     }
 
     /// Found by the `json_decoder` fuzz target: arrow-json reads two

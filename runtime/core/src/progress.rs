@@ -293,6 +293,21 @@ pub fn rate(rows: u64, over: Duration) -> f64 {
     }
 }
 
+/// Output whose median event time is at least this old when emitted is
+/// taken for a backfill of historical data: the progress line shows its
+/// age instead of a latency.
+pub const BACKFILL_AGE: Duration = Duration::from_secs(3_600);
+
+/// An age in ms as hours or days, to one decimal.
+fn age(ms: f64) -> String {
+    let hours = ms / 3_600_000.0;
+    if hours < 48.0 {
+        format!("{hours:.1} h")
+    } else {
+        format!("{:.1} days", hours / 24.0)
+    }
+}
+
 fn ms(d: Duration) -> String {
     format!("{:.1}ms", d.as_secs_f64() * 1e3)
 }
@@ -323,8 +338,16 @@ impl fmt::Display for EpochProgress {
         if let Some(w) = self.watermark_ms {
             write!(f, "  watermark {w} late {}", self.late_rows)?;
         }
-        if let Some(l) = &self.latency {
-            write!(f, "  latency p99 {:.1} ms", l.p99_ms)?;
+        match &self.latency {
+            // Historical event times (a backfill): their age is not a
+            // latency, and printing it as one reads like an outage.
+            Some(l) if l.p50_ms >= BACKFILL_AGE.as_millis() as f64 => write!(
+                f,
+                "  events {} old (backfill; latency not measured)",
+                age(l.p50_ms)
+            )?,
+            Some(l) => write!(f, "  latency p99 {:.1} ms", l.p99_ms)?,
+            None => {}
         }
         if self.duplicates > 0 {
             write!(f, " duplicates dropped {}", self.duplicates)?;
@@ -369,4 +392,31 @@ impl fmt::Display for EpochProgress {
 
 fn is_zero(n: &u64) -> bool {
     *n == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_latency(p50_ms: f64, p99_ms: f64) -> String {
+        let mut p = EpochProgress::sample(3);
+        p.latency = Some(LatencySummary {
+            rows: 10,
+            p50_ms,
+            p99_ms,
+            p999_ms: p99_ms,
+            max_ms: p99_ms,
+        });
+        p.to_string()
+    }
+
+    #[test]
+    fn a_backfill_shows_the_age_of_its_events_not_a_latency() {
+        let live = with_latency(2.0, 17.6);
+        assert!(live.contains("latency p99 17.6 ms"), "{live}");
+        let backfill = with_latency(96_573_840_012.7, 96_573_840_012.7);
+        assert!(!backfill.contains("latency p99"), "{backfill}");
+        assert!(backfill.contains("events 1117.8 days old"), "{backfill}");
+        assert!(backfill.contains("backfill"), "{backfill}");
+    }
 }

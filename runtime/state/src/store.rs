@@ -315,9 +315,10 @@ impl StateStore {
                     (db, Opened::Working)
                 }
             }
-            // RocksDB's own lock ("While lock file: …/LOCK"); not any
-            // message with "lock" in it ("block checksum mismatch").
-            Some(Err(e)) if e.to_string().contains("lock file") => {
+            // RocksDB's own lock file ("While lock file: …/LOCK: …", or
+            // "lock hold by current process … /LOCK: …"); not any message
+            // with "lock" in it ("block checksum mismatch").
+            Some(Err(e)) if e.to_string().contains("/LOCK:") => {
                 bail!(
                     "the state store {} is in use ({e}); is another `weir run` using this \
                      checkpoint?",

@@ -43,7 +43,6 @@ from wit_world.imports import event_time as _event_time
 
 from . import log, state
 from .columns import Batch, BoolColumn, ColumnError, Field, Float64Column, Int64Column, Utf8Column
-from .log import capture_stdio as _capture_stdio
 from .operator import ConfigError, EpochContext, Operator, describe, export
 from .output import Output, emit
 
@@ -78,5 +77,3 @@ def previous_watermark():
     """The watermark of the epoch before (what was already closed)."""
     return _event_time.previous_watermark()
 
-
-_capture_stdio()

@@ -1,8 +1,8 @@
 """Logging to the host's log, tagged by the host with pipeline, epoch and
 operator version: ``weir.log.info("...")``.
 
-Importing ``weir`` also sends ``print()`` (``sys.stdout``, at info) and
-``sys.stderr`` (at warn) there, a line per call: a Python operator has
+While the host calls the operator, ``print()`` (``sys.stdout``, at info)
+and ``sys.stderr`` (at warn) go there too, a line per call: a Python operator has
 no terminal (stdio is stubbed out of the sandbox), and without this a
 ``print`` would trap the epoch.
 """
@@ -61,9 +61,16 @@ class _LogStream:
 
 
 def capture_stdio():
-    """Points ``sys.stdout`` and ``sys.stderr`` at the host log."""
-    sys.stdout = _LogStream(_host.Level.INFO)
-    sys.stderr = _LogStream(_host.Level.WARN)
+    """Points ``sys.stdout`` and ``sys.stderr`` at the host log. Called as
+    each call from the host begins, not at import: the operator's modules
+    are imported while the component is built, when the host log is a stub
+    that aborts the build, so an error raised during the import (a missing
+    module, say) could not be printed and showed as the stub's
+    ``AssertionError`` instead of itself."""
+    if not isinstance(sys.stdout, _LogStream):
+        sys.stdout = _LogStream(_host.Level.INFO)
+    if not isinstance(sys.stderr, _LogStream):
+        sys.stderr = _LogStream(_host.Level.WARN)
 
 
 def flush_stdio():

@@ -27,7 +27,7 @@ from componentize_py_types import Err
 from wit_world.imports import types as _t
 
 from .columns import Batch
-from .log import flush_stdio
+from .log import capture_stdio, flush_stdio
 from .output import Output
 
 __all__ = ["ConfigError", "EpochContext", "Operator", "describe", "export"]
@@ -113,6 +113,7 @@ def export(operator_class):
 
     class WitWorld(wit_world.WitWorld):
         def init(self, config):
+            capture_stdio()
             try:
                 instance[:] = [operator_class(config)]
             except Err:
@@ -124,6 +125,7 @@ def export(operator_class):
                 flush_stdio()
 
         def process(self, ctx, input):
+            capture_stdio()
             try:
                 return _output(current().process(EpochContext(ctx), Batch(input)))
             except BaseException as e:  # noqa: BLE001
@@ -132,6 +134,7 @@ def export(operator_class):
                 flush_stdio()
 
         def on_timers(self, ctx, fired):
+            capture_stdio()
             try:
                 op = current()
                 if not hasattr(op, "on_timers"):
@@ -143,6 +146,7 @@ def export(operator_class):
                 flush_stdio()
 
         def migrate(self, from_version):
+            capture_stdio()
             try:
                 op = current()
                 if hasattr(op, "migrate"):

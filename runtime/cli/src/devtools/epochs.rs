@@ -36,7 +36,14 @@ pub fn test_epochs(host: &WasmHost, opts: &TestOptions) -> Result<Vec<EpochOutpu
 fn run_in(host: &WasmHost, opts: &TestOptions, dir: &Path) -> Result<Vec<EpochOutput>> {
     stage_inputs(&opts.inputs, &dir.join("input"))?;
     let toml = pipeline_toml(opts, dir)?;
-    let cfg = PipelineConfig::parse(&toml, dir).context("the test pipeline")?;
+    // Paths the user's pipeline file gives (lookup tables, artifacts) are
+    // relative to it; the scratch ones are absolute.
+    let base = match opts.pipeline.as_deref().and_then(Path::parent) {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        Some(_) => std::path::PathBuf::from("."),
+        None => dir.to_path_buf(),
+    };
+    let cfg = PipelineConfig::parse(&toml, &base).context("the test pipeline")?;
     if let Some(path) = &opts.state {
         let root = dir.join("checkpoint").join("state");
         super::seed::seed_file(path, &root, &cfg.operator.state_namespace)?;

@@ -83,6 +83,21 @@ pub fn demo_schema() -> Result<Vec<ColumnConfig>> {
     Ok(doc.schema)
 }
 
+/// Whether the test must run as a pipeline's epochs ([`test_epochs`])
+/// even over one input: the pipeline file gives the operator reference
+/// tables or event time (so timers, which fire in a no-data epoch at the
+/// end), which one sample run has neither of.
+pub fn needs_epochs(opts: &TestOptions) -> Result<bool> {
+    if opts.inputs.len() > 1 {
+        return Ok(true);
+    }
+    let Some(path) = &opts.pipeline else {
+        return Ok(false);
+    };
+    let p = PipelineConfig::load(path)?;
+    Ok(opts.output.is_none() && (!p.lookups.is_empty() || p.event_time.is_some()))
+}
+
 /// Runs the component over the sample input as one epoch, against an
 /// empty keyed state (or `opts.state`); with `expect`, the output must match it row by row.
 pub fn test_operator(host: &WasmHost, opts: &TestOptions) -> Result<TestReport> {

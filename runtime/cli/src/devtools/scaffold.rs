@@ -67,9 +67,27 @@ fn files(lang: Lang) -> Vec<(&'static str, &'static str)> {
                 "weir/state.py",
                 include_str!("../../../../sdk/python/weir/state.py"),
             ),
+            // The helper modules beside the package: windows, lookups
+            // (which need the column helpers), artifacts, named outputs.
             (
                 "weir_window.py",
                 include_str!("../../../../sdk/python/weir_window.py"),
+            ),
+            (
+                "weir_columns.py",
+                include_str!("../../../../sdk/python/weir_columns.py"),
+            ),
+            (
+                "weir_lookup.py",
+                include_str!("../../../../sdk/python/weir_lookup.py"),
+            ),
+            (
+                "weir_artifacts.py",
+                include_str!("../../../../sdk/python/weir_artifacts.py"),
+            ),
+            (
+                "weir_outputs.py",
+                include_str!("../../../../sdk/python/weir_outputs.py"),
             ),
         ],
         Lang::Js => vec![
@@ -84,6 +102,18 @@ fn files(lang: Lang) -> Vec<(&'static str, &'static str)> {
             (
                 "weir_window.js",
                 include_str!("../../../../sdk/js/weir_window.js"),
+            ),
+            (
+                "weir_lookup.js",
+                include_str!("../../../../sdk/js/weir_lookup.js"),
+            ),
+            (
+                "weir_artifacts.js",
+                include_str!("../../../../sdk/js/weir_artifacts.js"),
+            ),
+            (
+                "weir_outputs.js",
+                include_str!("../../../../sdk/js/weir_outputs.js"),
             ),
         ],
     });

@@ -33,7 +33,7 @@ impl TableFormat {
             Some("jsonl" | "json" | "ndjson") => Ok(TableFormat::JsonLines),
             Some("parquet") => Ok(TableFormat::Parquet),
             _ => bail!(
-                "{}: a lookup file is .csv (with a header row), .jsonl or .parquet",
+                "{}: a lookup file is .csv (with a header row), .jsonl (.json, .ndjson) or .parquet",
                 path.display()
             ),
         }
@@ -44,21 +44,64 @@ impl TableFormat {
 /// batch.
 pub fn read_table(path: &Path, data: Vec<u8>, schema: &SchemaRef) -> Result<RecordBatch> {
     let origin = path.display().to_string();
-    let batches = match TableFormat::of(path)? {
+    let format = TableFormat::of(path)?;
+    if format != TableFormat::Parquet {
+        check_complete(&data, &origin)?;
+    }
+    let batches = match format {
         TableFormat::JsonLines => {
             JsonDecoder::new(schema.clone(), BATCH_ROWS, MalformedPolicy::Fail)
+                .with_fix(TABLE_FIX)
                 .decode_lines(&data, &origin)?
                 .batches
         }
         TableFormat::Parquet => parquet_input::decode(data.into(), schema, BATCH_ROWS, &origin)?,
         TableFormat::Csv => read_csv(&data, schema, &origin)?,
     };
-    Ok(arrow_select::concat::concat_batches(schema, &batches)?)
+    let table = arrow_select::concat::concat_batches(schema, &batches)?;
+    if table.num_rows() == 0 {
+        bail!("{origin} has no rows; an empty reference table is refused (the version before stays in use)");
+    }
+    for (field, column) in schema.fields().iter().zip(table.columns()) {
+        if column.null_count() == table.num_rows() {
+            bail!(
+                "{origin}: column `{}` is null in every row: is it missing from the file? \
+                 Declare only the columns the table has",
+                field.name()
+            );
+        }
+    }
+    Ok(table)
+}
+
+/// What to do about a bad row of a reference table: the whole version is
+/// refused (there is no `on_malformed` for tables).
+const TABLE_FIX: &str = "a reference table is loaded whole or not at all: fix the row; until \
+     then epochs keep reading the version before";
+
+/// Refuses a line-format table file that is empty or does not end with a
+/// line break: emptied, or caught while being written. Scoring on with no
+/// reference data, or half of it, would be silently wrong.
+fn check_complete(data: &[u8], origin: &str) -> Result<()> {
+    if data.iter().all(u8::is_ascii_whitespace) {
+        bail!(
+            "{origin} is empty; an empty reference table is refused (the version before stays \
+             in use)"
+        );
+    }
+    if !data.ends_with(b"\n") {
+        bail!(
+            "{origin} does not end with a line break: is it still being written? Write a new \
+             version under another name (`.name`) and rename it into place"
+        );
+    }
+    Ok(())
 }
 
 /// CSV with a header row whose names are the declared columns (in any
 /// order; columns not declared are ignored).
 fn read_csv(data: &[u8], schema: &SchemaRef, origin: &str) -> Result<Vec<RecordBatch>> {
+    let data = data.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(data);
     let header_end = memchr::memchr(b'\n', data).unwrap_or(data.len());
     let header = std::str::from_utf8(&data[..header_end])
         .with_context(|| format!("{origin}: the header row is not UTF-8"))?;
@@ -158,6 +201,28 @@ mod tests {
             err.contains("cards.jsonl") && err.contains("line 1"),
             "{err}"
         );
+        assert!(
+            !err.contains("on_malformed"),
+            "no source setting applies: {err}"
+        );
         assert!(read_table(Path::new("cards.xlsx"), Vec::new(), &schema()).is_err());
+    }
+
+    #[test]
+    fn an_empty_or_half_written_file_is_refused_and_a_bom_is_not_a_row() {
+        let read = |name: &str, data: &[u8]| read_table(Path::new(name), data.to_vec(), &schema());
+        let err = format!("{:#}", read("cards.jsonl", b"").unwrap_err());
+        assert!(err.contains("cards.jsonl is empty"), "{err}");
+        let err = format!("{:#}", read("cards.csv", b"card_id,limit\n\n").unwrap_err());
+        assert!(err.contains("no rows"), "{err}");
+        let half = b"{\"card_id\":\"c-1\",\"limit\":500}\n{\"card_id\":\"c-2\"";
+        let err = format!("{:#}", read("cards.jsonl", half).unwrap_err());
+        assert!(err.contains("still being written"), "{err}");
+        let bom = b"\xEF\xBB\xBF{\"card_id\":\"c-1\",\"limit\":1}\n{\"card_id\":\"c-2\"}\n";
+        assert_eq!(read("cards.jsonl", bom).unwrap().num_rows(), 2);
+        let bom = b"\xEF\xBB\xBFcard_id,limit\nc-1,1\n";
+        assert_eq!(read("cards.csv", bom).unwrap().num_rows(), 1);
+        let err = format!("{:#}", read("cards.csv", b"card_id\nc-1\n").unwrap_err());
+        assert!(err.contains("column `limit` is null in every row"), "{err}");
     }
 }

@@ -403,7 +403,9 @@ impl Pipeline {
 
     /// Every `wal.compact_every` epochs, folds the logs up to `epoch`
     /// (just committed) and deletes entries no start needs: all but the
-    /// newest `wal.retain`, keeping those a state rebuild may replay.
+    /// newest `wal.retain`, keeping those a state rebuild may replay; then
+    /// the lookup versions only the deleted entries named
+    /// ([`super::blob_gc`]).
     fn compact_logs(&mut self, epoch: u64) -> Result<()> {
         let every = self.wal.compact_every;
         if every == 0 || !(epoch + 1).is_multiple_of(every) {
@@ -414,9 +416,11 @@ impl Pipeline {
             .saturating_sub(self.wal.retain)
             .min(self.state.rebuild_replays_from()?);
         let source = self.source.planned_so_far()?;
+        let freed = self.lookup_versions_before(keep_from)?;
         self.checkpoint
             .compact(epoch, source, keep_from)
             .with_context(|| format!("compacting the offset and commit logs at epoch {epoch}"))?;
+        self.remove_unused_lookup_versions(freed)?;
         weir_core::memory::release_free_memory();
         Ok(())
     }

@@ -9,6 +9,7 @@
 //! not committed is run again with the recorded range, operator digest and
 //! operator config, so its output is the same as the first attempt's.
 
+mod blob_gc;
 mod epoch;
 pub mod explain;
 mod instances;
@@ -58,7 +59,7 @@ const EPOCH_RETRY_MAX: Duration = Duration::from_secs(30);
 /// An operator call failed during an epoch. Carries what an on-call engineer
 /// needs: which pipeline, which epoch, which operator version, and why.
 #[derive(Debug, thiserror::Error)]
-#[error("pipeline `{pipeline}` epoch {epoch}: operator {digest} {cause}")]
+#[error("pipeline `{pipeline}` epoch {epoch}: operator {digest} {cause}{}", note_suffix(.note))]
 pub struct EpochFailed {
     pub pipeline: String,
     pub epoch: u64,
@@ -66,6 +67,13 @@ pub struct EpochFailed {
     /// Shown in the message, not chained as its source: `{:#}` would
     /// print it twice.
     pub cause: OperatorFailure,
+    /// Why no failure rule could keep the epoch going, after the cause
+    /// (the cause first: it is what the reader needs to fix).
+    pub note: Option<String>,
+}
+
+fn note_suffix(note: &Option<String>) -> String {
+    note.as_ref().map_or_else(String::new, |n| format!(". {n}"))
 }
 
 /// The state store failed while the operator ran (a read hit an I/O error

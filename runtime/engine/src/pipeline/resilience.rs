@@ -134,19 +134,17 @@ impl Pipeline {
                         })?;
                 }
                 Isolation::NotIsolable => {
-                    return Err(self.epoch_failed(&entry, failure)).context(
-                        "the failure could not be narrowed down to single records (it needs \
-                         several rows of the epoch together)",
-                    )
+                    let note = "No single record fails alone: the failure needs several rows of \
+                                the epoch together, so none is set aside";
+                    return Err(self.epoch_failed_with(&entry, failure, Some(note.into())));
                 }
                 Isolation::TooMany => {
-                    return Err(self.epoch_failed(&entry, failure)).with_context(|| {
-                        format!(
-                            "more than `operator.max_isolated` = {} records fail: taken for a \
-                             fault of the version, not of the records",
-                            self.failure.max_isolated
-                        )
-                    })
+                    let note = format!(
+                        "More than `operator.max_isolated` = {} records fail (every record \
+                         tried does): taken for a fault of the version, not of the records",
+                        self.failure.max_isolated
+                    );
+                    return Err(self.epoch_failed_with(&entry, failure, Some(note)));
                 }
             }
         }
@@ -157,6 +155,16 @@ impl Pipeline {
         &self,
         entry: &OffsetEntry,
         cause: OperatorFailure,
+    ) -> anyhow::Error {
+        self.epoch_failed_with(entry, cause, None)
+    }
+
+    /// [`Pipeline::epoch_failed`] with a note on why no rule applied.
+    fn epoch_failed_with(
+        &self,
+        entry: &OffsetEntry,
+        cause: OperatorFailure,
+        note: Option<String>,
     ) -> anyhow::Error {
         if let OperatorFailure::Host(fault) = cause {
             return StorageFault {
@@ -171,6 +179,7 @@ impl Pipeline {
             epoch: entry.epoch,
             digest: entry.operator.digest,
             cause,
+            note,
         }
         .into()
     }
