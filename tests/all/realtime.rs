@@ -671,3 +671,105 @@ fn real_time_picks_up_files_renamed_into_place_and_emits_the_alerts_of_micro_bat
         "output went out part by part"
     );
 }
+
+/// A real-time epoch of many small parts, killed before it commits, is
+/// replayed with its parts read together (one Kafka fetch, not one each),
+/// and gives the alerts of a micro-batch run over the same topic.
+#[test]
+fn a_killed_real_time_epoch_of_many_parts_replays_them_in_one_read() {
+    use weir_cli::demo::generator::payment;
+    const BATCHES: u64 = 80;
+    const PER_BATCH: u64 = 25;
+    let broker = crate::common::broker::Broker::start();
+    broker.create_topic("parts", 3);
+    let dir = tempfile::tempdir().unwrap();
+    // An interval no test reaches: epoch 0 commits only when stopped.
+    let toml = kafka_pipeline(
+        dir.path(),
+        &broker.bootstrap(),
+        "parts",
+        "mode = \"real-time\"\ncheckpoint_interval = \"1h\"",
+    );
+    let file = dir.path().join("pipeline.toml");
+    std::fs::write(&file, &toml).unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let weir = |log: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_weir"))
+            .args(["run", "--quiet"])
+            .arg(&file)
+            .env("WEIR_CACHE_DIR", cache.path())
+            .env("WEIR_LOG", "info")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(dir.path().join(log)).unwrap())
+            .spawn()
+            .unwrap()
+    };
+    let parts_log = dir.path().join("checkpoint/offsets/0.parts");
+    let logged = || {
+        std::fs::read_to_string(&parts_log)
+            .map(|t| t.lines().count())
+            .unwrap_or(0)
+    };
+    let mut first = weir("first.log");
+    for b in 0..BATCHES {
+        let rows: Vec<_> = (b * PER_BATCH..(b + 1) * PER_BATCH)
+            .map(|i| payment(13, i).0)
+            .collect();
+        let values: Vec<Vec<u8>> = rows
+            .iter()
+            .map(|p| serde_json::to_vec(p).unwrap())
+            .collect();
+        broker.produce("parts", &values, |i| {
+            (rows[i].card_id.bytes().map(u32::from).sum::<u32>() % 3) as i32
+        });
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    crate::common::wait_for("the parts to be logged", || {
+        std::fs::read_to_string(&parts_log).is_ok_and(|t| {
+            t.lines()
+                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                .flat_map(|p| {
+                    p["range"]["partitions"]
+                        .as_array()
+                        .cloned()
+                        .unwrap_or_default()
+                })
+                .map(|r| r["end"].as_i64().unwrap() - r["start"].as_i64().unwrap())
+                .sum::<i64>()
+                == (BATCHES * PER_BATCH) as i64
+        })
+    });
+    first.kill().unwrap();
+    first.wait().unwrap();
+    let parts = logged();
+    assert!(parts > 20, "{parts} parts logged");
+    assert!(!dir.path().join("checkpoint/commits/0").exists());
+
+    let started = std::time::Instant::now();
+    let mut second = weir("second.log");
+    crate::common::wait_for("the replayed epoch to commit", || {
+        dir.path().join("checkpoint/commits/0").exists()
+    });
+    let took = started.elapsed();
+    // SAFETY: signalling our own child process, as Ctrl-C would.
+    unsafe { libc::kill(second.id() as libc::pid_t, libc::SIGINT) };
+    assert!(second.wait().unwrap().success());
+    println!("{parts} parts replayed; restart to commits/0: {took:.2?}");
+    let log = std::fs::read_to_string(dir.path().join("second.log")).unwrap();
+    assert!(
+        log.contains(&format!("{parts} logged parts read in 1 reads")),
+        "{log}"
+    );
+
+    let batch = tempfile::tempdir().unwrap();
+    let toml = kafka_pipeline(
+        batch.path(),
+        &broker.bootstrap(),
+        "parts",
+        "mode = \"available-now\"",
+    );
+    run_epochs(batch.path(), &toml).unwrap();
+    let expected = alerts(&batch.path().join("out"), false);
+    assert!(expected.len() > 3, "{} alerts", expected.len());
+    assert_eq!(alerts(&dir.path().join("out"), false), expected);
+}

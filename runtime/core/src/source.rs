@@ -155,6 +155,14 @@ pub trait Source: Send {
     /// Reads exactly `range`, as recorded in the offset WAL.
     fn read(&mut self, range: &Self::Range) -> anyhow::Result<EpochInput>;
 
+    /// Reads each of `ranges` (the parts of a replayed real-time epoch, in
+    /// order), exactly as [`Source::read`] would one at a time. A source
+    /// whose every read has a fixed cost (a Kafka fetch) reads them
+    /// together.
+    fn read_each(&mut self, ranges: &[Self::Range]) -> anyhow::Result<Vec<EpochInput>> {
+        ranges.iter().map(|r| self.read(r)).collect()
+    }
+
     /// One-line human description of a range, for logs and `checkpoint show`.
     fn describe(&self, range: &Self::Range) -> String;
 
@@ -211,6 +219,8 @@ pub trait DynSource: Send {
     fn plan(&mut self, limit: PlanLimit) -> anyhow::Result<Option<Value>>;
     /// See [`Source::read`].
     fn read(&mut self, range: &Value) -> anyhow::Result<EpochInput>;
+    /// See [`Source::read_each`].
+    fn read_each(&mut self, ranges: &[Value]) -> anyhow::Result<Vec<EpochInput>>;
     /// See [`Source::describe`].
     fn describe(&self, range: &Value) -> String;
     /// See [`Source::backlog`].
@@ -263,6 +273,14 @@ impl<S: Source> DynSource for S {
 
     fn read(&mut self, range: &Value) -> anyhow::Result<EpochInput> {
         Source::read(self, &typed::<S>(range)?)
+    }
+
+    fn read_each(&mut self, ranges: &[Value]) -> anyhow::Result<Vec<EpochInput>> {
+        let typed = ranges
+            .iter()
+            .map(typed::<S>)
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        Source::read_each(self, &typed)
     }
 
     fn describe(&self, range: &Value) -> String {

@@ -8,6 +8,7 @@ mod fetch;
 pub mod group;
 pub mod marks;
 pub mod plan;
+mod replay;
 pub mod sink;
 pub mod source;
 mod tail;

@@ -554,6 +554,21 @@ pub(crate) struct Fetched {
 }
 
 impl Fetched {
+    /// A record with no key, value or headers at `offset`, for tests.
+    #[cfg(test)]
+    pub(super) fn at(topic: &str, partition: i32, offset: i64) -> Self {
+        Fetched {
+            topic: topic.to_string(),
+            partition,
+            offset,
+            timestamp: None,
+            key: None,
+            value: None,
+            headers: None,
+            headers_ok: true,
+        }
+    }
+
     pub(super) fn from<M: Message>(m: &M) -> Self {
         let mut headers_ok = true;
         let headers = m.headers().map(|h| {
@@ -736,6 +751,16 @@ impl Source for KafkaSource {
             None => self.fetch(&range.partitions)?,
         };
         self.to_batches(records)
+    }
+
+    /// A replayed real-time epoch's parts, with one fetch
+    /// ([`super::replay`]).
+    fn read_each(&mut self, ranges: &[KafkaRange]) -> Result<Vec<EpochInput>> {
+        let records = self.fetch(&super::replay::spans(ranges))?;
+        super::replay::split(ranges, records)
+            .into_iter()
+            .map(|records| self.to_batches(records))
+            .collect()
     }
 
     fn describe(&self, range: &KafkaRange) -> String {
