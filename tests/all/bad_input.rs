@@ -38,6 +38,21 @@ fn open_and_run(dir: &Path, extra_source: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Runs the pipeline in `dir` with `on_malformed = "dead-letter"`; returns
+/// its dead-letter directory.
+fn run_setting_aside(dir: &Path) -> std::path::PathBuf {
+    let dlq = dir.join("dlq");
+    open_and_run(
+        dir,
+        &format!(
+            "on_malformed = \"dead-letter\"\ndead_letter = \"{}\"",
+            dlq.display()
+        ),
+    )
+    .unwrap();
+    dlq
+}
+
 #[test]
 fn malformed_line_fails_the_epoch_naming_file_and_line_by_default() {
     let dir = tempfile::tempdir().unwrap();
@@ -63,15 +78,7 @@ fn malformed_line_fails_the_epoch_naming_file_and_line_by_default() {
 fn dead_letter_policy_sets_bad_lines_aside_and_keeps_the_good_ones() {
     let dir = tempfile::tempdir().unwrap();
     write_mixed_input(dir.path());
-    let dlq = dir.path().join("dlq");
-    open_and_run(
-        dir.path(),
-        &format!(
-            "on_malformed = \"dead-letter\"\ndead_letter = \"{}\"",
-            dlq.display()
-        ),
-    )
-    .unwrap();
+    let dlq = run_setting_aside(dir.path());
 
     let letters = std::fs::read_to_string(dlq.join("epoch-0000000000.jsonl")).unwrap();
     let letters: Vec<serde_json::Value> = letters
@@ -283,15 +290,7 @@ fn an_unreadable_parquet_file_is_a_dead_letter_and_later_files_are_read() {
     crate::common::date_as_input(&input.join("a-broken.parquet"), 0);
     std::fs::write(input.join("b-good.jsonl"), GOOD).unwrap();
     crate::common::date_as_input(&input.join("b-good.jsonl"), 1);
-    let dlq = dir.path().join("dlq");
-    open_and_run(
-        dir.path(),
-        &format!(
-            "on_malformed = \"dead-letter\"\ndead_letter = \"{}\"",
-            dlq.display()
-        ),
-    )
-    .unwrap();
+    let dlq = run_setting_aside(dir.path());
     let letters = std::fs::read_to_string(dlq.join("epoch-0000000000.jsonl")).unwrap();
     let letter: serde_json::Value = serde_json::from_str(letters.trim()).unwrap();
     assert!(

@@ -67,10 +67,5 @@ fn sigkill_at_random_moments_loses_and_duplicates_nothing() {
             .unwrap(),
         files * PER_FILE
     );
-    let leftovers: Vec<_> = std::fs::read_dir(crashy.path().join("out"))
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .filter(|e| e.file_name().to_string_lossy().contains(".tmp-"))
-        .collect();
-    assert!(leftovers.is_empty(), "temp files left: {leftovers:?}");
+    crate::common::assert_no_temp_files(&crashy.path().join("out"));
 }

@@ -209,10 +209,5 @@ fn sigkill_at_random_moments_leaves_the_parquet_files_of_an_uninterrupted_run() 
     let actual = parquet_rows(&crashy.path().join("out"));
     assert_eq!(actual.len(), expected.len(), "no row lost or written twice");
     assert_eq!(actual, expected);
-    let leftovers: Vec<_> = std::fs::read_dir(crashy.path().join("out"))
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .filter(|e| e.file_name().to_string_lossy().contains(".tmp-"))
-        .collect();
-    assert!(leftovers.is_empty(), "temp files left: {leftovers:?}");
+    crate::common::assert_no_temp_files(&crashy.path().join("out"));
 }

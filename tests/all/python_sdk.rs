@@ -103,6 +103,29 @@ fn print_in_a_python_operator_goes_to_the_host_log() {
     assert!(text.contains("3 rows in, 3 rows out"), "{text}");
 }
 
+/// `scripts/componentize-py` (the reproducible build) of module `module`
+/// in `src` into `out`, as `scripts/build-polyglot.sh` builds it.
+fn componentize(src: &Path, module: &str, out: &Path) -> std::process::Output {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    Command::new(root.join("scripts/componentize-py"))
+        .current_dir(&root)
+        .args([
+            "-d",
+            "wit",
+            "-w",
+            "operator",
+            "componentize",
+            "--stub-wasi",
+            "-p",
+        ])
+        .arg(src)
+        .arg(module)
+        .arg("-o")
+        .arg(out)
+        .output()
+        .unwrap()
+}
+
 /// Copies every `*.py` of `from` into `to`.
 fn copy_python(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
@@ -126,23 +149,7 @@ fn two_builds_of_the_same_python_source_have_the_same_digest() {
     copy_python(&root.join("sdk/python"), &src);
     copy_python(&root.join("sdk/python/weir"), &src.join("weir"));
     let out = dir.path().join("again.wasm");
-    let run = Command::new(root.join("scripts/componentize-py"))
-        .current_dir(&root)
-        .args([
-            "-d",
-            "wit",
-            "-w",
-            "operator",
-            "componentize",
-            "--stub-wasi",
-            "-p",
-        ])
-        .arg(&src)
-        .arg("sdk_checks")
-        .arg("-o")
-        .arg(&out)
-        .output()
-        .unwrap();
+    let run = componentize(&src, "sdk_checks", &out);
     assert!(run.status.success(), "{}", crate::common::output_text(&run));
     let digest = |path: &Path| weir_core::Digest::of(&std::fs::read(path).unwrap());
     assert_eq!(
@@ -168,23 +175,7 @@ fn an_import_error_at_build_time_shows_as_itself() {
         format!("import weir\nimport fraud_rules_that_are_not_there\n{body}"),
     )
     .unwrap();
-    let run = Command::new(root.join("scripts/componentize-py"))
-        .current_dir(&root)
-        .args([
-            "-d",
-            "wit",
-            "-w",
-            "operator",
-            "componentize",
-            "--stub-wasi",
-            "-p",
-        ])
-        .arg(&src)
-        .arg("sdk_checks")
-        .arg("-o")
-        .arg(dir.path().join("broken.wasm"))
-        .output()
-        .unwrap();
+    let run = componentize(&src, "sdk_checks", &dir.path().join("broken.wasm"));
     let text = crate::common::output_text(&run);
     assert!(!run.status.success(), "{text}");
     assert!(

@@ -98,7 +98,7 @@ impl JsonDecoder {
     /// objects, or none, is one malformed record. `origin` names the input
     /// in dead letters and errors.
     pub fn decode_lines(&self, data: &[u8], origin: &str) -> Result<Decoded> {
-        let data = data.strip_prefix(BOM).unwrap_or(data);
+        let data = without_bom(data);
         self.decode_records(data, non_blank_lines(data), || lines(data, origin))
     }
 
@@ -220,10 +220,15 @@ pub struct Record<'a> {
     pub line: Option<u64>,
 }
 
+/// `data` without the UTF-8 byte order mark some editors put at its start
+/// (one, once: [`JsonDecoder::decode_lines`] reads a text this way).
+pub fn without_bom(data: &[u8]) -> &[u8] {
+    data.strip_prefix(BOM).unwrap_or(data)
+}
+
 /// The records of a JSON-lines text, numbered from 1; blank lines are
 /// skipped but counted.
 pub fn lines<'a>(data: &'a [u8], origin: &str) -> Vec<Record<'a>> {
-    let data = data.strip_prefix(BOM).unwrap_or(data);
     data.split(|&b| b == b'\n')
         .enumerate()
         .filter(|(_, l)| !l.iter().all(u8::is_ascii_whitespace))
@@ -418,7 +423,19 @@ mod tests {
         let d = decoder().decode_lines(data, "in").unwrap();
         let rows: usize = d.batches.iter().map(RecordBatch::num_rows).sum();
         assert_eq!((rows, d.dead_letters.len()), (2, 0));
-        assert_eq!(lines(data, "in")[0].bytes, b"{\"id\":\"a\",\"n\":1}");
+        assert_eq!(
+            lines(without_bom(data), "in")[0].bytes,
+            b"{\"id\":\"a\",\"n\":1}"
+        );
+        // Found by the `json_decoder` fuzz target: the mark is taken off
+        // once, for the count as for the decode.
+        for data in [
+            &b"\xEF\xBB\xBF  \n{\"id\":"[..],
+            b"\xEF\xBB\xBF\xEF\xBB\xBF",
+        ] {
+            let d = decoder().decode_lines(data, "in").unwrap();
+            assert_eq!(d.dead_letters.len(), non_blank_lines(without_bom(data)));
+        }
     }
 
     /// Found by the `json_decoder` fuzz target: arrow-json reads two

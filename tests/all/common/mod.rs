@@ -240,6 +240,17 @@ pub fn weir_run_quiet(pipeline: &Path, cache: &Path) -> std::process::Command {
     cmd
 }
 
+/// Fails if a sink's directory `dir` holds a temp file (`.tmp-` in its
+/// name): a write that a crash interrupted must be cleaned up or replaced.
+pub fn assert_no_temp_files(dir: &Path) {
+    let leftovers: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().contains(".tmp-"))
+        .collect();
+    assert!(leftovers.is_empty(), "temp files left: {leftovers:?}");
+}
+
 /// The highest numbered entry of a WAL directory.
 pub fn latest_entry(dir: &Path) -> Option<u64> {
     std::fs::read_dir(dir)

@@ -6,7 +6,7 @@
 use super::parquet_input::{self, is_parquet};
 use anyhow::Result;
 use bytes::Bytes;
-use weir_core::json::{lines, Decoded, JsonDecoder, MalformedPolicy};
+use weir_core::json::{lines, without_bom, Decoded, JsonDecoder, MalformedPolicy};
 use weir_core::source::{DeadLetter, RowOrigin};
 
 /// The rows of the whole file `name` (its bytes `data`, shared, not
@@ -81,7 +81,7 @@ pub fn locate_row(
             Located::Past(rows)
         });
     }
-    let records = lines(&data, origin);
+    let records = lines(without_bom(&data), origin);
     let rejected = decoder.decode_lines(&data, origin)?.rejected;
     let good = (records.len() - rejected.len()) as u64;
     if row >= good {

@@ -440,13 +440,13 @@ mod tests {
     use std::path::Path;
     use std::sync::Arc;
 
-    #[test]
-    fn a_file_that_shrank_after_planning_is_an_error_naming_it() {
+    /// A source over a new directory holding `a.jsonl` with two rows.
+    fn two_rows_in_a_file() -> (tempfile::TempDir, PathBuf, FileSource) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("a.jsonl");
         std::fs::write(&path, "{\"n\":1}\n{\"n\":2}\n").unwrap();
         let schema = Arc::new(Schema::new(vec![Field::new("n", DataType::Int64, false)]));
-        let mut source = FileSource::new(
+        let source = FileSource::new(
             dir.path().to_path_buf(),
             schema,
             10,
@@ -454,6 +454,12 @@ mod tests {
             MalformedPolicy::Fail,
         )
         .unwrap();
+        (dir, path, source)
+    }
+
+    #[test]
+    fn a_file_that_shrank_after_planning_is_an_error_naming_it() {
+        let (_dir, path, mut source) = two_rows_in_a_file();
         let range = source.plan(PlanLimit::Unbounded).unwrap().unwrap();
         let input = source.read(&range).unwrap();
         assert_eq!(input.batches.iter().map(|b| b.num_rows()).sum::<usize>(), 2);
@@ -467,18 +473,7 @@ mod tests {
 
     #[test]
     fn a_replay_of_a_file_rewritten_with_the_same_size_is_refused_by_name() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("a.jsonl");
-        std::fs::write(&path, "{\"n\":1}\n{\"n\":2}\n").unwrap();
-        let schema = Arc::new(Schema::new(vec![Field::new("n", DataType::Int64, false)]));
-        let mut source = FileSource::new(
-            dir.path().to_path_buf(),
-            schema,
-            10,
-            100,
-            MalformedPolicy::Fail,
-        )
-        .unwrap();
+        let (_dir, path, mut source) = two_rows_in_a_file();
         let range = source.plan(PlanLimit::Unbounded).unwrap().unwrap();
         assert!(range.files[0].digest.is_some(), "{range:?}");
         source.read(&range).expect("the planned bytes");
