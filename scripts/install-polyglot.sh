@@ -40,4 +40,12 @@ if [ "$(cat "$tools/js.stamp" 2>/dev/null)" != "$js_pin" ]; then
     (cd "$tools/js" && npm ci --no-audit --no-fund --loglevel=error)
     echo "$js_pin" >"$tools/js.stamp"
 fi
+# The reproducible Python build's preload (scripts/componentize-py), built
+# here so that building an operator never writes into this checkout.
+world=scripts/reproducible/fixed_world.c
+if [ "$(uname -sm)" = "Linux x86_64" ] && { [ ! -f "$tools/fixed_world.so" ] || [ "$world" -nt "$tools/fixed_world.so" ]; }; then
+    log "fixed_world.so (the reproducible build's preload)"
+    cc -O2 -shared -fPIC -o "$tools/fixed_world.so.$$" "$world"
+    mv -f "$tools/fixed_world.so.$$" "$tools/fixed_world.so"
+fi
 log "ok: $("$tools/py/bin/componentize-py" --version), componentize-js $("$tools/js/node_modules/.bin/componentize-js" --version)"

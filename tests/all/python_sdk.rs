@@ -184,3 +184,43 @@ fn an_import_error_at_build_time_shows_as_itself() {
     );
     assert!(!text.contains("called trapping stub"), "{text}");
 }
+
+/// The reproducible build compiles its preload into the user's cache when
+/// the checkout has none (`scripts/install-polyglot.sh` builds one there),
+/// never into the checkout, which may not be the user's to write.
+#[test]
+fn the_reproducible_build_writes_nothing_into_the_checkout() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let dir = tempfile::tempdir().unwrap();
+    let checkout = dir.path().join("checkout");
+    let reproducible = checkout.join("scripts/reproducible");
+    std::fs::create_dir_all(&reproducible).unwrap();
+    for file in [
+        "scripts/componentize-py",
+        "scripts/reproducible/fixed_world.c",
+    ] {
+        std::fs::copy(root.join(file), checkout.join(file)).unwrap();
+    }
+    let tools = checkout.join("target/tools");
+    std::fs::create_dir_all(&tools).unwrap();
+    std::os::unix::fs::symlink(root.join("target/tools/py"), tools.join("py")).unwrap();
+    let cache = dir.path().join("cache");
+    let run = Command::new("bash")
+        .arg(checkout.join("scripts/componentize-py"))
+        .arg("--version")
+        .env("XDG_CACHE_HOME", &cache)
+        .output()
+        .unwrap();
+    assert!(run.status.success(), "{}", crate::common::output_text(&run));
+    let written: Vec<_> = std::fs::read_dir(&tools)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(
+        written,
+        vec![std::ffi::OsString::from("py")],
+        "the checkout was written"
+    );
+    let cached = std::fs::read_dir(cache.join("weir")).unwrap().count();
+    assert_eq!(cached, 1, "the preload is built in the cache");
+}

@@ -577,3 +577,30 @@ fn operator_test_runs_one_epoch_per_input_as_a_pipeline_does() {
     assert!(want.len() > 50, "the data raise alerts ({})", want.len());
     assert_eq!(got, want);
 }
+
+/// An operator that sets event-time timers in a pipeline without
+/// `[event_time]` is named in an error saying what to add: its timers could
+/// never fire, its windows never close and its state only grow.
+#[test]
+fn timers_without_event_time_are_an_error_saying_what_to_add() {
+    let dir = tempfile::tempdir().unwrap();
+    write_file(dir.path(), 0, Disorder::Mild);
+    let toml =
+        crate::common::pipeline_toml(dir.path(), &guest("fraud_windows"), &config("drop"), "", "");
+    assert!(!toml.contains("[event_time]"));
+    let file = dir.path().join("pipeline.toml");
+    std::fs::write(&file, toml).unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let out = crate::common::weir_run_quiet(&file, cache.path())
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .unwrap();
+    let text = crate::common::output_text(&out);
+    assert!(text.contains("sets event-time timers"), "{text}");
+    assert!(text.contains("[event_time]"), "{text}");
+    assert_eq!(
+        text.matches("sets event-time timers").count(),
+        1,
+        "once: {text}"
+    );
+}

@@ -288,6 +288,10 @@ impl Mirror {
         );
         for entry in std::fs::read_dir(&self.root)? {
             let path = entry?.path();
+            // The writer lock this process holds (`checkpoint::WriterLock`).
+            if path.file_name().is_some_and(|n| n == "LOCK") {
+                continue;
+            }
             if path.is_dir() {
                 std::fs::remove_dir_all(&path)
             } else {

@@ -171,6 +171,7 @@ pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<
         tasks,
         task_run: Default::default(),
         partition: opts.partition,
+        warned_timers: false,
     })
 }
 

@@ -518,7 +518,7 @@ fn timers_due(env: &mut EpochEnv) -> Result<bool, OperatorFailure> {
     };
     let next = state
         .next_timer()
-        .map_err(|e| OperatorFailure::Failed(format!("state store: {e:#}")))?;
+        .map_err(|e| OperatorFailure::Host(format!("state store: {e:#}")))?;
     Ok(next.is_some_and(|at| at <= watermark))
 }
 
@@ -655,7 +655,7 @@ impl OperatorInstance {
             };
             let due = state
                 .take_due_timers(watermark, TIMERS_PER_CALL)
-                .map_err(|e| OperatorFailure::Failed(format!("state store: {e:#}")))?;
+                .map_err(|e| OperatorFailure::Host(format!("state store: {e:#}")))?;
             if due.is_empty() {
                 return Ok(outputs);
             }

@@ -456,6 +456,11 @@ impl StateStore {
             let dir = root.join("snapshots").join(s.to_string());
             match crate::verify::verify(&dir) {
                 Ok(_) => return Ok(Some(s)),
+                // Not the snapshot's fault (a descriptor limit, a
+                // permission): fail the start rather than drop a good one.
+                Err(e) if !crate::verify::is_corruption(&e) => {
+                    return Err(e).with_context(|| format!("verifying snapshot {s}"))
+                }
                 Err(e) => {
                     let aside = crate::verify::set_aside(&dir, ".corrupt-")?;
                     tracing::warn!(
@@ -492,6 +497,18 @@ impl StateStore {
     /// The epoch the state reflects.
     pub fn epoch(&self) -> Option<u64> {
         self.epoch
+    }
+
+    /// The epoch the store's own marker records, read back: after a
+    /// commit that reported an error, whether its batch landed anyway
+    /// (then the store is taken to be at that epoch).
+    pub fn durable_epoch(&mut self) -> Result<Option<u64>> {
+        let marker = read_marker(&self.db)?;
+        if marker != self.epoch {
+            self.epoch = marker;
+            self.keys = read_keys(&self.db)?;
+        }
+        Ok(marker)
     }
 
     /// A read handle on the committed state, for an epoch's overlay.
@@ -661,17 +678,18 @@ impl StateStore {
         let dir = self.root.join("snapshots");
         fsutil::create_dir_durable(&dir)?;
         let target = dir.join(epoch.to_string());
-        if target.exists() {
-            return Ok(());
+        // A retry after a failed prune or upload finds it taken already and
+        // goes on with those.
+        if !target.exists() {
+            let temp = dir.join(format!(".{epoch}.tmp-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&temp);
+            rocksdb::checkpoint::Checkpoint::new(&self.db)
+                .and_then(|c| c.create_checkpoint(&temp))
+                .with_context(|| format!("snapshotting state at epoch {epoch}"))?;
+            std::fs::rename(&temp, &target)
+                .with_context(|| format!("moving the snapshot into {}", target.display()))?;
+            fsutil::sync_dir(&dir)?;
         }
-        let temp = dir.join(format!(".{epoch}.tmp-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&temp);
-        rocksdb::checkpoint::Checkpoint::new(&self.db)
-            .and_then(|c| c.create_checkpoint(&temp))
-            .with_context(|| format!("snapshotting state at epoch {epoch}"))?;
-        std::fs::rename(&temp, &target)
-            .with_context(|| format!("moving the snapshot into {}", target.display()))?;
-        fsutil::sync_dir(&dir)?;
         let all = Self::snapshots(&self.root)?;
         for old in all
             .iter()

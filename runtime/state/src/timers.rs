@@ -7,7 +7,7 @@
 //! ordered by key (`len ++ key ++ at`), so a key's timers are a prefix scan.
 //! Times are stored sign-flipped big-endian so byte order is numeric order.
 
-use super::epoch::{namespace_prefix, EpochState};
+use super::epoch::{namespace_prefix, Changes, EpochState};
 use super::scan::prefix_end;
 use super::store::StateReader;
 use anyhow::{bail, Result};
@@ -65,6 +65,16 @@ impl TimerSpace {
             by_time: namespace_prefix(&format!("weir.timers.{namespace}")),
             by_key: namespace_prefix(&format!("weir.timer-keys.{namespace}")),
         }
+    }
+
+    /// Whether `changes` set a timer in this space: an epoch's operator
+    /// asked for a timer.
+    pub fn set_in(&self, changes: &Changes) -> bool {
+        changes
+            .writes
+            .range(self.by_time.clone()..)
+            .take_while(|(k, _)| k.starts_with(&self.by_time))
+            .any(|(_, v)| v.is_some())
     }
 
     /// The earliest committed timer's time, for deciding between epochs

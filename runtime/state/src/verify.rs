@@ -30,6 +30,12 @@ pub fn verify(dir: &Path) -> Result<u64> {
     Ok(entries)
 }
 
+/// Whether `e` (from [`verify`]) says the data is corrupt, as RocksDB
+/// words it, rather than that it could not be read at all.
+pub fn is_corruption(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| c.to_string().contains("Corruption"))
+}
+
 /// Moves the corrupt store `dir` aside (to `<dir's parent>/<prefix><name>`,
 /// which no listing of snapshots or working copies matches) for
 /// inspection; returns where it went.
@@ -74,6 +80,9 @@ pub fn repair(root: &Path) -> Result<Repair> {
     for dir in stores.into_iter().filter(|d| d.exists()) {
         match verify(&dir) {
             Ok(entries) => report.sound.push((dir, entries)),
+            Err(e) if !is_corruption(&e) => {
+                return Err(e).context("the store could not be read to verify it");
+            }
             Err(e) => {
                 let aside = set_aside(&dir, ".corrupt-")?;
                 report.set_aside.push((dir, aside, format!("{e:#}")));

@@ -47,7 +47,7 @@ use weir_core::progress::{rate, EpochProgress, Phases, ShadowReport};
 use weir_core::source::{Backlog, DeadLetter, EpochInput, PlanLimit};
 use weir_core::wal::{CommitEntry, OffsetEntry, ENTRY_FORMAT};
 use weir_host::WasmHost;
-use weir_state::Changes;
+use weir_state::{Changes, TimerSpace};
 
 /// Runs `f` and adds the time it took to `phase`, a field of the progress
 /// record's [`Phases`]: the one way the epoch loop is timed.
@@ -163,6 +163,8 @@ impl Pipeline {
             dropped,
         } = prepared;
         input.dead_letters.extend(isolated);
+        let changes = operator_state::changes(env);
+        self.warn_if_timers_cannot_fire(epoch, &changes);
         timed(&mut phases.sink, || {
             self.write_sink(epoch, &input.dead_letters, &task_run.shares(&outputs))
         })?;
@@ -202,8 +204,31 @@ impl Pipeline {
             shadow,
             max_event_time_ms,
             ranges,
-            reached: Reached::SinkWritten(operator_state::changes(env)),
+            reached: Reached::SinkWritten(changes),
         })
+    }
+
+    /// Says so, once per run, when the operator sets event-time timers in
+    /// a pipeline without `[event_time]`: no watermark would ever fire them,
+    /// so its windows would never close and its state would only grow,
+    /// silently. (An error, not a failed epoch: a pipeline that ran so
+    /// before must not stop at its next start.)
+    pub(super) fn warn_if_timers_cannot_fire(&mut self, epoch: u64, changes: &Changes) {
+        if self.event_time.is_some()
+            || self.warned_timers
+            || !TimerSpace::of(&self.state_namespace).set_in(changes)
+        {
+            return;
+        }
+        self.warned_timers = true;
+        tracing::error!(
+            pipeline = %self.name,
+            epoch,
+            "the operator sets event-time timers, but the pipeline has no `[event_time]`: \
+             without a watermark no timer ever fires (its windows never close and its state \
+             grows). Add `[event_time]` with the event-time column (README, \"Event time\"), \
+             or run a version that sets no timers"
+        );
     }
 
     /// Writes `offsets/<epoch>` for `range` with the active operator.

@@ -225,6 +225,8 @@ pub struct Pipeline {
     pub(crate) task_run: TaskRun,
     /// The source partition this pipeline runs, on a cluster's worker.
     pub(crate) partition: Option<i32>,
+    /// Whether the run said that its timers cannot fire (no event time).
+    pub(crate) warned_timers: bool,
 }
 
 /// An epoch's input as the operator gets it, with the state view.

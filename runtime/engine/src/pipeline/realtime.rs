@@ -180,7 +180,8 @@ impl Pipeline {
         self.timers_part(&mut running, &entry, &mut totals, &mut phases)?;
         let migrated = running.migrated();
         let task_progress = running.progress();
-        let env = running.finish();
+        let changes = operator_state::changes(running.finish());
+        self.warn_if_timers_cannot_fire(epoch, &changes);
         let shadow = totals.shadowed.take().and_then(|(input, output)| {
             super::epoch::timed(&mut phases.shadow, || {
                 self.shadow_hook(host, &entry, &input, &output)
@@ -191,8 +192,10 @@ impl Pipeline {
             self.write_dead_letters(epoch, &totals.dead_letters)?;
             self.sinks.end_epoch(epoch)
         })?;
-        if replay {
-            self.carried = deferred.map(|p| p.range);
+        // A deferred part runs next (a range whose logging failed may be
+        // carried already).
+        if let Some(part) = deferred.filter(|_| replay) {
+            self.carried = Some(part.range);
         }
         let backlog = self.source.backlog();
         self.telemetry.source_polled(backlog);
@@ -226,7 +229,7 @@ impl Pipeline {
             shadow,
             max_event_time_ms,
             ranges: totals.ranges,
-            reached: Reached::SinkWritten(operator_state::changes(env)),
+            reached: Reached::SinkWritten(changes),
         })
     }
 
@@ -281,7 +284,12 @@ impl Pipeline {
                 part: run.totals.parts,
                 range,
             };
-            log.append(&part)?;
+            if let Err(e) = log.append(&part) {
+                // The source counts the range as planned, and no log holds
+                // it: the next epoch takes it up (as a deferred part).
+                self.carried = Some(part.range);
+                return Err(e);
+            }
             let number = part.part;
             let ran = self.run_part(
                 run.running,

@@ -103,7 +103,7 @@ impl Pipeline {
     fn close_phases(&mut self, c: &mut Closing) -> Result<()> {
         let epoch = c.entry.epoch;
         // A commit that reached the store though it reported an error.
-        if self.state.epoch() == Some(epoch) {
+        if self.state.durable_epoch()? == Some(epoch) {
             if let Reached::SinkWritten(_) = c.reached {
                 c.reached = Reached::StateCommitted;
             }
@@ -131,13 +131,17 @@ impl Pipeline {
     /// had all of it: re-run it if `offsets/N` is durable (a write that
     /// failed may have landed), plan it again otherwise.
     pub(super) fn resume_before_sink(&mut self, epoch: u64) -> Result<Resume> {
-        if self.checkpoint.offsets.get(epoch)?.is_none() {
+        let Some(entry) = self.checkpoint.offsets.get(epoch)? else {
             return Ok(Resume::Plan);
-        }
+        };
         // `offsets/N` holds the range a failed write may have left carried.
         if self.carried_is_planned(epoch)? {
             self.carried = None;
         }
+        // What the entry's write set when it succeeded (a write that
+        // reported an error may have landed), as a restart reads it.
+        self.last_digest = Some(entry.operator.digest);
+        self.last_watermark = entry.watermark_ms;
         Ok(Resume::Rerun(epoch))
     }
 
