@@ -801,19 +801,22 @@ fn closed_by_server(stream: &mut std::net::TcpStream, within: Duration) -> bool 
     }
 }
 
-#[test]
-fn hostile_clients_cannot_stop_the_pipeline_or_its_admin_api() {
+/// `weir run` of the sandbox's `echo` pipeline (v1) with the `[admin]`
+/// settings `admin`: its directory and compile cache (kept while it runs),
+/// its checkpoint and the process.
+fn echo_run(admin: &str) -> (tempfile::TempDir, tempfile::TempDir, PathBuf, Running) {
     let dir = tempfile::tempdir().unwrap();
     let cache = tempfile::tempdir().unwrap();
     let ckpt = dir.path().join("checkpoint");
     let v1 = crate::common::guest("sandbox_tests");
-    let pipeline = swap_pipeline(
-        dir.path(),
-        &v1,
-        r#"{ mode = "echo", tag = "v1" }"#,
-        "max_connections = 16\nheader_timeout = \"1s\"",
-    );
+    let pipeline = swap_pipeline(dir.path(), &v1, r#"{ mode = "echo", tag = "v1" }"#, admin);
     let run = Running::start(&pipeline, &ckpt, cache.path(), TOKEN, &[]);
+    (dir, cache, ckpt, run)
+}
+
+#[test]
+fn hostile_clients_cannot_stop_the_pipeline_or_its_admin_api() {
+    let (dir, _cache, ckpt, run) = echo_run("max_connections = 16\nheader_timeout = \"1s\"");
     let addr = run.url.trim_start_matches("http://").to_string();
     write_file(dir.path(), 0, 10);
     wait_committed(&ckpt, 10);
@@ -994,17 +997,7 @@ fn a_stuck_epoch_keeps_the_admin_api_up_and_a_rollback_unsticks_it() {
 #[test]
 fn a_request_without_the_token_is_refused_at_its_headers() {
     use std::io::{Read, Write};
-    let dir = tempfile::tempdir().unwrap();
-    let cache = tempfile::tempdir().unwrap();
-    let ckpt = dir.path().join("checkpoint");
-    let v1 = crate::common::guest("sandbox_tests");
-    let pipeline = swap_pipeline(
-        dir.path(),
-        &v1,
-        r#"{ mode = "echo", tag = "v1" }"#,
-        "max_connections = 16",
-    );
-    let run = Running::start(&pipeline, &ckpt, cache.path(), TOKEN, &[]);
+    let (_dir, _cache, _ckpt, run) = echo_run("max_connections = 16");
     let addr = run.url.trim_start_matches("http://").to_string();
     let mut slow = Vec::new();
     for i in 0..40 {

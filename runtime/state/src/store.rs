@@ -381,13 +381,9 @@ impl StateStore {
         }
     }
 
-    /// The epochs of the snapshots in `root` (`checkpoint/state`), ascending.
+    /// The epochs of the snapshots in `root` (`checkpoint/state`),
+    /// ascending: directories named by their epoch.
     pub fn snapshot_epochs(root: &Path) -> Result<Vec<u64>> {
-        Self::snapshots(root)
-    }
-
-    /// Snapshots in `root`, ascending: directories named by their epoch.
-    fn snapshots(root: &Path) -> Result<Vec<u64>> {
         let dir = root.join("snapshots");
         let mut found = Vec::new();
         let entries = match std::fs::read_dir(&dir) {
@@ -448,7 +444,7 @@ impl StateStore {
         let Some(last) = last_committed else {
             return Ok(None);
         };
-        for s in Self::snapshots(root)?
+        for s in Self::snapshot_epochs(root)?
             .into_iter()
             .rev()
             .filter(|&s| s <= last)
@@ -462,7 +458,7 @@ impl StateStore {
                     return Err(e).with_context(|| format!("verifying snapshot {s}"))
                 }
                 Err(e) => {
-                    let aside = crate::verify::set_aside(&dir, ".corrupt-")?;
+                    let aside = crate::verify::set_aside(&dir)?;
                     tracing::warn!(
                         snapshot = s,
                         kept = %aside.display(),
@@ -488,7 +484,7 @@ impl StateStore {
     /// origin without one. Offset entries from here on are kept when the
     /// logs are compacted.
     pub fn rebuild_replays_from(&self) -> Result<u64> {
-        match Self::snapshots(&self.root)?.first() {
+        match Self::snapshot_epochs(&self.root)?.first() {
             Some(&s) => Ok(s + 1),
             None => Self::origin(&self.root, None),
         }
@@ -497,18 +493,6 @@ impl StateStore {
     /// The epoch the state reflects.
     pub fn epoch(&self) -> Option<u64> {
         self.epoch
-    }
-
-    /// The epoch the store's own marker records, read back: after a
-    /// commit that reported an error, whether its batch landed anyway
-    /// (then the store is taken to be at that epoch).
-    pub fn durable_epoch(&mut self) -> Result<Option<u64>> {
-        let marker = read_marker(&self.db)?;
-        if marker != self.epoch {
-            self.epoch = marker;
-            self.keys = read_keys(&self.db)?;
-        }
-        Ok(marker)
     }
 
     /// A read handle on the committed state, for an epoch's overlay.
@@ -564,12 +548,15 @@ impl StateStore {
             batch.delete(undo_key(prev));
         }
         batch.put(MARKER, epoch.to_be_bytes());
-        self.db
-            .write_opt(batch, &synced())
-            .with_context(|| format!("committing state of epoch {epoch}"))?;
-        self.epoch = Some(epoch);
-        self.keys = keys;
-        Ok(())
+        let written = self.db.write_opt(batch, &synced());
+        // A write that reports an error (a failed sync) may still have
+        // reached the store: the epoch is then what its marker says, so
+        // that a retry does not commit the epoch again over its own writes.
+        if written.is_ok() || read_marker(&self.db).ok().flatten() == Some(epoch) {
+            self.epoch = Some(epoch);
+            self.keys = keys;
+        }
+        written.with_context(|| format!("committing state of epoch {epoch}"))
     }
 
     /// Writes the state a new checkpoint starts from, before its first
@@ -690,7 +677,7 @@ impl StateStore {
                 .with_context(|| format!("moving the snapshot into {}", target.display()))?;
             fsutil::sync_dir(&dir)?;
         }
-        let all = Self::snapshots(&self.root)?;
+        let all = Self::snapshot_epochs(&self.root)?;
         for old in all
             .iter()
             .take(all.len().saturating_sub(self.policy.retain.max(1)))
@@ -922,7 +909,7 @@ mod tests {
             s.after_commit(epoch).unwrap();
         }
         // every = 2: snapshots after epochs 1 and 3.
-        assert_eq!(StateStore::snapshots(dir.path()).unwrap(), [1, 3]);
+        assert_eq!(StateStore::snapshot_epochs(dir.path()).unwrap(), [1, 3]);
         drop(s);
         std::fs::remove_dir_all(dir.path().join("working")).unwrap();
         let (s, opened) = open(dir.path(), Some(4));
@@ -940,7 +927,7 @@ mod tests {
             s.commit(epoch, &Changes::writes([put("n", "x")])).unwrap();
             s.after_commit(epoch).unwrap();
         }
-        assert_eq!(StateStore::snapshots(dir.path()).unwrap(), [5, 7]);
+        assert_eq!(StateStore::snapshot_epochs(dir.path()).unwrap(), [5, 7]);
     }
 
     #[test]

@@ -36,15 +36,15 @@ pub fn is_corruption(e: &anyhow::Error) -> bool {
     e.chain().any(|c| c.to_string().contains("Corruption"))
 }
 
-/// Moves the corrupt store `dir` aside (to `<dir's parent>/<prefix><name>`,
-/// which no listing of snapshots or working copies matches) for
+/// Moves the corrupt store `dir` aside (to `.corrupt-<name>-<pid>` beside
+/// it, which no listing of snapshots or working copies matches) for
 /// inspection; returns where it went.
-pub(crate) fn set_aside(dir: &Path, prefix: &str) -> Result<PathBuf> {
+pub(crate) fn set_aside(dir: &Path) -> Result<PathBuf> {
     let name = dir
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    let aside = dir.with_file_name(format!("{prefix}{name}-{}", std::process::id()));
+    let aside = dir.with_file_name(format!(".corrupt-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&aside);
     std::fs::rename(dir, &aside)
         .with_context(|| format!("moving {} aside to {}", dir.display(), aside.display()))?;
@@ -84,7 +84,7 @@ pub fn repair(root: &Path) -> Result<Repair> {
                 return Err(e).context("the store could not be read to verify it");
             }
             Err(e) => {
-                let aside = set_aside(&dir, ".corrupt-")?;
+                let aside = set_aside(&dir)?;
                 report.set_aside.push((dir, aside, format!("{e:#}")));
             }
         }

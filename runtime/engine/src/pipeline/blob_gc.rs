@@ -9,8 +9,8 @@
 //! Only lookup versions are collected: components, configs and artifacts
 //! belong to the operator registry, which keeps every version it has had.
 //! The candidates are the versions named by the entries a compaction
-//! removes, so the cost is a read of the retained entries once per
-//! compaction, whatever the size of `blobs/`.
+//! removes, so the cost is one read of the entries per compaction,
+//! whatever the size of `blobs/`.
 
 use super::Pipeline;
 use anyhow::{Context, Result};
@@ -18,50 +18,40 @@ use std::collections::BTreeSet;
 use weir_core::Digest;
 
 impl Pipeline {
-    /// The lookup versions named by the entries before `keep_from`: what
-    /// the compaction about to remove them may free.
-    pub(super) fn lookup_versions_before(&self, keep_from: u64) -> Result<BTreeSet<Digest>> {
-        let mut named = BTreeSet::new();
-        for epoch in self.checkpoint.offsets.epochs()? {
-            if epoch >= keep_from {
-                break;
-            }
-            if let Some(entry) = self.checkpoint.offsets.get(epoch)? {
-                named.extend(entry.lookups.values().copied());
-            }
-        }
-        Ok(named)
-    }
-
-    /// Deletes those of `candidates` that no retained entry names and no
-    /// table holds as its current version; returns how many.
-    pub(super) fn remove_unused_lookup_versions(
-        &self,
-        candidates: BTreeSet<Digest>,
-    ) -> Result<usize> {
-        if candidates.is_empty() {
-            return Ok(0);
-        }
+    /// The lookup versions that only the entries before `keep_from` name
+    /// (and no table holds as its current version): what compacting those
+    /// entries away frees. One pass over the entries, before compaction.
+    pub(super) fn lookup_versions_freed_by(&self, keep_from: u64) -> Result<BTreeSet<Digest>> {
+        let mut named_before = BTreeSet::new();
         let mut used: BTreeSet<Digest> = self.lookups.versions().into_values().collect();
         for epoch in self.checkpoint.offsets.epochs()? {
-            if let Some(entry) = self.checkpoint.offsets.get(epoch)? {
+            let Some(entry) = self.checkpoint.offsets.get(epoch)? else {
+                continue;
+            };
+            if epoch < keep_from {
+                named_before.extend(entry.lookups.values().copied());
+            } else {
                 used.extend(entry.lookups.values().copied());
                 used.insert(entry.operator.digest);
                 used.insert(entry.operator.config_digest);
                 used.extend(entry.operator.artifacts);
             }
         }
+        Ok(named_before.difference(&used).copied().collect())
+    }
+
+    /// Deletes the lookup versions `freed` (locally and in the object
+    /// store), once the entries that named them are gone.
+    pub(super) fn remove_lookup_versions(&self, freed: BTreeSet<Digest>) -> Result<()> {
         let blobs = self.checkpoint.blobs();
-        let mut removed = 0;
-        for digest in candidates.difference(&used) {
+        for digest in &freed {
             blobs
                 .remove(digest)
                 .with_context(|| format!("removing the unused lookup version {digest}"))?;
-            removed += 1;
         }
-        if removed > 0 {
-            tracing::debug!(pipeline = %self.name, removed, "unused lookup versions removed");
+        if !freed.is_empty() {
+            tracing::debug!(pipeline = %self.name, removed = freed.len(), "unused lookup versions removed");
         }
-        Ok(removed)
+        Ok(())
     }
 }

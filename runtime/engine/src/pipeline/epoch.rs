@@ -441,11 +441,11 @@ impl Pipeline {
             .saturating_sub(self.wal.retain)
             .min(self.state.rebuild_replays_from()?);
         let source = self.source.planned_so_far()?;
-        let freed = self.lookup_versions_before(keep_from)?;
+        let freed = self.lookup_versions_freed_by(keep_from)?;
         self.checkpoint
             .compact(epoch, source, keep_from)
             .with_context(|| format!("compacting the offset and commit logs at epoch {epoch}"))?;
-        self.remove_unused_lookup_versions(freed)?;
+        self.remove_lookup_versions(freed)?;
         weir_core::memory::release_free_memory();
         Ok(())
     }

@@ -103,7 +103,7 @@ impl Pipeline {
     fn close_phases(&mut self, c: &mut Closing) -> Result<()> {
         let epoch = c.entry.epoch;
         // A commit that reached the store though it reported an error.
-        if self.state.durable_epoch()? == Some(epoch) {
+        if self.state.epoch() == Some(epoch) {
             if let Reached::SinkWritten(_) = c.reached {
                 c.reached = Reached::StateCommitted;
             }
