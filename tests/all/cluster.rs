@@ -76,7 +76,7 @@ fn disjoint_cover(owned: &[BTreeSet<i32>]) -> bool {
 
 #[test]
 fn the_consumer_group_protocol_moves_partitions_between_members() {
-    let broker = Broker::start_in_memory();
+    let broker = Broker::start();
     broker.create_topic(TOPIC, PARTITIONS as u32);
     let (a, b) = (member(&broker, "weir-g"), member(&broker, "weir-g"));
     let took = poll_until(&[&a, &b], "two members", disjoint_cover);
@@ -139,7 +139,7 @@ fn survivors_own_all(survivors: &[&BaseConsumer], what: &str) -> Duration {
 /// session timeout, then a rebalance.
 #[test]
 fn a_dead_or_stopped_member_loses_its_partitions_after_the_session_timeout() {
-    let broker = Broker::start_in_memory();
+    let broker = Broker::start();
     broker.create_topic(TOPIC, PARTITIONS as u32);
     let (a, b) = (member(&broker, "weir-g"), member(&broker, "weir-g"));
     // A third member in its own process: the survivors see their share shrink.

@@ -1,7 +1,7 @@
 //! The Kafka source against a real Kafka-protocol broker (tansu).
 
 use crate::common::broker::Broker;
-use crate::common::{guest, open_pipeline, sink_files};
+use crate::common::{guest, open_pipeline, output_text, sink_files};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
@@ -607,4 +607,82 @@ fn raw_settings(
         policy: weir_engine::config::MalformedPolicy::Fail,
         partition,
     }
+}
+
+/// tansu's in-memory storage reports a partition's high watermark a few
+/// records short of its log after a burst of produces (the repo's example
+/// and tests use its SQLite storage for that reason). A micro-batch run
+/// plans up to the reported end, so it cannot read those records; it must
+/// say so, naming each partition and how many records it cannot plan.
+#[test]
+fn records_served_past_a_short_high_watermark_are_reported() {
+    use rdkafka::consumer::{BaseConsumer, Consumer};
+    let broker = Broker::start_in_memory();
+    broker.create_topic("payments", 3);
+    let fed = std::process::Command::new(env!("CARGO_BIN_EXE_weir"))
+        .args(["feed", "--topic", "payments", "--payments", "20000"])
+        .args(["--rate", "5000", "--bootstrap-servers", &broker.bootstrap()])
+        .output()
+        .unwrap();
+    assert!(fed.status.success(), "{}", output_text(&fed));
+    let c: BaseConsumer = rdkafka::ClientConfig::new()
+        .set("bootstrap.servers", broker.bootstrap())
+        .create()
+        .unwrap();
+    let reported: Vec<i64> = (0..3)
+        .map(|p| {
+            c.fetch_watermarks("payments", p, std::time::Duration::from_secs(10))
+                .unwrap()
+                .1
+        })
+        .collect();
+    let short = 20_000 - reported.iter().sum::<i64>();
+    assert!(
+        short > 0,
+        "this tansu reports the whole log ({reported:?}): the premise of this test is gone"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let pipeline = dir.path().join("pipeline.toml");
+    std::fs::write(
+        &pipeline,
+        kafka_toml(dir.path(), &broker.bootstrap(), "payments", ""),
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_weir"))
+        .args(["run", "--quiet"])
+        .arg(&pipeline)
+        .env("WEIR_CACHE_DIR", dir.path().join("cache"))
+        .env("WEIR_LOG", "warn")
+        .output()
+        .unwrap();
+    let log = output_text(&out);
+    assert!(out.status.success(), "{log}");
+    let mut unplanned = 0;
+    for (p, end) in reported.iter().enumerate() {
+        let Some(line) = log
+            .lines()
+            .find(|l| l.contains(&format!("partition payments-{p} served records up to")))
+        else {
+            continue;
+        };
+        assert!(
+            line.contains(&format!("reports its end (high watermark) as {end}:")),
+            "{line}"
+        );
+        let n: i64 = line
+            .split(": ")
+            .nth(1)
+            .unwrap()
+            .split(' ')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap();
+        unplanned += n;
+    }
+    assert_eq!(
+        unplanned, short,
+        "every record past the reported ends is reported:\n{log}"
+    );
 }

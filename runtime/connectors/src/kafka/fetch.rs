@@ -15,22 +15,38 @@ use rdkafka::error::KafkaError;
 use rdkafka::message::{BorrowedMessage, Message};
 use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::{Offset, TopicPartitionList};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
-/// Fetches exactly `ranges` (empty ones are skipped), records grouped by
-/// range in the order given. `timeout` is how long to wait without a
-/// record before warning that the broker is slow (it keeps waiting).
+/// What a fetch of some ranges got.
+pub(crate) struct Fetch {
+    /// The ranges' records, grouped by range in the order asked for.
+    pub records: Vec<Fetched>,
+    /// Per partition, one past the highest offset the broker served with
+    /// them, past the range's end included (see [`super::past_end`]).
+    pub served_end: BTreeMap<Tp, i64>,
+}
+
+/// Most records already received past the ranges' ends that a fetch looks
+/// at before it lets them go.
+const DRAIN_MAX: usize = 100_000;
+
+/// Fetches exactly `ranges` (empty ones are skipped). `timeout` is how long
+/// to wait without a record before warning that the broker is slow (it
+/// keeps waiting).
 pub(crate) fn fetch_ranges(
     consumer: &BaseConsumer,
     ranges: &[PartitionRange],
     brokers: &str,
     timeout: Duration,
     fail_on_data_loss: bool,
-) -> Result<Vec<Fetched>> {
+) -> Result<Fetch> {
     let wanted: Vec<&PartitionRange> = ranges.iter().filter(|r| r.end > r.start).collect();
     if wanted.is_empty() {
-        return Ok(Vec::new());
+        return Ok(Fetch {
+            records: Vec::new(),
+            served_end: BTreeMap::new(),
+        });
     }
     let mut tpl = TopicPartitionList::new();
     for r in &wanted {
@@ -50,8 +66,13 @@ pub(crate) fn fetch_ranges(
         }
         stall.check(fetch.last_progress, &fetch.open);
     }
+    fetch.drain_received(consumer);
     let _ = consumer.unassign();
-    Ok(fetch.into_records(&wanted))
+    let served_end = std::mem::take(&mut fetch.served_end);
+    Ok(Fetch {
+        records: fetch.into_records(&wanted),
+        served_end,
+    })
 }
 
 /// What a fetch has read so far, per partition.
@@ -64,6 +85,8 @@ struct RangeFetch {
     next: HashMap<Tp, i64>,
     last_progress: Instant,
     errors: u64,
+    /// Per partition, one past the highest offset received.
+    served_end: BTreeMap<Tp, i64>,
 }
 
 impl RangeFetch {
@@ -80,6 +103,7 @@ impl RangeFetch {
             next: by_tp(|r| r.start),
             last_progress: Instant::now(),
             errors: 0,
+            served_end: BTreeMap::new(),
         }
     }
 
@@ -87,10 +111,11 @@ impl RangeFetch {
     /// at the range's last offset.
     fn take(&mut self, m: &BorrowedMessage<'_>) {
         let tp = (m.topic().to_string(), m.partition());
+        let offset = m.offset();
+        self.served(&tp, offset);
         let Some(&end) = self.open.get(&tp) else {
             return;
         };
-        let offset = m.offset();
         if offset < end {
             self.records
                 .entry(tp.clone())
@@ -101,6 +126,23 @@ impl RangeFetch {
         }
         if offset >= end - 1 {
             self.open.remove(&tp);
+        }
+    }
+
+    fn served(&mut self, tp: &Tp, offset: i64) {
+        let end = self.served_end.entry(tp.clone()).or_insert(offset + 1);
+        *end = (*end).max(offset + 1);
+    }
+
+    /// Notes the records the client already received past the ranges'
+    /// ends (the broker sends whole batches), without waiting for more.
+    fn drain_received(&mut self, consumer: &BaseConsumer) {
+        for _ in 0..DRAIN_MAX {
+            match consumer.poll(Duration::ZERO) {
+                Some(Ok(m)) => self.served(&(m.topic().to_string(), m.partition()), m.offset()),
+                Some(Err(_)) => {}
+                None => return,
+            }
         }
     }
 

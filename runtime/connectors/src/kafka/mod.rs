@@ -7,6 +7,7 @@ pub mod config;
 mod fetch;
 pub mod group;
 pub mod marks;
+mod past_end;
 pub mod plan;
 mod replay;
 pub mod sink;

@@ -232,7 +232,8 @@ impl KafkaSink {
                 &self.s.bootstrap_servers,
                 self.s.timeout,
                 false,
-            )?;
+            )?
+            .records;
             let task_high = records
                 .iter()
                 .filter(|r| self.s.wrote(r))

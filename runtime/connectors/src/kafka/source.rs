@@ -8,6 +8,7 @@
 use super::client::Brokers;
 use super::fetch::fetch_ranges;
 use super::marks::{MarksWatch, Topics, Watermarks};
+use super::past_end::PastEnd;
 use super::plan::{self, KafkaRange, PartitionRange, Tp};
 use super::tail::{AgedOut, Tail};
 use anyhow::{bail, Context, Result};
@@ -127,6 +128,8 @@ pub struct KafkaSource {
     restored: bool,
     /// What the last `plan` found waiting.
     backlog: Option<Backlog>,
+    /// Records the broker served past the ends it reports.
+    past_end: PastEnd,
     /// The consumer group (only used with `commit_to_group`).
     group: String,
     /// Real-time mode's live reader, opened by the first live plan.
@@ -175,6 +178,7 @@ impl KafkaSource {
             positions: BTreeMap::new(),
             restored: false,
             backlog: None,
+            past_end: PastEnd::default(),
             group,
             tail: None,
             marks_watch: None,
@@ -259,14 +263,17 @@ impl KafkaSource {
     }
 
     /// Fetches exactly `ranges`, grouped by partition in range order.
-    fn fetch(&self, ranges: &[PartitionRange]) -> Result<Vec<Fetched>> {
-        fetch_ranges(
+    /// Notes how far the broker served (see [`PastEnd`]).
+    fn fetch(&mut self, ranges: &[PartitionRange]) -> Result<Vec<Fetched>> {
+        let fetch = fetch_ranges(
             &self.consumer,
             ranges,
             &self.s.bootstrap_servers,
             self.s.timeout,
             self.s.fail_on_data_loss,
-        )
+        )?;
+        self.past_end.note(&fetch.served_end);
+        Ok(fetch.records)
     }
 
     fn to_batches(&self, records: Vec<Fetched>) -> Result<EpochInput> {
@@ -730,7 +737,8 @@ impl Source for KafkaSource {
                     let at = self.positions.get(tp).copied().unwrap_or(high);
                     (high - at).max(0) as u64
                 })
-                .sum(),
+                .sum::<u64>()
+                + self.past_end.check(&marks),
             pending_files: None,
             changed_files: None,
         });
