@@ -404,6 +404,73 @@ fn a_window_closed_only_by_the_end_of_input_is_emitted() {
     assert_matches_loosely(dir.path(), &expected(&[2], Disorder::Mild, false));
 }
 
+/// `weir explain` of a window's alert, in the epoch that emitted it, finds
+/// the payment in the earlier epoch that read it; explaining that earlier
+/// epoch says the row was held in state and names the epoch that emitted it.
+#[test]
+fn explain_follows_a_windowed_alert_back_to_its_input_and_forward_to_its_close() {
+    let dir = tempfile::tempdir().unwrap();
+    for n in 0..4 {
+        write_file(dir.path(), n, Disorder::Mild);
+    }
+    let toml = pipeline(dir.path(), "drop", "mode = \"available-now\"");
+    run(dir.path(), &toml);
+    let pipeline_file = dir.path().join("pipeline.toml");
+    std::fs::write(&pipeline_file, &toml).unwrap();
+    let (emitted, txn) = actual(dir.path())
+        .into_iter()
+        .find_map(|(epoch, alerts)| Some((epoch, alerts.into_keys().next()?)))
+        .expect("an alert");
+    let explain = |epoch: u64, text: bool| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_weir"));
+        cmd.args(["explain", "-p"])
+            .arg(&pipeline_file)
+            .args(["--epoch", &epoch.to_string(), "--txn", &txn])
+            .env("WEIR_CACHE_DIR", dir.path().join("cache"))
+            .env("WEIR_LOG", "warn");
+        if !text {
+            cmd.arg("--json");
+        }
+        let out = cmd.output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+        assert!(
+            out.status.success(),
+            "{stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        stdout
+    };
+
+    let report: Value = serde_json::from_str(&explain(emitted, false)).unwrap();
+    assert_eq!(report["input"]["txn_id"], txn.as_str(), "{report}");
+    let read = report["input_epoch"].as_u64().unwrap();
+    assert!(read < emitted, "read in {read}, emitted in {emitted}");
+    assert_eq!(report["outputs"]["default"][0]["txn_id"], txn.as_str());
+    assert_eq!(report["score"]["identical"], true, "{report}");
+    let text = explain(emitted, true);
+    assert!(
+        text.contains(&format!(
+            "input  read in epoch {read} and held in the operator's state"
+        )),
+        "{text}"
+    );
+
+    let earlier: Value = serde_json::from_str(&explain(read, false)).unwrap();
+    assert_eq!(earlier["input_epoch"], read);
+    let outputs = earlier["outputs"].as_object().unwrap();
+    assert!(outputs.values().all(|rows| rows.as_array().unwrap().is_empty()));
+    assert_eq!(earlier["emitted_in"]["epoch"], emitted, "{earlier}");
+    assert_eq!(
+        earlier["emitted_in"]["rows"]["default"][0]["txn_id"],
+        txn.as_str()
+    );
+    let text = explain(read, true);
+    assert!(
+        text.contains(&format!("held it in state, and epoch {emitted} emitted it")),
+        "{text}"
+    );
+}
+
 /// Like [`assert_matches`], for inputs too small for its alert count.
 fn assert_matches_loosely(dir: &Path, expected: &[BTreeMap<String, Alert>]) {
     let actual = actual(dir);

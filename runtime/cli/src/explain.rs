@@ -43,19 +43,68 @@ fn explain_in(
     scratch: &Path,
 ) -> Result<Value> {
     let (mut pipeline, replay) = replay_epoch(cfg, host, req.epoch, scratch)?;
-    let input = matching_rows(&replay.input, &req.column, &req.key)?;
-    let Some(input_row) = input.first() else {
-        bail!(
-            "epoch {} has no input row with {} = {:?}",
+    let outputs = matching_outputs(&replay, req)?;
+    let emitted = outputs
+        .values()
+        .any(|rows| rows.as_array().is_some_and(|r| !r.is_empty()));
+    let input = match matching_rows(&replay.input, &req.column, &req.key)?
+        .into_iter()
+        .next()
+    {
+        Some(row) => Some((req.epoch, row)),
+        None if emitted => buffered_input(&mut pipeline, req)?,
+        None => bail!(
+            "epoch {} has no input or output row with {} = {:?}",
             req.epoch,
             req.column,
             req.key
-        );
+        ),
     };
     let control = pipeline.control();
     let entry = &replay.entry;
     let artifacts =
         weir_core::artifacts::Artifacts::load(control.blobs(), entry.operator.artifacts.as_ref())?;
+    let logged = logged_rows(cfg, req.epoch, req)?;
+    // The state under the row's key: the input's, or for a row whose input
+    // is gone from the log, the output's.
+    let keyed_row = match &input {
+        Some((_, row)) => Some(row.clone()),
+        None => first_row(&outputs),
+    };
+    let state = match &keyed_row {
+        Some(row) => state_read(cfg, &replay, row)?,
+        None => Value::Null,
+    };
+    let mut report = json!({
+        "pipeline": cfg.name,
+        "epoch": entry.epoch,
+        "epoch_time_ms": entry.epoch_time_ms,
+        "operator": entry.operator.digest.to_string(),
+        "version": control.version_of(&entry.operator),
+        "config": entry.operator.config_digest.to_string(),
+        "artifacts": artifacts.digests(),
+        "lookups": entry.lookups,
+        "watermark_ms": entry.watermark_ms,
+        "input": input.as_ref().map(|(_, row)| row.clone()),
+        "input_epoch": input.as_ref().map(|(epoch, _)| *epoch),
+        "state": state,
+        "outputs": outputs,
+        "logged": logged,
+    });
+    if !emitted {
+        report["emitted_in"] = match later_emission(cfg, req)? {
+            Some((epoch, rows)) => json!({"epoch": epoch, "rows": rows}),
+            None => Value::Null,
+        };
+    }
+    if let Some(scored) = scored_row(&report["outputs"]) {
+        report["score"] = score_report(&mut pipeline, host, &replay, &scored, &report["logged"])?;
+    }
+    Ok(report)
+}
+
+/// The replayed outputs' rows that match, by output.
+fn matching_outputs(replay: &EpochReplay, req: &ExplainRequest) -> Result<Map<String, Value>> {
     let mut outputs = Map::new();
     for name in output_names(&replay.outputs) {
         let batches: Vec<RecordBatch> = replay
@@ -70,26 +119,56 @@ fn explain_in(
             Value::Array(rows.into_iter().map(Value::Object).collect()),
         );
     }
-    let logged = logged_rows(cfg, req)?;
-    let mut report = json!({
-        "pipeline": cfg.name,
-        "epoch": entry.epoch,
-        "epoch_time_ms": entry.epoch_time_ms,
-        "operator": entry.operator.digest.to_string(),
-        "version": control.version_of(&entry.operator),
-        "config": entry.operator.config_digest.to_string(),
-        "artifacts": artifacts.digests(),
-        "lookups": entry.lookups,
-        "watermark_ms": entry.watermark_ms,
-        "input": input_row,
-        "state": state_read(cfg, &replay, input_row)?,
-        "outputs": outputs,
-        "logged": logged,
-    });
-    if let Some(scored) = scored_row(&report["outputs"]) {
-        report["score"] = score_report(&mut pipeline, host, &replay, &scored, &report["logged"])?;
+    Ok(outputs)
+}
+
+fn first_row(outputs: &Map<String, Value>) -> Option<Map<String, Value>> {
+    outputs
+        .values()
+        .filter_map(Value::as_array)
+        .flatten()
+        .find_map(|row| row.as_object().cloned())
+}
+
+/// A row the epoch emitted without reading it: an operator held it in
+/// state (a window) and a timer emitted it. Its input is looked for in the
+/// epochs before, newest first, as far back as the offset log reaches;
+/// `None` if compaction took the epoch that read it.
+fn buffered_input(
+    pipeline: &mut weir_engine::pipeline::Pipeline,
+    req: &ExplainRequest,
+) -> Result<Option<(u64, Map<String, Value>)>> {
+    for epoch in (0..req.epoch).rev() {
+        let Some(batches) = pipeline.recorded_input(epoch)? else {
+            return Ok(None);
+        };
+        if let Some(row) = matching_rows(&batches, &req.column, &req.key)?
+            .into_iter()
+            .next()
+        {
+            return Ok(Some((epoch, row)));
+        }
     }
-    Ok(report)
+    Ok(None)
+}
+
+/// For a row read in epoch N that no output of N carries: the first later
+/// committed epoch whose files sinks logged it (an operator that buffers
+/// rows, as a window does, emits them when a timer fires).
+fn later_emission(cfg: &PipelineConfig, req: &ExplainRequest) -> Result<Option<(u64, Value)>> {
+    let commits = cfg.checkpoint.join("commits");
+    let mut epoch = req.epoch + 1;
+    while commits.join(epoch.to_string()).exists() {
+        let logged = logged_rows(cfg, epoch, req)?;
+        if logged
+            .values()
+            .any(|rows| rows.as_array().is_some_and(|r| !r.is_empty()))
+        {
+            return Ok(Some((epoch, Value::Object(logged))));
+        }
+        epoch += 1;
+    }
+    Ok(None)
 }
 
 /// The outputs present, `default` first.
@@ -127,16 +206,20 @@ fn text_of(v: &Value) -> String {
     }
 }
 
-/// What the files sinks of the real pipeline wrote for the row in this
-/// epoch, by output (other sinks are not read back here).
-fn logged_rows(cfg: &PipelineConfig, req: &ExplainRequest) -> Result<Map<String, Value>> {
+/// What the files sinks of the real pipeline wrote for the row in
+/// `epoch`, by output (other sinks are not read back here).
+fn logged_rows(
+    cfg: &PipelineConfig,
+    epoch: u64,
+    req: &ExplainRequest,
+) -> Result<Map<String, Value>> {
     let mut logged = Map::new();
     for sink in cfg.sink.iter() {
         let identity = sink.settings.identity()?;
         let Some(dir) = identity.strip_prefix("files:") else {
             continue;
         };
-        let files = weir_connectors::files::FileSink::epoch_files(Path::new(dir), req.epoch)?;
+        let files = weir_connectors::files::FileSink::epoch_files(Path::new(dir), epoch)?;
         let mut rows = Vec::new();
         for f in files {
             let text =
@@ -296,7 +379,7 @@ pub fn print_text(r: &Value) {
     if let Some(w) = r["watermark_ms"].as_i64() {
         println!("  watermark  {w}");
     }
-    println!("input  {}", r["input"]);
+    print_input(r);
     if !r["state"].is_null() {
         let s = &r["state"];
         match s["bytes"].as_u64() {
@@ -313,6 +396,7 @@ pub fn print_text(r: &Value) {
             println!("output {name}: {row}");
         }
     }
+    print_emitted_later(r);
     let s = &r["score"];
     if s.is_null() {
         return;
@@ -340,6 +424,45 @@ pub fn print_text(r: &Value) {
                 f["value"].to_string(),
                 f["contribution"].as_f64().unwrap_or(0.0)
             );
+        }
+    }
+}
+
+/// The input row, and where it was read when that was an earlier epoch.
+fn print_input(r: &Value) {
+    match r["input_epoch"].as_u64() {
+        Some(epoch) if Some(epoch) == r["epoch"].as_u64() => println!("input  {}", r["input"]),
+        Some(epoch) => println!(
+            "input  read in epoch {epoch} and held in the operator's state until a timer \
+             fired in this epoch (watermark {}): {}",
+            r["watermark_ms"], r["input"]
+        ),
+        None => println!(
+            "input  held in the operator's state and emitted by a timer in this epoch; the \
+             epoch that read it is no longer in the offset log"
+        ),
+    }
+}
+
+/// For a row this epoch read but did not emit: the later epoch that did.
+fn print_emitted_later(r: &Value) {
+    let Some(later) = r.get("emitted_in") else {
+        return;
+    };
+    let Some(epoch) = later["epoch"].as_u64() else {
+        println!(
+            "note   no output of this epoch carries the row, and no later epoch's files sink \
+             logged it: the operator dropped it, or holds it in state (a window still open)"
+        );
+        return;
+    };
+    println!(
+        "note   no output of this epoch carries the row: the operator held it in state, and \
+         epoch {epoch} emitted it (`weir explain --epoch {epoch}` explains that)"
+    );
+    for (name, rows) in later["rows"].as_object().into_iter().flatten() {
+        for row in rows.as_array().into_iter().flatten() {
+            println!("       epoch {epoch} output {name}: {row}");
         }
     }
 }

@@ -94,6 +94,18 @@ impl Pipeline {
         })
     }
 
+    /// The rows epoch `epoch` read, as `offsets/<epoch>` records them, or
+    /// `None` once compaction removed that entry: where `weir explain`
+    /// finds the input of a row an operator held in state (a window) and
+    /// emitted in a later epoch.
+    pub fn recorded_input(&mut self, epoch: u64) -> Result<Option<Vec<RecordBatch>>> {
+        let Some(entry) = self.checkpoint.offsets.get(epoch)? else {
+            return Ok(None);
+        };
+        let read = self.read_input(&entry)?;
+        Ok(Some(without_isolated(&entry, read.batches)?))
+    }
+
     /// Runs the version `entry` records over `batch` with no state: what
     /// an explanation asks the operator (e.g. a model scoring variations
     /// of one row's features).
