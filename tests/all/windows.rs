@@ -458,7 +458,9 @@ fn explain_follows_a_windowed_alert_back_to_its_input_and_forward_to_its_close()
     let earlier: Value = serde_json::from_str(&explain(read, false)).unwrap();
     assert_eq!(earlier["input_epoch"], read);
     let outputs = earlier["outputs"].as_object().unwrap();
-    assert!(outputs.values().all(|rows| rows.as_array().unwrap().is_empty()));
+    assert!(outputs
+        .values()
+        .all(|rows| rows.as_array().unwrap().is_empty()));
     assert_eq!(earlier["emitted_in"]["epoch"], emitted, "{earlier}");
     assert_eq!(
         earlier["emitted_in"]["rows"]["default"][0]["txn_id"],

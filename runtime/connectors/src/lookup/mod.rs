@@ -1,7 +1,7 @@
 //! Reading a reference table (`[[lookup]]`) from a file — CSV with a header
-//! row, JSON lines, or Parquet, chosen by the extension (`.csv`, `.jsonl` /
-//! `.json`, `.parquet`) — or from a PostgreSQL query ([`postgres`]), into
-//! the declared columns. A row that does not fit
+//! row, JSON lines, a JSON array, or Parquet, chosen by the extension
+//! (`.csv`, `.jsonl` / `.ndjson`, `.json`, `.parquet`) — or from a
+//! PostgreSQL query ([`postgres`]), into the declared columns. A row that does not fit
 //! is an error naming the file and the row; the engine decides what an
 //! error means (a failed start, or a refresh that keeps the old version).
 
@@ -22,6 +22,9 @@ const BATCH_ROWS: usize = 65_536;
 pub enum TableFormat {
     Csv,
     JsonLines,
+    /// `.json`: a JSON array — of objects (one a row), or of values for a
+    /// table of one column (a list of merchants) — or else JSON lines.
+    Json,
     Parquet,
 }
 
@@ -30,10 +33,12 @@ impl TableFormat {
     pub fn of(path: &Path) -> Result<Self> {
         match path.extension().and_then(|e| e.to_str()) {
             Some("csv") => Ok(TableFormat::Csv),
-            Some("jsonl" | "json" | "ndjson") => Ok(TableFormat::JsonLines),
+            Some("jsonl" | "ndjson") => Ok(TableFormat::JsonLines),
+            Some("json") => Ok(TableFormat::Json),
             Some("parquet") => Ok(TableFormat::Parquet),
             _ => bail!(
-                "{}: a lookup file is .csv (with a header row), .jsonl (.json, .ndjson) or .parquet",
+                "{}: a lookup file is .csv (with a header row), .jsonl (.ndjson), .json (an array, \
+                 or JSON lines) or .parquet",
                 path.display()
             ),
         }
@@ -44,12 +49,19 @@ impl TableFormat {
 /// batch.
 pub fn read_table(path: &Path, data: Vec<u8>, schema: &SchemaRef) -> Result<RecordBatch> {
     let origin = path.display().to_string();
-    let format = TableFormat::of(path)?;
+    let mut format = TableFormat::of(path)?;
+    let mut data = data;
+    if format == TableFormat::Json {
+        match json_array_as_lines(&data, schema, &origin)? {
+            Some(lines) => data = lines,
+            None => format = TableFormat::JsonLines,
+        }
+    }
     if format != TableFormat::Parquet {
         check_complete(&data, &origin)?;
     }
     let batches = match format {
-        TableFormat::JsonLines => {
+        TableFormat::JsonLines | TableFormat::Json => {
             JsonDecoder::new(schema.clone(), BATCH_ROWS, MalformedPolicy::Fail)
                 .with_fix(TABLE_FIX)
                 .decode_lines(&data, &origin)?
@@ -72,6 +84,38 @@ pub fn read_table(path: &Path, data: Vec<u8>, schema: &SchemaRef) -> Result<Reco
         }
     }
     Ok(table)
+}
+
+/// A `.json` table file that is one JSON array, as JSON lines: each
+/// object a row, or each value the row of a one-column table. `None` if
+/// the file is not an array (then it is read as JSON lines).
+fn json_array_as_lines(data: &[u8], schema: &SchemaRef, origin: &str) -> Result<Option<Vec<u8>>> {
+    let text = weir_core::json::without_bom(data);
+    if text.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'[') {
+        return Ok(None);
+    }
+    let rows: Vec<serde_json::Value> = serde_json::from_slice(text)
+        .with_context(|| format!("{origin} is not a valid JSON array (half written?)"))?;
+    if rows.is_empty() {
+        bail!("{origin} has no rows; an empty reference table is refused (the version before stays in use)");
+    }
+    let mut lines = Vec::with_capacity(text.len() + rows.len());
+    for (i, row) in rows.into_iter().enumerate() {
+        let row = match row {
+            object @ serde_json::Value::Object(_) => object,
+            value => match schema.fields().as_ref() {
+                [only] => serde_json::json!({ only.name(): value }),
+                fields => bail!(
+                    "{origin}: element {i} is {value}, not an object; an array of values is a \
+                     table of one column, and this one declares {}",
+                    fields.len()
+                ),
+            },
+        };
+        serde_json::to_writer(&mut lines, &row)?;
+        lines.push(b'\n');
+    }
+    Ok(Some(lines))
 }
 
 /// What to do about a bad row of a reference table: the whole version is
@@ -174,6 +218,45 @@ mod tests {
             .unwrap();
         let from_parquet = read_table(Path::new("cards.parquet"), parquet, &schema()).unwrap();
         assert_eq!(from_parquet, from_json);
+    }
+
+    #[test]
+    fn a_json_array_is_a_table_of_objects_or_of_one_column() {
+        let objects = br#"[{"card_id":"c-1","limit":500}, {"card_id":"c-2"}]"#.to_vec();
+        let from_array = read_table(Path::new("cards.json"), objects, &schema()).unwrap();
+        let lines = b"{\"card_id\":\"c-1\",\"limit\":500}\n{\"card_id\":\"c-2\"}\n".to_vec();
+        let from_lines = read_table(Path::new("cards.json"), lines, &schema()).unwrap();
+        assert_eq!(from_array, from_lines);
+
+        let merchants: SchemaRef = Arc::new(Schema::new(vec![Field::new(
+            "merchant_id",
+            DataType::Utf8,
+            false,
+        )]));
+        let list = b"\xEF\xBB\xBF[\"m-0666\", \"m-0777\"]".to_vec();
+        let table = read_table(Path::new("risky.json"), list, &merchants).unwrap();
+        assert_eq!(table.num_rows(), 2);
+        let ids = table
+            .column(0)
+            .as_any()
+            .downcast_ref::<arrow_array::StringArray>();
+        assert_eq!(ids.unwrap().value(1), "m-0777");
+
+        let err = |name: &str, data: &[u8], schema: &SchemaRef| {
+            format!(
+                "{:#}",
+                read_table(Path::new(name), data.to_vec(), schema).unwrap_err()
+            )
+        };
+        let e = err("cards.json", br#"["c-1"]"#, &schema());
+        assert!(
+            e.contains("element 0 is \"c-1\"") && e.contains("declares 2"),
+            "{e}"
+        );
+        let e = err("risky.json", br#"["m-0666", "m-07"#, &merchants);
+        assert!(e.contains("risky.json is not a valid JSON array"), "{e}");
+        let e = err("risky.json", b"[]", &merchants);
+        assert!(e.contains("no rows"), "{e}");
     }
 
     #[test]

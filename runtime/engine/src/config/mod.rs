@@ -423,7 +423,14 @@ pub struct OperatorConfig {
     /// its digest is recorded like an inline config's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config_file: Option<PathBuf>,
-    /// The JSON read from `config_file`.
+    /// Named parts of the config from files of their own, each put under
+    /// its name in the config `init` receives, beside `config` or
+    /// `config_file`: `{ high_risk_merchants = "merchants.json" }` for a
+    /// list kept as a plain JSON array (or any JSON or `.toml` value).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub config_files: std::collections::BTreeMap<String, PathBuf>,
+    /// The JSON `init` receives when files make up some of it
+    /// (`config_file`, `config_files`).
     #[serde(skip)]
     pub config_from_file: Option<String>,
     /// Named files the operator reads through `weir:operator/artifacts`
@@ -564,24 +571,39 @@ impl PipelineConfig {
         Ok(cfg)
     }
 
-    /// Reads `operator.config_file`, refusing it beside an inline config.
+    /// Reads `operator.config_file` (refused beside an inline config) and
+    /// `operator.config_files`, into the JSON `init` receives.
     fn read_config_file(&mut self) -> Result<()> {
-        let Some(path) = &self.operator.config_file else {
+        let op = &self.operator;
+        if op.config_file.is_none() && op.config_files.is_empty() {
             return Ok(());
-        };
-        if self
-            .operator
-            .config
-            .as_table()
-            .is_none_or(|t| !t.is_empty())
-        {
-            bail!(
-                "`operator.config` and `operator.config_file` are both set; keep one (the file \
-                 for rules edited apart from the pipeline)"
-            );
         }
-        self.operator.config_from_file =
-            Some(config_file_json(path).context("`operator.config_file`")?);
+        let inline = op.config.as_table().is_none_or(|t| !t.is_empty());
+        let base = match &op.config_file {
+            Some(_) if inline => bail!(
+                "`operator.config` and `operator.config_file` are both set; keep one (the file \
+                 for rules edited apart from the pipeline), and put lists kept in files of \
+                 their own under `operator.config_files`"
+            ),
+            Some(path) => config_file_json(path).context("`operator.config_file`")?,
+            None => serde_json::to_string(&op.config)?,
+        };
+        let mut config: serde_json::Value = serde_json::from_str(&base)?;
+        for (name, path) in &op.config_files {
+            let Some(object) = config.as_object_mut() else {
+                bail!(
+                    "`operator.config_files` puts `{name}` into the config, but the config is not \
+                     a table (a JSON object)"
+                );
+            };
+            if object.contains_key(name) {
+                bail!("`operator.config_files.{name}`: the config already has `{name}`; keep one");
+            }
+            let part = config_file_json(path)
+                .with_context(|| format!("`operator.config_files.{name}`"))?;
+            object.insert(name.clone(), serde_json::from_str(&part)?);
+        }
+        self.operator.config_from_file = Some(config.to_string());
         Ok(())
     }
 
@@ -684,6 +706,7 @@ impl PipelineConfig {
         if let Some(file) = &mut self.operator.config_file {
             fix(file);
         }
+        self.operator.config_files.values_mut().for_each(fix);
         self.operator.artifacts.values_mut().for_each(fix);
         for l in &mut self.lookups {
             if let Some(p) = &mut l.path {
@@ -801,7 +824,8 @@ impl PipelineConfig {
     }
 
     /// The operator config as the JSON text `init` receives: from
-    /// `config_file` if set, else the inline `config`.
+    /// `config_file` if set, else the inline `config`, with the parts of
+    /// `config_files` under their names.
     pub fn operator_config_json(&self) -> Result<String> {
         match &self.operator.config_from_file {
             Some(json) => Ok(json.clone()),
@@ -1019,6 +1043,33 @@ path = "out"
             "config = { alert_threshold = 0.5 }\nconfig_file = \"rules.json\"",
         );
         assert!(err(&both).contains("both set"), "{}", err(&both));
+    }
+
+    #[test]
+    fn named_parts_of_the_config_may_come_from_files_beside_an_inline_config() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("merchants.json"), r#"["m-0666", "m-0777"]"#).unwrap();
+        let with_parts = |parts: &str| {
+            GOOD.replace(
+                "config = { alert_threshold = 0.5 }",
+                &format!("config = {{ alert_threshold = 0.5 }}\nconfig_files = {{ {parts} }}"),
+            )
+        };
+        let cfg = PipelineConfig::parse(&with_parts(r#"merchants = "merchants.json""#), dir.path())
+            .unwrap();
+        assert_eq!(
+            cfg.operator_config_json().unwrap(),
+            r#"{"alert_threshold":0.5,"merchants":["m-0666","m-0777"]}"#
+        );
+        let err =
+            |text: &str| format!("{:#}", PipelineConfig::parse(text, dir.path()).unwrap_err());
+        let twice = err(&with_parts(r#"alert_threshold = "merchants.json""#));
+        assert!(twice.contains("already has `alert_threshold`"), "{twice}");
+        let missing = err(&with_parts(r#"merchants = "nope.json""#));
+        assert!(
+            missing.contains("`operator.config_files.merchants`") && missing.contains("nope.json"),
+            "{missing}"
+        );
     }
 
     fn err_of(text: &str) -> String {
