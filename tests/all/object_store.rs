@@ -220,3 +220,112 @@ fn workers_changing_the_shared_registry_at_once_lose_no_change() {
     expected.sort();
     assert_eq!(labels, expected, "a registered version was lost");
 }
+
+/// `weir run` with the object store's credentials, its stderr returned.
+fn run_logged(pipeline: &Path, s3: &S3Server, compile_cache: &Path) -> (bool, String) {
+    let mut cmd = weir_run_quiet(pipeline, compile_cache);
+    cmd.stderr(std::process::Stdio::piped());
+    let out = s3.credentials(&mut cmd).output().unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Damaged objects in the object store: a log entry whose cache copy is
+/// intact is named and never downloaded over it; a state snapshot whose
+/// blocks fail their checksums is named by its objects and passed over for
+/// the one before (the output equals a run with a local checkpoint); a
+/// damaged entry the cache has no copy of stops the start, naming it.
+#[test]
+fn a_damaged_object_is_named_and_never_replaces_a_good_cache_copy() {
+    let s3 = S3Server::start();
+    let compile_cache = tempfile::tempdir().unwrap();
+    let (shared, local) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let url = format!("s3://{}/fraud", crate::common::s3::BUCKET);
+    let (cache_a, cache_b) = (shared.path().join("cache-a"), shared.path().join("cache-b"));
+    let reference = velocity_pipeline(
+        local.path(),
+        &local.path().join("checkpoint").display().to_string(),
+        None,
+        &s3,
+    );
+    let more_files = |from: u64, to: u64| {
+        for dir in [shared.path(), local.path()] {
+            for n in from..to {
+                write_payments(dir, SEED, n, n * PER_FILE..(n + 1) * PER_FILE);
+            }
+        }
+    };
+    more_files(0, 6);
+    let on = |cache: &Path| velocity_pipeline(shared.path(), &url, Some(cache), &s3);
+    run(&on(&cache_a), &s3, compile_cache.path());
+    run(&reference, &s3, compile_cache.path());
+
+    // A log entry garbled in the object store; the cache's copy is intact.
+    let good = std::fs::read(cache_a.join("offsets/5")).unwrap();
+    s3.put("fraud/offsets/5", b"{\"format\": 1, \"epo");
+    more_files(6, 7);
+    run(&reference, &s3, compile_cache.path());
+    let (ok, log) = run_logged(&on(&cache_a), &s3, compile_cache.path());
+    assert!(ok, "{log}");
+    assert!(
+        log.contains(&format!("{url}/offsets/5 is damaged"))
+            && log.contains("keeping the cache's intact copy"),
+        "{log}"
+    );
+    assert_eq!(std::fs::read(cache_a.join("offsets/5")).unwrap(), good);
+
+    // A new machine (empty cache) while that entry is still damaged: the
+    // start stops, naming the object.
+    let (ok, log) = run_logged(&on(&cache_b), &s3, compile_cache.path());
+    assert!(!ok);
+    assert!(
+        log.contains(&format!("{url}/offsets/5 is damaged")) && log.contains("no intact copy"),
+        "{log}"
+    );
+    std::fs::remove_dir_all(&cache_b).unwrap();
+
+    // The entry put back, and the newest snapshot's blocks damaged instead.
+    s3.put("fraud/offsets/5", &good);
+    let snapshots: std::collections::BTreeSet<u64> = s3
+        .keys("fraud/state/snapshots")
+        .iter()
+        .filter(|k| k.ends_with("/_complete"))
+        .map(|k| k.split('/').nth(3).unwrap().parse().unwrap())
+        .collect();
+    assert!(
+        snapshots.len() >= 2,
+        "snapshots in the object store: {snapshots:?}"
+    );
+    let newest = *snapshots.last().unwrap();
+    let mut damaged = 0;
+    for key in s3.keys(&format!("fraud/state/snapshots/{newest}")) {
+        if !key.ends_with(".sst") {
+            continue;
+        }
+        let mut bytes = std::fs::read(s3.object_path(&key)).unwrap();
+        for at in (100..bytes.len() / 2).step_by(4096) {
+            bytes[at] ^= 0x5a;
+        }
+        s3.put(&key, &bytes);
+        damaged += 1;
+    }
+    assert!(damaged > 0, "snapshot {newest} has SST files");
+    more_files(7, 8);
+    run(&reference, &s3, compile_cache.path());
+    let (ok, log) = run_logged(&on(&cache_b), &s3, compile_cache.path());
+    assert!(ok, "{log}");
+    assert!(
+        log.contains(&format!(
+            "state snapshot {newest} in the object store is damaged, trying the one before"
+        )) && log.contains(&format!("{url}/state/snapshots/{newest}")),
+        "{log}"
+    );
+    assert!(!cache_b.join(format!("state/snapshots/{newest}")).exists());
+    let (got, want) = (
+        sink_files(&shared.path().join("out")),
+        sink_files(&local.path().join("out")),
+    );
+    assert_eq!(got, want, "the same output as with a local checkpoint");
+}

@@ -617,6 +617,15 @@ impl Blobs {
         let Some(bytes) = mirror.get(path)? else {
             return Ok(None);
         };
+        let wanted = path.file_name().map(|n| n.to_string_lossy().into_owned());
+        let actual = Digest::of(&bytes);
+        if wanted.as_deref() != Some(actual.hex().as_str()) {
+            bail!(
+                "{}/{} is damaged: its content hashes to {actual}",
+                mirror.url(),
+                mirror.key(path)?
+            );
+        }
         fsutil::create_dir_durable(&self.dir)?;
         fsutil::write_atomic(path, &bytes)?;
         Ok(Some(bytes))

@@ -94,7 +94,14 @@ const LOGS: [&str; 2] = ["offsets", "commits"];
 pub struct Mirror {
     remote: Arc<dyn Remote>,
     root: PathBuf,
+    /// Checks a state snapshot pulled into a directory before it is used.
+    snapshot_check: Option<SnapshotCheck>,
 }
+
+/// Checks a pulled state snapshot's files (the state store's checksums):
+/// `Ok(Some(reason))` if they are damaged, an error if they could not be
+/// checked. Given by the layer that knows the store's format.
+pub type SnapshotCheck = Arc<dyn Fn(&Path) -> Result<Option<String>> + Send + Sync>;
 
 /// What [`Mirror::pull`] did, for the start's log line.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -110,9 +117,20 @@ pub struct Pulled {
 impl Mirror {
     /// Mirrors the local checkpoint directory `root` to `remote`.
     pub fn new(remote: Arc<dyn Remote>, root: &Path) -> Arc<Self> {
+        Self::checking_snapshots(remote, root, None)
+    }
+
+    /// [`Mirror::new`], with each state snapshot a pull restores checked
+    /// by `check` first: a damaged one is passed over for the one before.
+    pub fn checking_snapshots(
+        remote: Arc<dyn Remote>,
+        root: &Path,
+        check: Option<SnapshotCheck>,
+    ) -> Arc<Self> {
         Arc::new(Mirror {
             remote,
             root: fsutil::normalize(root),
+            snapshot_check: check,
         })
     }
 
@@ -314,8 +332,32 @@ impl Mirror {
         let Some(bytes) = self.remote.get(&object.key)? else {
             return Ok(false); // deleted since the listing (compaction)
         };
-        if std::fs::read(&path).is_ok_and(|have| have == bytes) {
+        let have = std::fs::read(&path).ok();
+        if have.as_ref().is_some_and(|have| *have == bytes) {
             return Ok(false);
+        }
+        if let Some(damage) = damage(&object.key, &bytes) {
+            let blob = object.key.starts_with("blobs/");
+            let object = format!("{}/{}", self.url(), object.key);
+            match have.filter(|have| damage_of(&path, have).is_none()) {
+                // A blob is checked again when it is read, and may never be.
+                None if blob => {
+                    tracing::warn!("{object} is damaged ({damage}); not downloaded");
+                    return Ok(false);
+                }
+                Some(_) => {
+                    tracing::warn!(
+                        "{object} is damaged ({damage}); keeping the cache's intact copy {}. \
+                         Put that copy back in the object store.",
+                        path.display()
+                    );
+                    return Ok(false);
+                }
+                None => bail!(
+                    "{object} is damaged ({damage}) and the cache has no intact copy; restore \
+                     the object from a backup or another worker's cache"
+                ),
+            }
         }
         if let Some(parent) = path.parent() {
             fsutil::create_dir_durable(parent)?;
@@ -353,22 +395,55 @@ impl Mirror {
         Ok(removed)
     }
 
-    /// Restores the newest snapshot that was wholly uploaded, unless the
-    /// cache has it already.
+    /// Restores the newest snapshot that was wholly uploaded and passes
+    /// the snapshot check, unless the cache has it already; a damaged one
+    /// is reported by its object names and passed over for the one before.
     fn pull_snapshot(&self, snapshots: &BTreeMap<u64, Vec<&RemoteObject>>) -> Result<Option<u64>> {
-        let newest = snapshots.iter().rev().find(|(_, files)| {
+        let complete = snapshots.iter().rev().filter(|(_, files)| {
             files
                 .iter()
                 .any(|f| f.key.rsplit('/').next() == Some(COMPLETE))
         });
-        let Some((&epoch, files)) = newest else {
-            return Ok(None);
-        };
-        let dir = self.root.join("state").join("snapshots");
-        let target = dir.join(epoch.to_string());
-        if target.exists() {
-            return Ok(None);
+        for (&epoch, files) in complete {
+            let target = self.root.join("state/snapshots").join(epoch.to_string());
+            if target.exists() {
+                return Ok(None);
+            }
+            let temp = self.download_snapshot(epoch, files)?;
+            let damage = match &self.snapshot_check {
+                Some(check) => check(&temp),
+                None => Ok(None),
+            };
+            match damage {
+                Ok(None) => {
+                    std::fs::rename(&temp, &target).with_context(|| {
+                        format!("moving the snapshot into {}", target.display())
+                    })?;
+                    fsutil::sync_dir(target.parent().unwrap_or(&self.root))?;
+                    return Ok(Some(epoch));
+                }
+                Ok(Some(reason)) => {
+                    let _ = std::fs::remove_dir_all(&temp);
+                    let objects = format!("{}/state/snapshots/{epoch}", self.url());
+                    let reason = reason.replace(&temp.display().to_string(), &objects);
+                    tracing::warn!(
+                        "state snapshot {epoch} in the object store is damaged, trying the one \
+                         before: {reason}"
+                    );
+                }
+                Err(e) => {
+                    let _ = std::fs::remove_dir_all(&temp);
+                    return Err(e).with_context(|| format!("checking state snapshot {epoch}"));
+                }
+            }
         }
+        Ok(None)
+    }
+
+    /// Downloads snapshot `epoch`'s files into a temp directory beside the
+    /// cache's snapshots; returns it.
+    fn download_snapshot(&self, epoch: u64, files: &[&RemoteObject]) -> Result<PathBuf> {
+        let dir = self.root.join("state").join("snapshots");
         fsutil::create_dir_durable(&dir)?;
         let temp = dir.join(format!(".{epoch}.pull-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&temp);
@@ -387,10 +462,7 @@ impl Mirror {
             std::fs::write(temp.join(name), bytes)
                 .with_context(|| format!("writing {}", temp.join(name).display()))?;
         }
-        std::fs::rename(&temp, &target)
-            .with_context(|| format!("moving the snapshot into {}", target.display()))?;
-        fsutil::sync_dir(&dir)?;
-        Ok(Some(epoch))
+        Ok(temp)
     }
 
     /// Uploads the snapshot directory `dir` (`state/snapshots/N`), file by
@@ -435,6 +507,37 @@ impl Mirror {
         }
         Ok(())
     }
+}
+
+/// What is wrong with the bytes of checkpoint object `key`, for the kinds
+/// whose form is known here: a blob must hash to its name, a log entry and
+/// the metadata must be JSON.
+fn damage(key: &str, bytes: &[u8]) -> Option<String> {
+    if let Some(name) = key.strip_prefix("blobs/") {
+        let actual = crate::Digest::of(bytes);
+        return (actual.hex() != name).then(|| format!("its content hashes to {actual}"));
+    }
+    let json = key == "metadata" || LOGS.iter().any(|d| key.starts_with(&format!("{d}/")));
+    match serde_json::from_slice::<serde_json::Value>(bytes) {
+        Err(e) if json => Some(format!("not valid JSON: {e}")),
+        _ => None,
+    }
+}
+
+/// [`damage`] of a file in the cache.
+fn damage_of(path: &Path, bytes: &[u8]) -> Option<String> {
+    let key: Vec<String> = path
+        .iter()
+        .rev()
+        .take(2)
+        .map(|p| p.to_string_lossy().into_owned())
+        .collect();
+    let key = match key.as_slice() {
+        [name, dir] if dir == "blobs" || LOGS.contains(&dir.as_str()) => format!("{dir}/{name}"),
+        [name, ..] => name.clone(),
+        [] => return None,
+    };
+    damage(&key, bytes)
 }
 
 #[cfg(test)]

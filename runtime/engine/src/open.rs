@@ -252,7 +252,11 @@ fn open_checkpoint(
             let settings = cfg.object_store.clone().unwrap_or_default();
             let remote = S3Remote::open(url, &settings)
                 .with_context(|| format!("opening the checkpoint {url}"))?;
-            Some(Mirror::new(Arc::new(remote), &cfg.checkpoint))
+            Some(Mirror::checking_snapshots(
+                Arc::new(remote),
+                &cfg.checkpoint,
+                Some(Arc::new(verify_pulled_snapshot)),
+            ))
         }
         None => None,
     };
@@ -456,4 +460,15 @@ fn choose_active(
         )
     })?;
     Ok((registry, active, Arc::new(loaded)))
+}
+
+/// The object-store pull's check of a state snapshot: every block's
+/// checksum ([`weir_state::verify`]); a corruption is the snapshot's damage,
+/// any other failure (descriptors, permissions) an error.
+fn verify_pulled_snapshot(dir: &Path) -> Result<Option<String>> {
+    match weir_state::verify::verify(dir) {
+        Ok(_) => Ok(None),
+        Err(e) if weir_state::verify::is_corruption(&e) => Ok(Some(format!("{e:#}"))),
+        Err(e) => Err(e),
+    }
 }
