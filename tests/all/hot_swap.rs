@@ -994,6 +994,43 @@ fn a_stuck_epoch_keeps_the_admin_api_up_and_a_rollback_unsticks_it() {
 /// connection closed, its body never read: forty clients sending bodies
 /// slowly hold no connection slot, and health checks and calls with the
 /// token still get through.
+/// Clients that open connections and never finish a request's headers
+/// fill `max_connections`; a health check and a call with the token are
+/// still answered: each new connection displaces the oldest one that is not
+/// in a request.
+#[test]
+fn connections_that_never_send_a_request_cannot_lock_out_the_api() {
+    use std::io::Write;
+    let (_dir, _cache, _ckpt, run) = echo_run("max_connections = 16\nheader_timeout = \"60s\"");
+    let addr = run.url.trim_start_matches("http://").to_string();
+    let mut stuck = Vec::new();
+    for _ in 0..100 {
+        let mut s = std::net::TcpStream::connect(&addr).unwrap();
+        s.write_all(b"GET /v1/health HTTP/1.1\r\nHo").unwrap();
+        stuck.push(s);
+    }
+    let client = reqwest::blocking::Client::new();
+    for _ in 0..3 {
+        let health = client.get(format!("{}/v1/health", run.url)).send().unwrap();
+        assert_eq!(health.status(), 200);
+        let status = client
+            .get(format!("{}/v1/pipelines/swap", run.url))
+            .header("Authorization", format!("Bearer {TOKEN}"))
+            .send()
+            .unwrap();
+        assert_eq!(status.status(), 200);
+    }
+    let closed = stuck
+        .iter_mut()
+        .map(|s| closed_by_server(s, Duration::from_millis(200)))
+        .filter(|&closed| closed)
+        .count();
+    assert!(
+        closed >= 100 - 16,
+        "only {closed} of the stuck connections were closed"
+    );
+}
+
 #[test]
 fn a_request_without_the_token_is_refused_at_its_headers() {
     use std::io::{Read, Write};

@@ -29,7 +29,8 @@ pub struct AdminConfig {
     /// Uploads read and validated at once (default 2); more wait their turn.
     #[serde(default = "default_max_concurrent_uploads")]
     pub max_concurrent_uploads: usize,
-    /// Open connections at once (default 64); more are closed at once.
+    /// Open connections at once (default 64); at the limit a new one
+    /// displaces the oldest that is not in a request, or is closed.
     #[serde(default = "default_max_connections")]
     pub max_connections: usize,
     /// Time a client has to send a request's headers (default 10s).
