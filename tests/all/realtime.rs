@@ -391,9 +391,25 @@ fn a_hot_swap_in_real_time_mode_takes_effect_at_the_next_epoch() {
 
 #[test]
 fn a_poison_record_in_real_time_mode_is_isolated_and_nothing_else_is_lost() {
+    poison_record_in_real_time_mode(false);
+}
+
+/// The same, with the write that defers the part failing once: the retry
+/// writes it (a part replayed as an ordinary one would fail on every
+/// retry, for good).
+#[test]
+fn a_deferral_whose_write_failed_is_written_by_the_retry() {
+    poison_record_in_real_time_mode(true);
+}
+
+fn poison_record_in_real_time_mode(defer_fails_once: bool) {
     use weir_cli::demo::generator::{payment, START_MS};
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
+    if defer_fails_once {
+        let checkpoint = d.join("checkpoint");
+        weir_core::faults::arm(&checkpoint, weir_core::faults::FaultPoint::Defer, None, 1);
+    }
     let poison = payment(5, 4_321).0.txn_id;
     let config = format!(r#"{{ mode = "echo", poison = "{poison}", poison_by = "trap" }}"#);
     let toml = pipeline(
@@ -411,7 +427,17 @@ fn a_poison_record_in_real_time_mode_is_isolated_and_nothing_else_is_lost() {
         &format!("config = {VELOCITY_CONFIG}"),
         &format!("config = {config}"),
     );
-    let epochs = run_epochs(d, &toml).unwrap();
+    let epochs = {
+        let (dir, toml) = (d.to_path_buf(), toml.clone());
+        let (done, epochs) = std::sync::mpsc::channel();
+        std::thread::spawn(move || done.send(run_epochs(&dir, &toml).unwrap()));
+        epochs
+            .recv_timeout(std::time::Duration::from_secs(120))
+            .expect("the run ends (an epoch retried for good does not)")
+    };
+    if defer_fails_once {
+        assert_eq!(weir_core::faults::pending(&d.join("checkpoint")), 0);
+    }
 
     // Every other payment was echoed, exactly once.
     let mut echoed = Vec::new();

@@ -79,6 +79,31 @@ impl PartLog {
         })
     }
 
+    /// Ends `epoch`'s log before `part`, its last part, when the first
+    /// attempt to ([`PartWriter::defer`]) failed: a torn line that attempt
+    /// left is cut off first. Durable on return.
+    pub fn defer_last(&self, epoch: u64, part: u32) -> Result<()> {
+        let path = self.path(epoch);
+        let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+        let complete = bytes
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |end| end + 1);
+        let file = OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .with_context(|| format!("opening {}", path.display()))?;
+        file.set_len(complete as u64)
+            .with_context(|| format!("cutting a torn line off {}", path.display()))?;
+        PartWriter {
+            file,
+            path,
+            unsynced: false,
+            mirror: self.mirror.clone(),
+        }
+        .defer(part)
+    }
+
     /// The parts of `epoch` in order, up to a deferred one (none if it has
     /// no log).
     pub fn read(&self, epoch: u64) -> Result<Vec<PartEntry>> {
@@ -296,5 +321,27 @@ mod tests {
         w.append(&part(3)).unwrap();
         w.sync().unwrap();
         assert!(log.read(5).is_err(), "nothing may follow the end");
+    }
+
+    #[test]
+    fn a_defer_that_failed_once_is_written_after_a_torn_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = PartLog::new(dir.path().to_path_buf());
+        let mut w = log.create(3).unwrap();
+        w.append(&part(0)).unwrap();
+        w.append(&part(1)).unwrap();
+        w.sync().unwrap();
+        drop(w);
+        // The first attempt's line, torn by the failure.
+        OpenOptions::new()
+            .append(true)
+            .open(dir.path().join("3.parts"))
+            .unwrap()
+            .write_all(br#"{"deferr"#)
+            .unwrap();
+        log.defer_last(3, 1).unwrap();
+        let decoded = log.read_log(3).unwrap();
+        assert_eq!(decoded.parts, vec![part(0)]);
+        assert_eq!(decoded.deferred, Some(part(1)));
     }
 }

@@ -166,6 +166,7 @@ pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<
         telemetry,
         previous_start: None,
         carried: None,
+        defer_pending: None,
         failure: cfg.operator.failure_policy(),
         wal: cfg.wal,
         tasks,

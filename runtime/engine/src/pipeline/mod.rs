@@ -218,6 +218,10 @@ pub struct Pipeline {
     /// or a range whose `offsets/N` write failed. It runs next, as a
     /// micro-batch epoch of its own.
     pub(crate) carried: Option<serde_json::Value>,
+    /// A real-time part the operator failed on live whose deferral could
+    /// not be written (epoch, part): the retry writes it before replaying,
+    /// instead of running the part again as an ordinary one.
+    pub(crate) defer_pending: Option<(u64, u32)>,
     /// How epochs are divided among tasks ([`tasks`]).
     pub(crate) tasks: Tasks,
     /// What the last operator run's tasks did: their shares for the

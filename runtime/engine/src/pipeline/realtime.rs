@@ -147,6 +147,7 @@ impl Pipeline {
             .map(|p| started.duration_since(p));
         let mut phases = Phases::default();
         let log = if replay {
+            self.write_pending_defer(epoch)?;
             Some(self.checkpoint.parts.read_log(epoch)?)
         } else {
             None
@@ -233,6 +234,20 @@ impl Pipeline {
         })
     }
 
+    /// Writes the deferral of the part the operator failed on live in
+    /// `epoch`, if writing it failed then ([`Pipeline::defer_pending`]):
+    /// replayed as an ordinary part, it would fail again on every retry.
+    fn write_pending_defer(&mut self, epoch: u64) -> Result<()> {
+        let Some((pending, part)) = self.defer_pending else {
+            return Ok(());
+        };
+        if pending == epoch {
+            self.checkpoint.parts.defer_last(epoch, part)?;
+        }
+        self.defer_pending = None;
+        Ok(())
+    }
+
     /// `offsets/<epoch>` for a replay. An epoch that delivered nothing (no
     /// part logged: its instance failed to start, say) is re-planned with
     /// the active version first if another was activated meanwhile (a
@@ -303,7 +318,16 @@ impl Pipeline {
             match ran {
                 Ok(()) => {}
                 Err(e) if e.downcast_ref::<EpochFailed>().is_some() => {
-                    log.defer(number)?;
+                    let deferred = self
+                        .fault(FaultPoint::Defer, entry.epoch)
+                        .and_then(|()| log.defer(number));
+                    if let Err(io) = deferred {
+                        self.defer_pending = Some((entry.epoch, number));
+                        return Err(io).context(format!(
+                            "the operator failed on part {number} ({e:#}); writing that the \
+                             part runs as the next epoch failed, and is retried"
+                        ));
+                    }
                     tracing::warn!(
                         pipeline = %self.name,
                         epoch = entry.epoch,
