@@ -990,10 +990,6 @@ fn a_stuck_epoch_keeps_the_admin_api_up_and_a_rollback_unsticks_it() {
     assert_eq!(tags, BTreeSet::from(["v1".to_string()]));
 }
 
-/// A request without the token is answered 401 from its headers and its
-/// connection closed, its body never read: forty clients sending bodies
-/// slowly hold no connection slot, and health checks and calls with the
-/// token still get through.
 /// Clients that open connections and never finish a request's headers
 /// fill `max_connections`; a health check and a call with the token are
 /// still answered: each new connection displaces the oldest one that is not
@@ -1009,16 +1005,8 @@ fn connections_that_never_send_a_request_cannot_lock_out_the_api() {
         s.write_all(b"GET /v1/health HTTP/1.1\r\nHo").unwrap();
         stuck.push(s);
     }
-    let client = reqwest::blocking::Client::new();
     for _ in 0..3 {
-        let health = client.get(format!("{}/v1/health", run.url)).send().unwrap();
-        assert_eq!(health.status(), 200);
-        let status = client
-            .get(format!("{}/v1/pipelines/swap", run.url))
-            .header("Authorization", format!("Bearer {TOKEN}"))
-            .send()
-            .unwrap();
-        assert_eq!(status.status(), 200);
+        health_and_status_answered(&run.url);
     }
     let closed = stuck
         .iter_mut()
@@ -1031,6 +1019,10 @@ fn connections_that_never_send_a_request_cannot_lock_out_the_api() {
     );
 }
 
+/// A request without the token is answered 401 from its headers and its
+/// connection closed, its body never read: forty clients sending bodies
+/// slowly hold no connection slot, and health checks and calls with the
+/// token still get through.
 #[test]
 fn a_request_without_the_token_is_refused_at_its_headers() {
     use std::io::{Read, Write};
@@ -1057,11 +1049,16 @@ fn a_request_without_the_token_is_refused_at_its_headers() {
         );
         slow.push(s);
     }
+    health_and_status_answered(&run.url);
+}
+
+/// A health check and a call with the token are answered.
+fn health_and_status_answered(url: &str) {
     let client = reqwest::blocking::Client::new();
-    let health = client.get(format!("{}/v1/health", run.url)).send().unwrap();
+    let health = client.get(format!("{url}/v1/health")).send().unwrap();
     assert_eq!(health.status(), 200);
     let status = client
-        .get(format!("{}/v1/pipelines/swap", run.url))
+        .get(format!("{url}/v1/pipelines/swap"))
         .header("Authorization", format!("Bearer {TOKEN}"))
         .send()
         .unwrap();

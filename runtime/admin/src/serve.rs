@@ -6,11 +6,14 @@
 //!   descriptors and the epoch loop failed to open its input ("Too many
 //!   open files"). At the limit, a new connection takes the place of the
 //!   oldest one that is not in a request (still sending its headers, or
-//!   idle between requests); only when every connection is in a request is
-//!   the new one closed. So clients that hold connections without
-//!   completing a request — the way to lock others out once a request
-//!   without the token is refused at its headers — cannot keep an
-//!   authenticated call or a health check from being served.
+//!   idle between requests), which is shut down gracefully (a request
+//!   that began meanwhile is answered first); only when every connection is
+//!   in a request is the new one closed. So clients that hold connections
+//!   without completing a request — the way to lock others out once a
+//!   request without the token is refused at its headers — cannot keep an
+//!   authenticated call or a health check from being served. (A client
+//!   that opens new connections faster than a legitimate one sends its
+//!   headers can still displace it: keep the API on a trusted network.)
 //! - **Header timeout**: a request's headers must arrive within
 //!   [`ConnectionLimits::header_timeout`] — also between the requests of a
 //!   kept-alive connection — or the connection is closed (a half-sent
@@ -65,7 +68,8 @@ pub(super) async fn serve(
             refused += 1;
             if refused.is_power_of_two() {
                 tracing::warn!(
-                    "admin API: {} connections open, all in a request; closed {refused} more so far",
+                    "admin API: {} connections open and none could be displaced in time; closed \
+                     {refused} more so far",
                     limits.max_connections
                 );
             }
@@ -83,9 +87,15 @@ pub(super) async fn serve(
                 .timer(TokioTimer::new())
                 .header_read_timeout(limits.header_timeout)
                 .serve_connection(TokioIo::new(stream), service);
+            let mut connection = std::pin::pin!(connection);
             tokio::select! {
-                _ = connection => {}
-                _ = displaced.notified() => {} // dropped: the socket closes
+                _ = connection.as_mut() => {}
+                _ = displaced.notified() => {
+                    // Closes at once unless a request began meanwhile,
+                    // which is answered first.
+                    connection.as_mut().graceful_shutdown();
+                    let _ = connection.await;
+                }
             }
             open.remove(id);
             drop(permit);

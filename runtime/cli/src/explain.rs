@@ -130,17 +130,29 @@ fn first_row(outputs: &Map<String, Value>) -> Option<Map<String, Value>> {
         .find_map(|row| row.as_object().cloned())
 }
 
+/// How many epochs an explanation looks through, before or after the one
+/// asked about, for where a row held in state came in or went out.
+const SCAN_EPOCHS: u64 = 1_000;
+
 /// A row the epoch emitted without reading it: an operator held it in
 /// state (a window) and a timer emitted it. Its input is looked for in the
-/// epochs before, newest first, as far back as the offset log reaches;
-/// `None` if compaction took the epoch that read it.
+/// epochs before, newest first, as far back as the offset log reaches and
+/// at most [`SCAN_EPOCHS`]; `None` if it is not there (compaction took the
+/// epoch that read it, or its input can no longer be read).
 fn buffered_input(
     pipeline: &mut weir_engine::pipeline::Pipeline,
     req: &ExplainRequest,
 ) -> Result<Option<(u64, Map<String, Value>)>> {
-    for epoch in (0..req.epoch).rev() {
-        let Some(batches) = pipeline.recorded_input(epoch)? else {
-            return Ok(None);
+    for epoch in (req.epoch.saturating_sub(SCAN_EPOCHS)..req.epoch).rev() {
+        let batches = match pipeline.recorded_input(epoch) {
+            Ok(Some(batches)) => batches,
+            Ok(None) => return Ok(None),
+            Err(e) => {
+                tracing::warn!(
+                    "epoch {epoch}'s input cannot be read again; looking no further back: {e:#}"
+                );
+                return Ok(None);
+            }
         };
         if let Some(row) = matching_rows(&batches, &req.column, &req.key)?
             .into_iter()
@@ -153,12 +165,12 @@ fn buffered_input(
 }
 
 /// For a row read in epoch N that no output of N carries: the first later
-/// committed epoch whose files sinks logged it (an operator that buffers
+/// committed epoch (at most [`SCAN_EPOCHS`] on) whose files sinks logged it (an operator that buffers
 /// rows, as a window does, emits them when a timer fires).
 fn later_emission(cfg: &PipelineConfig, req: &ExplainRequest) -> Result<Option<(u64, Value)>> {
     let commits = cfg.checkpoint.join("commits");
     let mut epoch = req.epoch + 1;
-    while commits.join(epoch.to_string()).exists() {
+    while epoch <= req.epoch + SCAN_EPOCHS && commits.join(epoch.to_string()).exists() {
         let logged = logged_rows(cfg, epoch, req)?;
         if logged
             .values()
@@ -187,7 +199,15 @@ fn matching_rows(
 ) -> Result<Vec<Map<String, Value>>> {
     let mut out = Vec::new();
     for batch in batches {
-        if batch.column_by_name(column).is_none() {
+        let Some(values) = batch.column_by_name(column) else {
+            continue;
+        };
+        // A text column is compared as it is; only the matching rows
+        // become JSON (an explanation may look through many epochs).
+        if let Some(text) = values.as_any().downcast_ref::<arrow_array::StringArray>() {
+            for (i, _) in text.iter().enumerate().filter(|(_, v)| *v == Some(key)) {
+                out.extend(rows_as_json(&[batch.slice(i, 1)])?);
+            }
             continue;
         }
         for row in rows_as_json(std::slice::from_ref(batch))? {
@@ -438,8 +458,9 @@ fn print_input(r: &Value) {
             r["watermark_ms"], r["input"]
         ),
         None => println!(
-            "input  held in the operator's state and emitted by a timer in this epoch; the \
-             epoch that read it is no longer in the offset log"
+            "input  held in the operator's state and emitted by a timer in this epoch; no \
+             earlier epoch that can still be read (the offset log's, at most {SCAN_EPOCHS}) \
+             has it"
         ),
     }
 }
@@ -451,8 +472,9 @@ fn print_emitted_later(r: &Value) {
     };
     let Some(epoch) = later["epoch"].as_u64() else {
         println!(
-            "note   no output of this epoch carries the row, and no later epoch's files sink \
-             logged it: the operator dropped it, or holds it in state (a window still open)"
+            "note   no output of this epoch carries the row, and no files sink logged it in \
+             the {SCAN_EPOCHS} committed epochs after: the operator dropped it, or holds it \
+             in state (a window still open)"
         );
         return;
     };

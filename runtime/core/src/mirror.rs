@@ -297,6 +297,14 @@ impl Mirror {
         let Some(remote) = self.remote.get("metadata")? else {
             return Ok(());
         };
+        if let Some(damage) = damage("metadata", &remote) {
+            bail!(
+                "{}/metadata is damaged ({damage}); the cache's copy {} is kept: put it back \
+                 in the object store",
+                self.url(),
+                self.root.join("metadata").display()
+            );
+        }
         if query_of(&local) == query_of(&remote) {
             return Ok(());
         }
@@ -336,25 +344,26 @@ impl Mirror {
         if have.as_ref().is_some_and(|have| *have == bytes) {
             return Ok(false);
         }
-        if let Some(damage) = damage(&object.key, &bytes) {
+        if let Some(wrong) = damage(&object.key, &bytes) {
             let blob = object.key.starts_with("blobs/");
+            let intact = have.filter(|have| damage(&object.key, have).is_none());
             let object = format!("{}/{}", self.url(), object.key);
-            match have.filter(|have| damage_of(&path, have).is_none()) {
+            match intact {
                 // A blob is checked again when it is read, and may never be.
                 None if blob => {
-                    tracing::warn!("{object} is damaged ({damage}); not downloaded");
+                    tracing::warn!("{object} is damaged ({wrong}); not downloaded");
                     return Ok(false);
                 }
                 Some(_) => {
                     tracing::warn!(
-                        "{object} is damaged ({damage}); keeping the cache's intact copy {}. \
+                        "{object} is damaged ({wrong}); keeping the cache's intact copy {}. \
                          Put that copy back in the object store.",
                         path.display()
                     );
                     return Ok(false);
                 }
                 None => bail!(
-                    "{object} is damaged ({damage}) and the cache has no intact copy; restore \
+                    "{object} is damaged ({wrong}) and the cache has no intact copy; restore \
                      the object from a backup or another worker's cache"
                 ),
             }
@@ -404,15 +413,17 @@ impl Mirror {
                 .iter()
                 .any(|f| f.key.rsplit('/').next() == Some(COMPLETE))
         });
+        let mut damaged = Vec::new();
         for (&epoch, files) in complete {
             let target = self.root.join("state/snapshots").join(epoch.to_string());
             if target.exists() {
                 return Ok(None);
             }
-            let temp = self.download_snapshot(epoch, files)?;
-            let damage = match &self.snapshot_check {
-                Some(check) => check(&temp),
-                None => Ok(None),
+            let (temp, missing) = self.download_snapshot(epoch, files)?;
+            let damage = match (&self.snapshot_check, missing) {
+                (_, Some(missing)) => Ok(Some(missing)),
+                (Some(check), None) => check(&temp),
+                (None, None) => Ok(None),
             };
             match damage {
                 Ok(None) => {
@@ -430,6 +441,7 @@ impl Mirror {
                         "state snapshot {epoch} in the object store is damaged, trying the one \
                          before: {reason}"
                     );
+                    damaged.push(epoch);
                 }
                 Err(e) => {
                     let _ = std::fs::remove_dir_all(&temp);
@@ -437,12 +449,26 @@ impl Mirror {
                 }
             }
         }
+        if !damaged.is_empty() {
+            bail!(
+                "every complete state snapshot in {} is damaged (epochs {damaged:?}): the state \
+                 cannot be restored from it. Restore a snapshot from a backup or a worker's \
+                 cache (`state/snapshots/N/`), or, if the offset log still reaches back to the \
+                 state's origin, delete the damaged snapshots to rebuild the state from it",
+                self.url()
+            );
+        }
         Ok(None)
     }
 
     /// Downloads snapshot `epoch`'s files into a temp directory beside the
-    /// cache's snapshots; returns it.
-    fn download_snapshot(&self, epoch: u64, files: &[&RemoteObject]) -> Result<PathBuf> {
+    /// cache's snapshots; returns it, and which file was missing if one
+    /// listed was gone from the object store.
+    fn download_snapshot(
+        &self,
+        epoch: u64,
+        files: &[&RemoteObject],
+    ) -> Result<(PathBuf, Option<String>)> {
         let dir = self.root.join("state").join("snapshots");
         fsutil::create_dir_durable(&dir)?;
         let temp = dir.join(format!(".{epoch}.pull-{}", std::process::id()));
@@ -455,14 +481,16 @@ impl Mirror {
             if name == COMPLETE {
                 continue;
             }
-            let bytes = self
-                .remote
-                .get(&file.key)?
-                .with_context(|| format!("{} vanished from {}", file.key, self.url()))?;
+            let Some(bytes) = self.remote.get(&file.key)? else {
+                return Ok((
+                    temp,
+                    Some(format!("{}/{} is missing", self.url(), file.key)),
+                ));
+            };
             std::fs::write(temp.join(name), bytes)
                 .with_context(|| format!("writing {}", temp.join(name).display()))?;
         }
-        Ok(temp)
+        Ok((temp, None))
     }
 
     /// Uploads the snapshot directory `dir` (`state/snapshots/N`), file by
@@ -522,22 +550,6 @@ fn damage(key: &str, bytes: &[u8]) -> Option<String> {
         Err(e) if json => Some(format!("not valid JSON: {e}")),
         _ => None,
     }
-}
-
-/// [`damage`] of a file in the cache.
-fn damage_of(path: &Path, bytes: &[u8]) -> Option<String> {
-    let key: Vec<String> = path
-        .iter()
-        .rev()
-        .take(2)
-        .map(|p| p.to_string_lossy().into_owned())
-        .collect();
-    let key = match key.as_slice() {
-        [name, dir] if dir == "blobs" || LOGS.contains(&dir.as_str()) => format!("{dir}/{name}"),
-        [name, ..] => name.clone(),
-        [] => return None,
-    };
-    damage(&key, bytes)
 }
 
 #[cfg(test)]

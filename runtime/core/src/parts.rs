@@ -93,15 +93,24 @@ impl PartLog {
             .append(true)
             .open(&path)
             .with_context(|| format!("opening {}", path.display()))?;
-        file.set_len(complete as u64)
-            .with_context(|| format!("cutting a torn line off {}", path.display()))?;
-        PartWriter {
+        let mut writer = PartWriter {
             file,
             path,
-            unsynced: false,
+            unsynced: true,
             mirror: self.mirror.clone(),
+        };
+        // The first attempt wrote the whole line and failed to sync it (or
+        // to upload the log): making it durable is all that is left.
+        let written =
+            decode(&bytes[..complete]).is_ok_and(|d| d.deferred.is_some_and(|p| p.part == part));
+        if written {
+            return writer.sync();
         }
-        .defer(part)
+        writer
+            .file
+            .set_len(complete as u64)
+            .with_context(|| format!("cutting a torn line off {}", writer.path.display()))?;
+        writer.defer(part)
     }
 
     /// The parts of `epoch` in order, up to a deferred one (none if it has
@@ -343,5 +352,9 @@ mod tests {
         let decoded = log.read_log(3).unwrap();
         assert_eq!(decoded.parts, vec![part(0)]);
         assert_eq!(decoded.deferred, Some(part(1)));
+        // A second attempt after one that wrote the line but failed to
+        // sync it writes no second line.
+        log.defer_last(3, 1).unwrap();
+        assert_eq!(log.read_log(3).unwrap(), decoded);
     }
 }

@@ -57,6 +57,30 @@ pub struct FileSource {
     backlog: Option<Backlog>,
     /// Threads an epoch's files are decoded on: one per core.
     threads: usize,
+    /// The files this process hashed when it planned them, with what
+    /// identified them then ([`FileStamp`]): reading them while the stamp
+    /// holds needs no second hash.
+    hashed: HashMap<String, FileStamp>,
+}
+
+/// What changes when a file is rewritten or replaced: its inode, size and
+/// modification time.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct FileStamp {
+    inode: u64,
+    size: u64,
+    modified: Option<SystemTime>,
+}
+
+impl FileStamp {
+    fn of(meta: &std::fs::Metadata) -> Self {
+        use std::os::unix::fs::MetadataExt;
+        FileStamp {
+            inode: meta.ino(),
+            size: meta.len(),
+            modified: meta.modified().ok(),
+        }
+    }
 }
 
 impl FileSource {
@@ -96,6 +120,7 @@ impl FileSource {
             settle,
             backlog: None,
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            hashed: HashMap::new(),
         })
     }
 }
@@ -151,12 +176,26 @@ impl FileSource {
         Ok(format!("{:032x}", hasher.digest128()))
     }
 
+    /// The file's stamp now, if it can be read.
+    fn stamp(&self, name: &str) -> Option<FileStamp> {
+        std::fs::metadata(self.dir.join(name))
+            .ok()
+            .map(|m| FileStamp::of(&m))
+    }
+
     /// Refuses a planned file whose planned bytes are no longer those its
-    /// epoch was planned with: a replay must read what the epoch read.
-    fn check_identity(&self, file: &PlannedFile) -> Result<()> {
+    /// epoch was planned with: a replay must read what the epoch read. A
+    /// file this process hashed when it planned it, and whose inode, size
+    /// and modification time are still those of then, is not hashed again.
+    fn check_identity(&mut self, file: &PlannedFile) -> Result<()> {
         let Some(planned) = &file.digest else {
             return Ok(());
         };
+        if let Some(then) = self.hashed.remove(&file.name) {
+            if self.stamp(&file.name).as_ref() == Some(&then) {
+                return Ok(());
+            }
+        }
         let now = self.digest_of(&file.name, file.size)?;
         if &now != planned {
             bail!(
@@ -386,7 +425,12 @@ impl Source for FileSource {
         let files = fresh
             .into_iter()
             .map(|(_, name, size)| {
+                let before = self.stamp(&name);
                 let digest = self.digest_of(&name, size)?;
+                // Unchanged while it was hashed: the stamp stands for it.
+                if let Some(stamp) = before.filter(|b| self.stamp(&name).as_ref() == Some(b)) {
+                    self.hashed.insert(name.clone(), stamp);
+                }
                 Ok(PlannedFile {
                     name,
                     size,
@@ -488,6 +532,18 @@ mod tests {
             err.contains("a.jsonl changed after its epoch was planned"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_file_rewritten_between_its_plan_and_its_read_is_refused() {
+        let (_dir, path, mut source) = two_rows_in_a_file();
+        let range = source.plan(PlanLimit::Unbounded).unwrap().unwrap();
+        // Its stamp (inode, size, modification time) stood for its hash;
+        // the rewrite changes the stamp, so the read hashes it again.
+        std::thread::sleep(Duration::from_millis(10));
+        std::fs::write(&path, "{\"n\":7}\n{\"n\":8}\n").unwrap();
+        let err = format!("{:#}", source.read(&range).unwrap_err());
+        assert!(err.contains("changed after its epoch was planned"), "{err}");
     }
 
     fn big_file(dir: &Path, bad_line: Option<usize>) -> (PathBuf, String) {

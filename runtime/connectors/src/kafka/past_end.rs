@@ -22,6 +22,8 @@ pub(crate) struct PastEnd {
     served_end: BTreeMap<Tp, i64>,
     /// Per partition, the `served_end` already warned of.
     warned: BTreeMap<Tp, i64>,
+    /// Per partition, the end the broker reported last.
+    reported: BTreeMap<Tp, i64>,
 }
 
 /// One partition whose broker served records past its reported end.
@@ -68,6 +70,23 @@ impl PastEnd {
     /// below what it served, and returns how many records that leaves out
     /// (for the backlog).
     pub fn check(&mut self, marks: &Watermarks) -> u64 {
+        for (tp, &(_, high)) in marks {
+            // An end that went back (the topic recreated, a new leader not
+            // caught up) or reached what was served: what was seen before
+            // says nothing about the log now.
+            let went_back = self
+                .reported
+                .insert(tp.clone(), high)
+                .is_some_and(|was| high < was);
+            let caught_up = self
+                .served_end
+                .get(tp)
+                .is_some_and(|&served| high >= served);
+            if went_back || caught_up {
+                self.served_end.remove(tp);
+                self.warned.remove(tp);
+            }
+        }
         let found = shortfalls(&self.served_end, marks);
         for s in &found {
             if self.warned.get(&s.tp) != Some(&s.served) {
@@ -131,5 +150,18 @@ mod tests {
         );
         let moved = Watermarks::from([(tp(0), (0, 6721)), (tp(2), (0, 12))]);
         assert!(shortfalls(&seen, &moved).is_empty());
+    }
+
+    #[test]
+    fn an_end_that_catches_up_or_goes_back_forgets_what_was_served() {
+        let mut past = PastEnd::default();
+        past.note(&BTreeMap::from([(tp(0), 100)]));
+        assert_eq!(past.check(&Watermarks::from([(tp(0), (0, 95))])), 5);
+        // The topic recreated: its new log says nothing of the old one's.
+        assert_eq!(past.check(&Watermarks::from([(tp(0), (0, 3))])), 0);
+        past.note(&BTreeMap::from([(tp(0), 10)]));
+        assert_eq!(past.check(&Watermarks::from([(tp(0), (0, 8))])), 2);
+        assert_eq!(past.check(&Watermarks::from([(tp(0), (0, 10))])), 0);
+        assert_eq!(past.check(&Watermarks::from([(tp(0), (0, 9))])), 0);
     }
 }
