@@ -224,7 +224,7 @@ fn demo_pipeline_reruns_from_its_own_directory_as_the_demo_says() {
     );
     let out = explain(&["--epoch", "0", "--txn", "t-nope"]);
     assert!(
-        !out.status.success() && text(&out).contains("no input row"),
+        !out.status.success() && text(&out).contains("no input or output row"),
         "{}",
         text(&out)
     );

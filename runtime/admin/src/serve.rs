@@ -6,8 +6,8 @@
 //!   descriptors and the epoch loop failed to open its input ("Too many
 //!   open files"). At the limit, a new connection takes the place of the
 //!   oldest one that is not in a request (still sending its headers, or
-//!   idle between requests), which is shut down gracefully (a request
-//!   that began meanwhile is answered first); only when every connection is
+//!   idle between requests), which is closed (a request that began
+//!   meanwhile is answered first); only when every connection is
 //!   in a request is the new one closed. So clients that hold connections
 //!   without completing a request — the way to lock others out once a
 //!   request without the token is refused at its headers — cannot keep an
@@ -79,7 +79,7 @@ pub(super) async fn serve(
         let (id, busy, displaced) = open.add();
         let service = InRequest {
             inner: TowerToHyperService::new(app.clone()),
-            busy,
+            busy: busy.clone(),
         };
         let open = open.clone();
         tokio::spawn(async move {
@@ -90,11 +90,15 @@ pub(super) async fn serve(
             let mut connection = std::pin::pin!(connection);
             tokio::select! {
                 _ = connection.as_mut() => {}
+                // Dropped (the socket closes) while no request is being
+                // handled; one that began meanwhile is answered first.
+                // (This task polls the connection, so no request can
+                // begin between this check and the drop.)
                 _ = displaced.notified() => {
-                    // Closes at once unless a request began meanwhile,
-                    // which is answered first.
-                    connection.as_mut().graceful_shutdown();
-                    let _ = connection.await;
+                    if busy.load(Ordering::Acquire) > 0 {
+                        connection.as_mut().graceful_shutdown();
+                        let _ = connection.await;
+                    }
                 }
             }
             open.remove(id);
