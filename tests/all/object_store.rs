@@ -328,4 +328,17 @@ fn a_damaged_object_is_named_and_never_replaces_a_good_cache_copy() {
         sink_files(&local.path().join("out")),
     );
     assert_eq!(got, want, "the same output as with a local checkpoint");
+
+    // A damaged `metadata` stops the start and leaves the cache as it was
+    // (it used to be taken for another query's, and the cache emptied).
+    let metadata = std::fs::read(cache_b.join("metadata")).unwrap();
+    s3.put("fraud/metadata", b"{\"query_id\": ");
+    let (ok, log) = run_logged(&on(&cache_b), &s3, compile_cache.path());
+    assert!(!ok);
+    assert!(
+        log.contains(&format!("{url}/metadata is damaged")) && log.contains("is kept"),
+        "{log}"
+    );
+    assert!(cache_b.join("offsets").read_dir().unwrap().next().is_some());
+    assert_eq!(std::fs::read(cache_b.join("metadata")).unwrap(), metadata);
 }
