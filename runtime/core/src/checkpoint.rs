@@ -577,10 +577,11 @@ impl Blobs {
         let path = self.dir.join(digest.hex());
         let bytes = match std::fs::read(&path) {
             Ok(bytes) => bytes,
+            // Verified by `fetch` before it is kept.
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                self.fetch(&path)?.with_context(|| {
+                return self.fetch(&path, digest)?.with_context(|| {
                     format!("checkpoint is missing blob {digest} ({})", path.display())
-                })?
+                });
             }
             Err(e) => return Err(e).with_context(|| format!("reading blob {}", path.display())),
         };
@@ -609,17 +610,17 @@ impl Blobs {
         }
     }
 
-    /// The blob at `path` from the shared checkpoint, kept locally.
-    fn fetch(&self, path: &Path) -> Result<Option<Vec<u8>>> {
+    /// The blob `digest` at `path` from the shared checkpoint, verified,
+    /// then kept locally.
+    fn fetch(&self, path: &Path, digest: &Digest) -> Result<Option<Vec<u8>>> {
         let Some(mirror) = &self.mirror else {
             return Ok(None);
         };
         let Some(bytes) = mirror.get(path)? else {
             return Ok(None);
         };
-        let wanted = path.file_name().map(|n| n.to_string_lossy().into_owned());
         let actual = Digest::of(&bytes);
-        if wanted.as_deref() != Some(actual.hex().as_str()) {
+        if actual != *digest {
             bail!(
                 "{}/{} is damaged: its content hashes to {actual}",
                 mirror.url(),

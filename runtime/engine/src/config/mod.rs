@@ -387,21 +387,26 @@ erased_config!(SinkConfig, SinkSettings, registry::sink_settings);
 /// converted, anything else must be JSON. (`operator.config_file`, and the
 /// `--config` of `weir deploy` and `weir operator test`.)
 pub fn config_file_json(path: &Path) -> Result<String> {
+    Ok(config_file_value(path)?.to_string())
+}
+
+/// [`config_file_json`], as a value (for `operator.config_files`, which
+/// puts several into one config).
+fn config_file_value(path: &Path) -> Result<serde_json::Value> {
     let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
     let text =
         String::from_utf8(bytes).with_context(|| format!("{} is not UTF-8", path.display()))?;
     if path.extension().is_some_and(|e| e == "toml") {
         let value: toml::Value = toml::from_str(&text)
             .with_context(|| format!("{} is not valid TOML", path.display()))?;
-        return Ok(serde_json::to_string(&value)?);
+        return Ok(serde_json::to_value(&value)?);
     }
-    let value: serde_json::Value = serde_json::from_str(&text).with_context(|| {
+    serde_json::from_str(&text).with_context(|| {
         format!(
             "{} is not valid JSON (use a .toml name for TOML)",
             path.display()
         )
-    })?;
-    Ok(value.to_string())
+    })
 }
 
 /// Upper bound of `operator.max_isolated`: each isolated record costs about
@@ -579,16 +584,15 @@ impl PipelineConfig {
             return Ok(());
         }
         let inline = op.config.as_table().is_none_or(|t| !t.is_empty());
-        let base = match &op.config_file {
+        let mut config = match &op.config_file {
             Some(_) if inline => bail!(
                 "`operator.config` and `operator.config_file` are both set; keep one (the file \
                  for rules edited apart from the pipeline), and put lists kept in files of \
                  their own under `operator.config_files`"
             ),
-            Some(path) => config_file_json(path).context("`operator.config_file`")?,
-            None => serde_json::to_string(&op.config)?,
+            Some(path) => config_file_value(path).context("`operator.config_file`")?,
+            None => serde_json::to_value(&op.config)?,
         };
-        let mut config: serde_json::Value = serde_json::from_str(&base)?;
         for (name, path) in &op.config_files {
             let Some(object) = config.as_object_mut() else {
                 bail!(
@@ -599,9 +603,9 @@ impl PipelineConfig {
             if object.contains_key(name) {
                 bail!("`operator.config_files.{name}`: the config already has `{name}`; keep one");
             }
-            let part = config_file_json(path)
+            let part = config_file_value(path)
                 .with_context(|| format!("`operator.config_files.{name}`"))?;
-            object.insert(name.clone(), serde_json::from_str(&part)?);
+            object.insert(name.clone(), part);
         }
         self.operator.config_from_file = Some(config.to_string());
         Ok(())
