@@ -27,9 +27,11 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 curl -sSfL --retry 3 "https://static.crates.io/crates/s3s-fs/s3s-fs-$VERSION.crate" | tar xz -C "$work"
 patch -d "$work/s3s-fs-$VERSION" -p1 --quiet <"$PATCH"
-# The crate's own Cargo.lock pins every dependency.
+# The crate's own Cargo.lock pins every dependency. A test server needs no
+# more than opt-level 1.
 (cd "$work/s3s-fs-$VERSION" &&
-    CARGO_TARGET_DIR="$work/target" cargo build --release --locked --features binary --bin s3s-fs)
+    CARGO_TARGET_DIR="$work/target" CARGO_PROFILE_RELEASE_OPT_LEVEL=1 \
+        cargo build --release --locked --features binary --bin s3s-fs)
 mkdir -p "$BIN"
 install -m 755 "$work/target/release/s3s-fs" "$BIN/s3s-fs"
 rm -f "${CARGO_HOME:-$HOME/.cargo}"/.weir-s3s-fs-*

@@ -1,8 +1,22 @@
 #!/usr/bin/env bash
 # Installs what building and testing Weir needs on a fresh Debian machine with
 # rustup. Idempotent: anything already present is left as it is.
+#   bash scripts/install.sh               what the demo, `weir operator new`
+#                                         and the tests need
+#   bash scripts/install.sh --build-only  only what compiling needs: enough
+#                                         for `cargo build` and for a plain
+#                                         `cargo test --workspace`, which
+#                                         leaves out the service tests
+# The services only those tests use are installed by
+# scripts/prepare-service-tests.sh (scripts/test.sh runs it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+build_only=false
+case "${1:-}" in
+    "") ;;
+    --build-only) build_only=true ;;
+    *) echo "usage: bash scripts/install.sh [--build-only]" >&2; exit 2 ;;
+esac
 
 log() { printf '[install] %s\n' "$*"; }
 
@@ -12,8 +26,10 @@ log() { printf '[install] %s\n' "$*"; }
 # libclang for its generated bindings, zlib, kcat for poking at Kafka by
 # hand, and the PostgreSQL server binaries (initdb, pg_ctl) the PostgreSQL
 # sink tests start their own throwaway clusters with.
+packages=(build-essential pkg-config zlib1g-dev libclang-dev librocksdb-dev)
+$build_only || packages+=(kcat postgresql)
 need_apt=()
-for pkg in build-essential pkg-config zlib1g-dev libclang-dev librocksdb-dev kcat postgresql; do
+for pkg in "${packages[@]}"; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
 if ((${#need_apt[@]})); then
@@ -39,8 +55,15 @@ fi
 rustup component list --installed | grep -q '^clippy' || rustup component add clippy
 rustup component list --installed | grep -q '^rustfmt' || rustup component add rustfmt
 
+# cargo-nextest runs the test suite (scripts/test.sh); the machine's image
+# has it, elsewhere it is built once.
+if ! $build_only && ! cargo nextest --version >/dev/null 2>&1; then
+    log "cargo install cargo-nextest"
+    cargo install cargo-nextest --locked --version 0.9.143
+fi
+
 # Operators in Python and JavaScript: the pinned componentize-py and
 # componentize-js, which `weir operator new --lang python|js` projects and
 # scripts/build-polyglot.sh build with (into target/tools/).
-bash scripts/install-polyglot.sh
+$build_only || bash scripts/install-polyglot.sh
 log "ok"

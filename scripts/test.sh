@@ -1,46 +1,102 @@
 #!/usr/bin/env bash
 # The whole test suite, exactly as CI runs it (.ci/run calls this script):
-# installs what is missing, checks formatting and lints, runs every test.
+# installs what is missing, checks formatting and lints, runs every test —
+# the service tests too (`--features weir-cli/service-tests`): here a
+# missing service fails its test, it is never skipped.
+#
+# On a fresh machine most of the time is compiling, on two cores. So:
+# - lints and tests come from one compile: clippy-driver compiles the
+#   workspace's own crates for the test build (what `cargo clippy` runs,
+#   with code generation), so no dependency is compiled twice;
+# - what only the service tests need (tansu and s3s-fs, built from
+#   crates.io; Chromium; delta-rs's reader; the Python and JavaScript
+#   operator components) is installed and built in the background
+#   at the lowest CPU priority while the workspace compiles, using what
+#   the compile leaves idle; the fuzz targets are built likewise while the
+#   tests run. Each is waited for where it is needed.
+#
 # Ends with one line of each phase's time (`[test.sh] phases: …`), also
-# when a phase fails, for the closing notes' CI breakdown.
+# when a phase fails, for the closing notes' CI breakdown; a background
+# job's log is in target/ci-logs/ and is printed if it fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-phases=()
 started=$SECONDS
-# phase NAME COMMAND...: runs COMMAND, noting how long it took.
+phases=()
+logs=target/ci-logs
+mkdir -p "$logs"
+clock() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
+# phase NAME COMMAND...: runs COMMAND in the foreground, noting its time.
 phase() {
     local name=$1 from=$SECONDS
     shift
     "$@"
     phases+=("$name $(clock $((SECONDS - from)))")
 }
-clock() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
+# background NAME COMMAND...: starts COMMAND at the lowest CPU priority,
+# its output in target/ci-logs/NAME.log, its time in NAME.time. Each job is
+# its own process group (set -m), so that an early exit stops all of it.
+set -m
+declare -A background_pids=()
+background() {
+    local name=$1
+    shift
+    rm -f "$logs/$name.time"
+    (
+        from=$SECONDS
+        nice -n 19 "$@" >"$logs/$name.log" 2>&1
+        echo $((SECONDS - from)) >"$logs/$name.time"
+    ) &
+    background_pids[$name]=$!
+}
+# await NAME: waits for a background job; its failure fails the script.
+await() {
+    local name=$1 from=$SECONDS
+    if ! wait "${background_pids[$name]}"; then
+        tail -60 "$logs/$name.log"
+        echo "[test.sh] $name failed (log: $logs/$name.log)"
+        exit 1
+    fi
+    unset "background_pids[$name]"
+    phases+=("$name $(clock "$(cat "$logs/$name.time")") in the background (waited $(clock $((SECONDS - from))))")
+}
 report() {
     local IFS=,
+    for pid in "${background_pids[@]}"; do kill -- "-$pid" 2>/dev/null || true; done
     echo "[test.sh] phases: ${phases[*]:-none}; total $(clock $((SECONDS - started)))"
 }
 trap report EXIT
 
 phase install bash scripts/install.sh
-# The Kafka tests start their own tansu brokers on 127.0.0.1 and stop them.
-phase tansu bash scripts/install-tansu.sh
-# The object-store checkpoint tests start their own s3s-fs servers likewise.
-phase s3s-fs bash scripts/install-s3s.sh
-# The Delta sink's tests read every table with delta-rs's Python reader.
-phase delta-reader bash scripts/install-delta-reader.sh
-# Python and JavaScript operators: components into target/guests/polyglot,
-# built with the pinned componentize-py / componentize-js that install.sh
-# put into target/tools.
-phase polyglot bash scripts/build-polyglot.sh
-# Headless Chromium for the dashboard's browser test.
-phase chromium bash scripts/install-chromium.sh
-# One target dir for everything; the guest operators are built by
-# runtime/cli/build.rs into target/guests and reused (the tests build the
-# test-only guests there too, the first time they need one).
+# Chromium, delta-rs's reader, tansu, s3s-fs and the Python and JavaScript
+# operator components (each kept while its sources are unchanged).
+background services bash scripts/prepare-service-tests.sh
 phase fmt cargo fmt --all --check
-phase clippy cargo clippy --workspace --all-targets --locked -- -D warnings
-phase test-build cargo test --workspace --locked --no-run
-phase tests cargo test --workspace --locked
+# `cargo run --release -p weir-cli` and a release build of the workspace
+# (or `cargo bench`) must compile each dependency alike, so that one serves
+# the other (runtime/workspace-hack).
+phase check-features bash scripts/check-features.sh
+
+# `cargo clippy` is `cargo check` with clippy-driver as the workspace
+# wrapper; here the wrapper compiles for the tests, and the lints are
+# denied as `cargo clippy --workspace --all-targets -- -D warnings` would.
+# Set as config, not environment, so that no `cargo` a test runs inherits it.
+clippy_driver=$(rustup which clippy-driver 2>/dev/null || command -v clippy-driver)
+export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
+wrapper="build.rustc-workspace-wrapper='$clippy_driver'"
+selection=(--workspace --locked --features weir-cli/service-tests)
+# The guest operators are built by runtime/cli/build.rs into target/guests
+# (the test-only guests there too, the first time a test needs one).
+phase build+clippy cargo --config "$wrapper" test "${selection[@]}" --all-targets --no-run
+await services
+# The fuzz targets' build takes what the tests leave idle.
+background fuzz-build bash scripts/fuzz.sh --build-only
+# cargo-nextest (on the machine's image; scripts/install.sh installs it
+# where missing) runs every test binary's tests side by side, two at a time,
+# each in its own process, and lists the slowest at the end; rustdoc runs
+# the doc tests, which nextest does not.
+phase tests cargo nextest run --config "$wrapper" "${selection[@]}" --no-fail-fast
+phase doctests cargo --config "$wrapper" test "${selection[@]}" --doc
+await fuzz-build
 # Every fuzz target for a bounded time from the checked-in corpus.
 phase fuzz bash scripts/fuzz.sh "${WEIR_FUZZ_SECONDS:-30}"

@@ -1,7 +1,14 @@
 //! Weir's integration tests, built as one binary (one link of wasmtime,
 //! RocksDB, librdkafka and postgres). Each module is one area; services
-//! (Kafka, PostgreSQL, Chromium) are real, started by the tests on
-//! 127.0.0.1 and stopped afterwards. Shared helpers are in [`common`].
+//! (Kafka, PostgreSQL, an S3-compatible store, Chromium) are real, started
+//! by the tests on 127.0.0.1 and stopped afterwards (`weir-test-support`).
+//! Shared helpers are in [`common`].
+//!
+//! A test that needs a service or a toolchain the repo's scripts install
+//! carries `#[cfg_attr(not(feature = "service-tests"), ignore = "needs …")]`:
+//! a plain `cargo test` needs nothing installed and lists those tests as
+//! ignored with what each needs; `scripts/test.sh` runs them all
+//! (`--features service-tests`), and there a missing service fails.
 
 // Tests send signals to `weir` processes and ask who they run as: libc.
 #![allow(unsafe_code)]

@@ -85,6 +85,7 @@ pub(crate) fn polyglot_host() -> weir_host::WasmHost {
 }
 
 #[test]
+#[cfg_attr(not(feature = "service-tests"), ignore = "needs componentize-py/js")]
 fn python_and_javascript_operators_emit_the_alerts_of_the_rust_one() {
     let host = polyglot_host();
     let rust = run(&crate::common::guest("fraud_rules"), &host);
@@ -120,6 +121,7 @@ fn python_and_javascript_operators_emit_the_alerts_of_the_rust_one() {
 /// null compared as a value. The Python rules take another path once a
 /// column has nulls; the demo data has none.
 #[test]
+#[cfg_attr(not(feature = "service-tests"), ignore = "needs componentize-py/js")]
 fn python_and_javascript_rules_treat_nulls_as_the_rust_one_does() {
     let rows = [
         // merchant fires (0.7); a null currency must not add 0.2.
@@ -181,6 +183,7 @@ fn python_and_javascript_rules_treat_nulls_as_the_rust_one_does() {
 /// alerts exactly the payments the Rust `fraud-velocity` alerts, with the
 /// same scores, reasons and window counts.
 #[test]
+#[cfg_attr(not(feature = "service-tests"), ignore = "needs componentize-py/js")]
 fn the_stateful_python_operator_emits_the_alerts_of_the_rust_one() {
     let host = polyglot_host();
     let config = crate::common::VELOCITY_CONFIG;
@@ -210,6 +213,7 @@ fn the_stateful_python_operator_emits_the_alerts_of_the_rust_one() {
 /// `scores`, routed to a sink of its own; the two languages agree row for
 /// row, and each alert's score is its score in `scores`.
 #[test]
+#[cfg_attr(not(feature = "service-tests"), ignore = "needs componentize-py/js")]
 fn python_and_javascript_operators_emit_a_second_output_to_its_own_sink() {
     let host = polyglot_host();
     let mut runs = Vec::new();

@@ -42,6 +42,7 @@ fn operator_test(dir: &Path, config: &str) -> (bool, String) {
 }
 
 #[test]
+#[cfg_attr(not(feature = "service-tests"), ignore = "needs componentize-py/js")]
 fn a_python_exception_is_reported_with_its_type_message_and_line() {
     let dir = tempfile::tempdir().unwrap();
     let cases = [
@@ -88,6 +89,7 @@ fn a_python_exception_is_reported_with_its_type_message_and_line() {
 }
 
 #[test]
+#[cfg_attr(not(feature = "service-tests"), ignore = "needs componentize-py/js")]
 fn print_in_a_python_operator_goes_to_the_host_log() {
     let dir = tempfile::tempdir().unwrap();
     let (ok, text) = operator_test(dir.path(), r#"{"print": true}"#);
@@ -141,6 +143,7 @@ fn copy_python(from: &Path, to: &Path) {
 /// (other file times, inodes, paths), gives the bytes, so the digest, of
 /// the build `scripts/build-polyglot.sh` made earlier.
 #[test]
+#[cfg_attr(not(feature = "service-tests"), ignore = "needs componentize-py/js")]
 fn two_builds_of_the_same_python_source_have_the_same_digest() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let dir = tempfile::tempdir().unwrap();
@@ -163,6 +166,7 @@ fn two_builds_of_the_same_python_source_have_the_same_digest() {
 /// build (after `import weir`, which sends stderr to the host log, a stub
 /// at build time) shows as itself: here a missing module, by name.
 #[test]
+#[cfg_attr(not(feature = "service-tests"), ignore = "needs componentize-py/js")]
 fn an_import_error_at_build_time_shows_as_itself() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let dir = tempfile::tempdir().unwrap();
@@ -189,6 +193,7 @@ fn an_import_error_at_build_time_shows_as_itself() {
 /// the checkout has none (`scripts/install-polyglot.sh` builds one there),
 /// never into the checkout, which may not be the user's to write.
 #[test]
+#[cfg_attr(not(feature = "service-tests"), ignore = "needs componentize-py/js")]
 fn the_reproducible_build_writes_nothing_into_the_checkout() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let dir = tempfile::tempdir().unwrap();

@@ -69,6 +69,7 @@ fn assert_a_second_build_is_the_same(project: &Path, name: &str) {
 }
 
 #[test]
+#[cfg_attr(not(feature = "service-tests"), ignore = "needs componentize-py/js")]
 fn scaffolds_in_every_language_build_and_pass_their_own_test() {
     let dir = tempfile::tempdir().unwrap();
     for lang in ["rust", "python", "js"] {

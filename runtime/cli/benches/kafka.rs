@@ -4,8 +4,7 @@
 //! same records in the same run, and the produce→sink latency p50/p99 of
 //! alerts at a steady produce rate with a 100 ms trigger.
 
-#[path = "../../../tests/all/common/broker.rs"]
-mod broker;
+use weir_test_support::broker;
 
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -12,10 +12,7 @@
 //!
 //! `BENCH_LAKE_ROWS` changes the 200k input rows.
 
-#[path = "../../../tests/all/common/broker.rs"]
-mod broker;
-#[path = "../../../tests/all/common/s3.rs"]
-mod s3;
+use weir_test_support::s3;
 
 use arrow_array::RecordBatch;
 use std::time::{Duration, Instant};

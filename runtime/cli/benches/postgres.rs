@@ -6,8 +6,7 @@
 //! is where `auto`'s switch-over (`copy_threshold`) comes from.
 //! `BENCH_PG_ROWS` changes the 1M.
 
-#[path = "../../../tests/all/common/pg.rs"]
-mod pg;
+use weir_test_support::pg;
 
 use arrow_array::{ArrayRef, Float64Array, Int64Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema};

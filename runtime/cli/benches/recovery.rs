@@ -16,8 +16,7 @@
 //! a quarter second a part), against [`Source::read_each`] in the engine's
 //! chunks of 256.
 
-#[path = "../../../tests/all/common/broker.rs"]
-mod broker;
+use weir_test_support::broker;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -8,8 +8,7 @@
 //! WriteBatch with marker and undo record, synced. `BENCH_STATE_KEYS`
 //! changes the 1M.
 
-#[path = "../../../tests/all/common/guests.rs"]
-mod guests;
+use weir_test_support::guests;
 
 use arrow_array::{Array, ArrayRef, Int64Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema};

@@ -21,17 +21,7 @@
 //!
 //! `cargo bench -p weir-cli --bench takeover` (`WEIR_BENCH_KILLS`, default 5).
 
-// The workers' helper sends signals to its processes: libc.
-#![allow(unsafe_code)]
-
-#[path = "../../../tests/all/common/broker.rs"]
-mod broker;
-#[path = "../../../tests/all/common/pg.rs"]
-mod pg;
-#[path = "../../../tests/all/common/s3.rs"]
-mod s3;
-#[path = "../../../tests/all/common/worker.rs"]
-mod worker;
+use weir_test_support::{broker, pg, s3, worker};
 
 use broker::Broker;
 use pg::PgServer;

@@ -24,8 +24,7 @@
 //! files: the binary's code), glibc's heap in use and free, and the largest
 //! RSS sampled (every 1 ms) during each of its phases.
 
-#[path = "../../../tests/all/common/guests.rs"]
-mod guests;
+use weir_test_support::guests;
 
 use std::path::Path;
 use std::sync::atomic::AtomicBool;

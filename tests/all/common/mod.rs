@@ -2,12 +2,7 @@
 //! and generated input.
 #![allow(dead_code)]
 
-pub mod broker;
-pub mod browser;
-pub mod guests;
-pub mod pg;
-pub mod s3;
-pub mod worker;
+pub use weir_test_support::{broker, browser, guests, pg, s3, worker};
 
 use std::path::{Path, PathBuf};
 

@@ -21,10 +21,7 @@
 //! The first [`WARM_UP_SECS`] of each run are not measured (connections,
 //! metadata, the first compilation).
 
-#[path = "../../../../tests/all/common/broker.rs"]
-mod broker;
-#[path = "../../../../tests/all/common/pg.rs"]
-mod pg;
+use weir_test_support::{broker, pg};
 
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::message::Message;

@@ -2,7 +2,6 @@
 //! scripts/install-s3s.sh), on 127.0.0.1 on a free port, storing objects as
 //! files in a temp dir, with one bucket and one key pair; killed when
 //! dropped.
-#![allow(dead_code)]
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -21,7 +20,7 @@ pub struct S3Server {
 }
 
 fn s3s_fs() -> PathBuf {
-    super::broker::cargo_installed("s3s-fs", "scripts/install-s3s.sh")
+    crate::broker::cargo_installed("s3s-fs", "scripts/install-s3s.sh")
 }
 
 impl S3Server {

@@ -4,7 +4,6 @@
 //! latency use its in-memory storage instead ([`Broker::start_in_memory`]):
 //! SQLite's commit per produce request caps tansu at a few thousand
 //! records a second on this machine.
-#![allow(dead_code)]
 
 use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
 use rdkafka::ClientConfig;

@@ -4,7 +4,6 @@
 //! since PostgreSQL refuses to run as root. `WEIR_PG_BIN` overrides where
 //! the server binaries are looked for (else Debian's /usr/lib/postgresql/N/bin,
 //! newest first, then PATH).
-#![allow(dead_code)]
 #![allow(unsafe_code)] // geteuid and getpwnam: whether to drop root for the server
 
 use std::net::TcpListener;

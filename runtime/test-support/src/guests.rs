@@ -57,7 +57,9 @@ fn build_test_guests() {
             "RUSTFLAGS",
             "CARGO_ENCODED_RUSTFLAGS",
             "RUSTC_WRAPPER",
+            "RUSTC_WORKSPACE_WRAPPER",
             "CARGO_TARGET_DIR",
+            "CARGO_BUILD_TARGET",
         ] {
             cmd.env_remove(var);
         }

@@ -1,9 +1,11 @@
 //! A `weir run --worker NAME` process of a `[cluster]` pipeline, for the
 //! worker tests and the takeover benchmark: its progress lines
 //! (`partition <p>: epoch …`) and its log in files beside it.
-#![allow(dead_code)]
 
-use super::s3::S3Server;
+// Signals to the worker processes: libc.
+#![allow(unsafe_code)]
+
+use crate::s3::S3Server;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -34,7 +36,7 @@ impl Worker {
             dir.join(format!("{name}.out")),
             dir.join(format!("{name}.err")),
         );
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_weir"));
+        let mut cmd = Command::new(crate::weir_exe());
         cmd.args(["run", "--worker", name])
             .args(args)
             .arg(pipeline)

@@ -15,7 +15,6 @@
 //! Kafka table (`0` skips it); `WEIR_LATENCY_RATES` (default
 //! `5000,20000,50000`) the rates.
 
-#[path = "latency/kafka.rs"]
 mod kafka;
 
 use std::path::Path;

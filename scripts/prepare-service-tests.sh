@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs and builds what only the service tests need (the tests that run
+# with `--features weir-cli/service-tests`): Chromium, delta-rs's Python
+# reader, the tansu and s3s-fs servers built from crates.io, and the Python
+# and JavaScript operator components (with the componentize-py/-js that
+# scripts/install.sh installed). Idempotent, like each script it calls;
+# scripts/test.sh runs it in the background while the workspace compiles.
+set -euo pipefail
+cd "$(dirname "$0")"
+# The network-bound installs first, then the builds.
+bash install-chromium.sh
+bash install-delta-reader.sh
+bash install-tansu.sh
+bash install-s3s.sh
+bash build-polyglot.sh
