@@ -10,10 +10,10 @@
 #   with code generation), so no dependency is compiled twice;
 # - what only the service tests need (tansu and s3s-fs, built from
 #   crates.io; Chromium; delta-rs's reader; the Python and JavaScript
-#   operator components) is installed and built in the background
-#   at the lowest CPU priority while the workspace compiles, using what
-#   the compile leaves idle; the fuzz targets are built likewise while the
-#   tests run. Each is waited for where it is needed.
+#   operator components) and the fuzz targets are installed and built in
+#   the background at a low CPU priority, using what the workspace's
+#   compile and then the tests leave idle. Each is waited for where it is
+#   needed.
 #
 # Ends with one line of each phase's time (`[test.sh] phases: …`), also
 # when a phase fails, for the closing notes' CI breakdown; a background
@@ -33,18 +33,19 @@ phase() {
     "$@"
     phases+=("$name $(clock $((SECONDS - from)))")
 }
-# background NAME COMMAND...: starts COMMAND at the lowest CPU priority,
-# its output in target/ci-logs/NAME.log, its time in NAME.time. Each job is
-# its own process group (set -m), so that an early exit stops all of it.
+# background NAME NICENESS COMMAND...: starts COMMAND at a low CPU priority
+# (niceness 15 gets ~3% of a core the foreground wants, 19 ~1.5%), its
+# output in target/ci-logs/NAME.log, its time in NAME.time. Each job is its
+# own process group (set -m), so that an early exit stops all of it.
 set -m
 declare -A background_pids=()
 background() {
-    local name=$1
-    shift
+    local name=$1 niceness=$2
+    shift 2
     rm -f "$logs/$name.time"
     (
         from=$SECONDS
-        nice -n 19 "$@" >"$logs/$name.log" 2>&1
+        nice -n "$niceness" "$@" >"$logs/$name.log" 2>&1
         echo $((SECONDS - from)) >"$logs/$name.time"
     ) &
     background_pids[$name]=$!
@@ -70,7 +71,9 @@ trap report EXIT
 phase install bash scripts/install.sh
 # Chromium, delta-rs's reader, tansu, s3s-fs and the Python and JavaScript
 # operator components (each kept while its sources are unchanged).
-background services bash scripts/prepare-service-tests.sh
+background services 15 bash scripts/prepare-service-tests.sh
+# The fuzz targets, needed last, get what is left after that.
+background fuzz-build 19 bash scripts/fuzz.sh --build-only
 phase fmt cargo fmt --all --check
 # `cargo run --release -p weir-cli` and a release build of the workspace
 # (or `cargo bench`) must compile each dependency alike, so that one serves
@@ -89,8 +92,6 @@ selection=(--workspace --locked --features weir-cli/service-tests)
 # (the test-only guests there too, the first time a test needs one).
 phase build+clippy cargo --config "$wrapper" test "${selection[@]}" --all-targets --no-run
 await services
-# The fuzz targets' build takes what the tests leave idle.
-background fuzz-build bash scripts/fuzz.sh --build-only
 # cargo-nextest (on the machine's image; scripts/install.sh installs it
 # where missing) runs every test binary's tests side by side, two at a time,
 # each in its own process, and lists the slowest at the end; rustdoc runs
