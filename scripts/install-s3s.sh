@@ -27,12 +27,14 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 curl -sSfL --retry 3 "https://static.crates.io/crates/s3s-fs/s3s-fs-$VERSION.crate" | tar xz -C "$work"
 patch -d "$work/s3s-fs-$VERSION" -p1 --quiet <"$PATCH"
-# The crate's own Cargo.lock pins every dependency. A test server needs no
-# more than opt-level 1.
+# The crate's own Cargo.lock pins every dependency. A test server is built
+# at opt-level 0, in the target directory it may share with tansu's build
+# (WEIR_SERVICES_TARGET_DIR, see scripts/install-tansu.sh).
+target_dir=${WEIR_SERVICES_TARGET_DIR:-$work/target}
 (cd "$work/s3s-fs-$VERSION" &&
-    CARGO_TARGET_DIR="$work/target" CARGO_PROFILE_RELEASE_OPT_LEVEL=1 \
+    CARGO_TARGET_DIR="$target_dir" CARGO_PROFILE_RELEASE_OPT_LEVEL=0 \
         cargo build --release --locked --features binary --bin s3s-fs)
 mkdir -p "$BIN"
-install -m 755 "$work/target/release/s3s-fs" "$BIN/s3s-fs"
+install -m 755 "$target_dir/release/s3s-fs" "$BIN/s3s-fs"
 rm -f "${CARGO_HOME:-$HOME/.cargo}"/.weir-s3s-fs-*
 touch "$MARK"

@@ -1,12 +1,19 @@
 #!/usr/bin/env bash
-# Installs and builds what only the service tests need (the tests that run
-# with `--features weir-cli/service-tests`): Chromium, delta-rs's Python
+# Installs and builds what only the service tests need (the tests marked
+# `#[ignore = "needs …"]`, which scripts/test.sh runs too): Chromium, delta-rs's Python
 # reader, the tansu and s3s-fs servers built from crates.io, and the Python
 # and JavaScript operator components (with the componentize-py/-js that
 # scripts/install.sh installed). Idempotent, like each script it calls;
 # scripts/test.sh runs it in the background while the workspace compiles.
 set -euo pipefail
 cd "$(dirname "$0")"
+# tansu and s3s-fs share one target directory: what both lock at one
+# version is compiled once.
+if [ -z "${WEIR_SERVICES_TARGET_DIR:-}" ]; then
+    WEIR_SERVICES_TARGET_DIR=$(mktemp -d)
+    export WEIR_SERVICES_TARGET_DIR
+    trap 'rm -rf "$WEIR_SERVICES_TARGET_DIR"' EXIT
+fi
 # The network-bound installs first, then the builds.
 bash install-chromium.sh
 bash install-delta-reader.sh

@@ -39,7 +39,7 @@ path = "{dir}/out"
 }
 
 #[test]
-#[cfg_attr(not(feature = "service-tests"), ignore = "needs tansu and s3s-fs")]
+#[ignore = "needs tansu and s3s-fs"]
 fn a_day_of_objects_read_as_a_batch_gives_the_alerts_of_the_streaming_run() {
     // Streaming: the payments produced hour by hour while a real-time
     // pipeline reads them (a card's payments in one partition, in order).

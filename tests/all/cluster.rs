@@ -75,7 +75,7 @@ fn disjoint_cover(owned: &[BTreeSet<i32>]) -> bool {
 }
 
 #[test]
-#[cfg_attr(not(feature = "service-tests"), ignore = "needs tansu")]
+#[ignore = "needs tansu"]
 fn the_consumer_group_protocol_moves_partitions_between_members() {
     let broker = Broker::start();
     broker.create_topic(TOPIC, PARTITIONS as u32);
@@ -139,7 +139,7 @@ fn survivors_own_all(survivors: &[&BaseConsumer], what: &str) -> Duration {
 /// (scripts/tansu-0.6.0-group-expiry.patch). About 9 s here: the 6 s
 /// session timeout, then a rebalance.
 #[test]
-#[cfg_attr(not(feature = "service-tests"), ignore = "needs tansu")]
+#[ignore = "needs tansu"]
 fn a_dead_or_stopped_member_loses_its_partitions_after_the_session_timeout() {
     let broker = Broker::start();
     broker.create_topic(TOPIC, PARTITIONS as u32);

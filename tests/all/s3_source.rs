@@ -71,7 +71,7 @@ fn as_parquet(lines: &[u8]) -> Vec<u8> {
 /// lines and Parquet mix. The alerts are those of the same payments read
 /// from a directory.
 #[test]
-#[cfg_attr(not(feature = "service-tests"), ignore = "needs s3s-fs")]
+#[ignore = "needs s3s-fs"]
 fn the_s3_source_picks_up_new_objects_and_late_ones_at_earlier_keys() {
     let s3 = S3Server::start();
     let files = tempfile::tempdir().unwrap();
@@ -124,7 +124,7 @@ fn the_s3_source_picks_up_new_objects_and_late_ones_at_earlier_keys() {
 /// An object overwritten between an epoch's plan and its replay is refused
 /// by name; with the planned bytes put back, the replay goes through.
 #[test]
-#[cfg_attr(not(feature = "service-tests"), ignore = "needs s3s-fs")]
+#[ignore = "needs s3s-fs"]
 fn an_object_changed_before_its_epoch_is_replayed_is_refused_by_name() {
     let s3 = S3Server::start();
     let lake = tempfile::tempdir().unwrap();

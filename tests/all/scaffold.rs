@@ -11,6 +11,7 @@ fn target() -> PathBuf {
 }
 
 fn tool(rel: &str) -> PathBuf {
+    weir_test_support::needs("componentize-py/js");
     let path = target().join("tools").join(rel);
     assert!(
         path.exists(),
@@ -69,7 +70,7 @@ fn assert_a_second_build_is_the_same(project: &Path, name: &str) {
 }
 
 #[test]
-#[cfg_attr(not(feature = "service-tests"), ignore = "needs componentize-py/js")]
+#[ignore = "needs componentize-py/js"]
 fn scaffolds_in_every_language_build_and_pass_their_own_test() {
     let dir = tempfile::tempdir().unwrap();
     for lang in ["rust", "python", "js"] {

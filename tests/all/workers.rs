@@ -298,10 +298,7 @@ const PHASE_ENDS: [u64; 3] = [BURST_EVERY + 4, 2 * BURST_EVERY + 4, 3 * BURST_EV
 /// later. Every alert a single process finds is in the table exactly once,
 /// the spanning bursts' velocity alerts included: their state moved.
 #[test]
-#[cfg_attr(
-    not(feature = "service-tests"),
-    ignore = "needs tansu, s3s-fs and PostgreSQL"
-)]
+#[ignore = "needs tansu, s3s-fs and PostgreSQL"]
 fn three_workers_lose_one_to_sigkill_and_every_alert_lands_once() {
     let setup = Setup::new();
     let mut workers = setup.workers(&["w1", "w2", "w3"]);
@@ -349,10 +346,7 @@ fn three_workers_lose_one_to_sigkill_and_every_alert_lands_once() {
 /// (the sink's owner generation moved on, or the epoch's entry in the
 /// object store is taken) and nothing is written twice.
 #[test]
-#[cfg_attr(
-    not(feature = "service-tests"),
-    ignore = "needs tansu, s3s-fs and PostgreSQL"
-)]
+#[ignore = "needs tansu, s3s-fs and PostgreSQL"]
 fn a_worker_stopped_past_its_session_timeout_cannot_write_when_it_wakes() {
     let setup = Setup::new();
     let mut workers = setup.workers(&["w1", "w2"]);
@@ -513,10 +507,7 @@ fn feed_steadily(broker: &Broker, from: u64, stop: &std::sync::atomic::AtomicBoo
 /// and every partition; each worker's `/metrics` has its own partitions,
 /// and its dashboard shows every worker.
 #[test]
-#[cfg_attr(
-    not(feature = "service-tests"),
-    ignore = "needs tansu, s3s-fs, PostgreSQL and Chromium"
-)]
+#[ignore = "needs tansu, s3s-fs, PostgreSQL and Chromium"]
 fn a_deploy_and_a_rollback_through_either_worker_reach_every_partition() {
     let setup = Setup::new();
     let (w1, url1) = admin_worker(&setup, "w1");

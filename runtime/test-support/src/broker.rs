@@ -38,6 +38,7 @@ pub fn cargo_installed(name: &str, script: &str) -> PathBuf {
 /// The broker binary: tansu, or another build with its command line
 /// (`WEIR_TEST_KAFKA_BROKER`, e.g. its successor nisshi) to try it.
 fn tansu() -> PathBuf {
+    crate::needs("tansu");
     match std::env::var_os("WEIR_TEST_KAFKA_BROKER") {
         Some(path) => PathBuf::from(path),
         None => cargo_installed("tansu", "scripts/install-tansu.sh"),

@@ -5,6 +5,7 @@ use std::process::Command;
 
 /// Debian's Chromium (installed by `scripts/install-chromium.sh`).
 pub fn chromium() -> PathBuf {
+    crate::needs("Chromium");
     let path = std::env::var_os("CHROMIUM")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("/usr/bin/chromium"));

@@ -5,11 +5,32 @@
 //! on 127.0.0.1 and stopped when dropped; `weir run --worker` processes
 //! ([`worker`]); and the guest components ([`guests`]).
 //!
-//! A helper whose service is not installed panics naming the script that
-//! installs it: the tests that need one run only with the `service-tests`
-//! feature of `weir-cli`, which `scripts/test.sh` turns on.
+//! A test that needs a service or a toolchain the repo's scripts install is
+//! marked `#[ignore = "needs …"]`, so that a plain `cargo test` passes with
+//! nothing installed; `scripts/test.sh` runs those too, and there a helper
+//! whose service is missing fails its test, naming the script that
+//! installs it. Each such helper calls [`needs`] first.
 
 use std::path::PathBuf;
+
+/// What `scripts/test.sh` sets while it runs the tests that are not
+/// ignored, before the services are ready.
+pub const HERMETIC_ENV: &str = "WEIR_TEST_HERMETIC";
+
+/// Called by every helper that uses something the repo's scripts install
+/// (`what`: "tansu", "PostgreSQL", …). In a run under [`HERMETIC_ENV`] it
+/// fails the test: a test reaching it must be marked
+/// `#[ignore = "needs <what>"]`, or a plain `cargo test` would fail on a
+/// machine without it (or pass only where it happens to be installed).
+pub fn needs(what: &str) {
+    if std::env::var_os(HERMETIC_ENV).is_some() {
+        panic!(
+            "this test needs {what}, which a plain `cargo test` does not have: \
+             mark it #[ignore = \"needs {what}\"] (scripts/test.sh runs the ignored \
+             tests once the services are ready)"
+        );
+    }
+}
 
 pub mod broker;
 pub mod browser;

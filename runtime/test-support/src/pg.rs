@@ -24,6 +24,7 @@ pub struct PgServer {
 }
 
 fn bin_dir() -> PathBuf {
+    crate::needs("PostgreSQL");
     if let Some(dir) = std::env::var_os("WEIR_PG_BIN") {
         return PathBuf::from(dir);
     }

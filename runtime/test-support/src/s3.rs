@@ -20,6 +20,7 @@ pub struct S3Server {
 }
 
 fn s3s_fs() -> PathBuf {
+    crate::needs("s3s-fs");
     crate::broker::cargo_installed("s3s-fs", "scripts/install-s3s.sh")
 }
 
