@@ -11,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 targets=(json_decoder wal_entry guest_output upload_form)
 if ! cargo fuzz --version >/dev/null 2>&1; then
-  # A build tool: opt-level 0 builds it in half the time.
+  # A build tool: it need not be optimised, and builds faster at opt-level 0.
   CARGO_PROFILE_RELEASE_OPT_LEVEL=0 cargo install cargo-fuzz --locked --version 0.13.2
 fi
 # cargo fuzz builds with -Z flags (sanitizer, coverage); the machine's one

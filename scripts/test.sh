@@ -94,8 +94,8 @@ selection=(--workspace --locked)
 phase build+clippy cargo --config "$wrapper" test "${selection[@]}" --all-targets --no-run
 # cargo-nextest (on the machine's image; scripts/install.sh installs it
 # where missing) runs every test binary's tests side by side, two at a time,
-# each in its own process; rustdoc runs
-# the doc tests, which nextest does not. First the tests a plain
+# each in its own process; rustdoc runs the doc tests, which nextest does
+# not. First the tests a plain
 # `cargo test` runs, while the services are still being prepared; under
 # WEIR_TEST_HERMETIC a test that reaches for a service fails (it must be
 # marked `#[ignore = "needs …"]`).

@@ -12,7 +12,10 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// One tansu process and its data directory; the process is killed when
+/// this is dropped.
 pub struct Broker {
+    /// Its port on 127.0.0.1.
     pub port: u16,
     dir: tempfile::TempDir,
     child: Option<Child>,
@@ -46,6 +49,7 @@ fn tansu() -> PathBuf {
 }
 
 impl Broker {
+    /// A broker with SQLite storage: what it holds survives [`Broker::restart`].
     pub fn start() -> Broker {
         Self::start_with("sqlite://tansu.db")
     }
@@ -76,6 +80,7 @@ impl Broker {
         std::fs::read_to_string(self.dir.path().join("broker.log")).unwrap_or_default()
     }
 
+    /// Its address, as Kafka clients and pipeline files take it.
     pub fn bootstrap(&self) -> String {
         format!("127.0.0.1:{}", self.port)
     }
@@ -123,6 +128,7 @@ impl Broker {
         }
     }
 
+    /// Kills the process (the data directory stays, for a restart).
     pub fn stop(&mut self) {
         if let Some(mut c) = self.child.take() {
             let _ = c.kill();
@@ -130,11 +136,13 @@ impl Broker {
         }
     }
 
+    /// Kills the process and starts it again on the same port and data.
     pub fn restart(&mut self) {
         self.stop();
         self.spawn();
     }
 
+    /// Creates topic `name` with `partitions` partitions, with tansu's CLI.
     pub fn create_topic(&self, name: &str, partitions: u32) {
         let out = Command::new(tansu())
             .args([

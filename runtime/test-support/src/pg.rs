@@ -11,10 +11,14 @@ use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+/// The role every test cluster is made with (its superuser).
 pub const USER: &str = "weir";
+/// [`USER`]'s password (the clusters take password auth over TCP).
 pub const PASSWORD: &str = "weir-test-secret";
 
+/// One throwaway cluster; stopped and removed when this is dropped.
 pub struct PgServer {
+    /// Its port on 127.0.0.1.
     pub port: u16,
     dir: tempfile::TempDir,
     bin: PathBuf,

@@ -13,7 +13,10 @@ pub const BUCKET: &str = "weir-test";
 const ACCESS_KEY: &str = "weir-test-key";
 const SECRET_KEY: &str = "weir-test-secret";
 
+/// One s3s-fs process and the directory it keeps objects in; killed when
+/// this is dropped.
 pub struct S3Server {
+    /// Its port on 127.0.0.1.
     pub port: u16,
     dir: tempfile::TempDir,
     child: Option<Child>,

@@ -10,7 +10,9 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
+/// One worker process; killed when this is dropped.
 pub struct Worker {
+    /// Its `--worker` name.
     pub name: String,
     child: Option<Child>,
     out: PathBuf,
@@ -56,6 +58,7 @@ impl Worker {
         }
     }
 
+    /// Whether its process was started and not yet stopped or killed here.
     pub fn is_running(&self) -> bool {
         self.child.is_some()
     }
@@ -155,6 +158,7 @@ impl Worker {
         )
     }
 
+    /// Sends `signal` (e.g. `libc::SIGSTOP`) to its process.
     pub fn signal(&self, signal: i32) {
         let pid = self.child.as_ref().unwrap().id() as libc::pid_t;
         // SAFETY: signalling our own child process.
