@@ -1,7 +1,9 @@
-//! Builds the bundled Wasm operators (the demo's `fraud-rules` and
-//! `fraud-velocity`) so that `cargo build` alone yields a working `weir
-//! demo`. (The tests build their own guests when they first need them.) The guests are built by a nested cargo into their own target
-//! directory (`target/guests`), which avoids the outer build's lock.
+//! Builds the bundled Wasm operators (the demo's `fraud-rules`,
+//! `fraud-velocity`, `fraud-windows` and `fraud-model`) so that `cargo
+//! build` alone yields a working `weir demo`. (The tests build their own
+//! guests when they first need them.) The guests are built by a nested cargo
+//! into their own target directory (`target/guests`), which avoids the outer
+//! build's lock.
 
 use std::env;
 use std::path::PathBuf;
@@ -21,7 +23,8 @@ fn main() {
         .nth(2)
         .expect("runtime/cli sits two levels below the workspace root")
         .to_path_buf();
-    for watched in ["sdk", "wit", "operators", "Cargo.lock"] {
+    // Cargo.toml: the `guest` profile and the workspace's dependencies.
+    for watched in ["sdk", "wit", "operators", "Cargo.lock", "Cargo.toml"] {
         println!("cargo:rerun-if-changed={}", root.join(watched).display());
     }
     println!("cargo:rerun-if-env-changed=CARGO_TARGET_DIR");
