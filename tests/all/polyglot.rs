@@ -123,6 +123,29 @@ fn python_and_javascript_operators_emit_the_alerts_of_the_rust_one() {
 /// column has nulls; the demo data has none.
 #[test]
 #[ignore = "needs componentize-py/js"]
+fn a_second_python_operator_compiles_little_more_than_its_own_code() {
+    let root = tempfile::tempdir().unwrap();
+    let compile = |file: &str| {
+        let host = weir_host::WasmHost::new(Some(root.path().to_path_buf())).unwrap();
+        let wasm = std::fs::read(polyglot(file)).unwrap();
+        let started = std::time::Instant::now();
+        host.load(&wasm, Default::default()).unwrap();
+        let (hits, misses) = host.function_cache_hits_and_misses().unwrap();
+        println!(
+            "{file}: {hits} functions from the cache, {misses} compiled, in {:.1?}",
+            started.elapsed()
+        );
+        (hits, misses)
+    };
+    compile("fraud_rules_py.wasm");
+    let (hits, misses) = compile("card_home_py.wasm");
+    // The interpreter and the SDK are the same in both: more than nine in
+    // ten functions of the second come from the cache.
+    assert!(misses * 10 < hits, "{hits} reused, {misses} compiled");
+}
+
+#[test]
+#[ignore = "needs componentize-py/js"]
 fn python_and_javascript_rules_treat_nulls_as_the_rust_one_does() {
     let rows = [
         // merchant fires (0.7); a null currency must not add 0.2.

@@ -218,7 +218,7 @@ fn compiled_components_are_cached_and_reused() {
     let wasm = std::fs::read(guest("fraud_rules")).unwrap();
     let host = WasmHost::new(Some(cache.path().to_path_buf())).unwrap();
     let first = host.load(&wasm, Default::default()).unwrap();
-    let artifacts: Vec<_> = walk(cache.path());
+    let artifacts = components_in(cache.path());
     assert_eq!(artifacts.len(), 1, "one artifact cached: {artifacts:?}");
     let second = WasmHost::new(Some(cache.path().to_path_buf()))
         .unwrap()
@@ -233,6 +233,80 @@ fn compiled_components_are_cached_and_reused() {
         .load(&wasm, Default::default())
         .unwrap();
     assert_ne!(std::fs::read(&artifacts[0]).unwrap(), b"garbage");
+}
+
+#[test]
+fn a_new_component_compiles_only_the_functions_not_compiled_before() {
+    let rules = std::fs::read(guest("fraud_rules")).unwrap();
+    let velocity = std::fs::read(guest("fraud_velocity")).unwrap();
+    // On one compiler thread (as uploads compile), so that a function that
+    // occurs twice in one component is found the second time, every time.
+    let counts = |root: &std::path::Path, wasm: &[u8]| {
+        let host = WasmHost::new(Some(root.to_path_buf())).unwrap();
+        host.load_in_background(wasm, Default::default()).unwrap();
+        host.function_cache_hits_and_misses().unwrap()
+    };
+    let alone = tempfile::tempdir().unwrap();
+    let velocity_alone = counts(alone.path(), &velocity);
+
+    // fraud-velocity after fraud-rules: the SDK's and the standard
+    // library's functions they share are compiled once.
+    let shared = tempfile::tempdir().unwrap();
+    counts(shared.path(), &rules);
+    let (hits, misses) = counts(shared.path(), &velocity);
+    assert_eq!(hits + misses, velocity_alone.0 + velocity_alone.1);
+    assert!(
+        hits > velocity_alone.0,
+        "nothing reused: {hits} found, {misses} compiled; alone {velocity_alone:?}"
+    );
+
+    // A damaged entry is a miss: compiled again, never loaded.
+    for entry in walk(&shared.path().join("functions")) {
+        let mut bytes = std::fs::read(&entry).unwrap();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 0xff;
+        std::fs::write(&entry, bytes).unwrap();
+    }
+    for artifact in components_in(shared.path()) {
+        std::fs::remove_file(artifact).unwrap();
+    }
+    assert_eq!(counts(shared.path(), &velocity), velocity_alone);
+
+    // Code from the cache runs as code just compiled: fraud-rules, its
+    // functions shared with fraud-velocity from the entries just rewritten
+    // (the rest damaged, so compiled), emits the alerts it emits uncached.
+    let cached = WasmHost::new(Some(shared.path().to_path_buf())).unwrap();
+    let uncached = WasmHost::new(None).unwrap();
+    assert_eq!(rules_output(&cached), rules_output(&uncached));
+    let (hits, misses) = cached.function_cache_hits_and_misses().unwrap();
+    assert!(hits > 0 && misses > 0, "{hits} reused, {misses} compiled");
+}
+
+/// What `fraud-rules` writes over 2,000 generated payments on `host`.
+fn rules_output(host: &WasmHost) -> Vec<(String, Vec<u8>)> {
+    let dir = tempfile::tempdir().unwrap();
+    write_input(dir.path(), 3, 2, 1_000);
+    let toml = pipeline_toml(
+        dir.path(),
+        &guest("fraud_rules"),
+        crate::common::DEMO_RULES_INLINE,
+        "",
+        "",
+    );
+    let mut p = crate::common::open_pipeline(dir.path(), &toml, host).unwrap();
+    let summary = p.run(host, &AtomicBool::new(false), &mut |_| {}).unwrap();
+    assert_eq!(summary.rows_in, 2_000);
+    let out = sink_files(&dir.path().join("out"));
+    assert!(!out.is_empty(), "no alerts to compare");
+    out
+}
+
+/// The compiled components (`.cwasm`) under a cache root.
+fn components_in(root: &std::path::Path) -> Vec<std::path::PathBuf> {
+    walk(root)
+        .into_iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "cwasm"))
+        .collect()
 }
 
 fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {

@@ -1,9 +1,15 @@
-//! Compiled components, cached on disk so that restarting a pipeline (or
-//! replaying after a crash) does not pay Cranelift's compile time again.
+//! Compiled code, cached on disk: whole components, so that restarting a
+//! pipeline (or replaying after a crash) does not pay Cranelift's compile
+//! time again, and single functions, so that a new component made mostly of
+//! functions compiled before (a new version of an operator; every Python
+//! operator, which carries the same interpreter) compiles only the rest.
 
 use anyhow::Result;
+use std::borrow::Cow;
 use std::hash::{Hash, Hasher};
+use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use wasmtime::component::Component;
 use wasmtime::Engine;
 use weir_core::Digest;
@@ -78,4 +84,103 @@ pub fn default_cache_root() -> Option<PathBuf> {
         return Some(PathBuf::from(dir).join("weir"));
     }
     std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache").join("weir"))
+}
+
+/// Cranelift's incremental compilation cache on disk: one file per compiled
+/// function, named by the hash Cranelift computes of the function's code,
+/// the target and the compiler's settings (its version is checked inside
+/// the entry). A componentize-py operator is mostly the CPython interpreter,
+/// the same in every Python operator, so after the first one only the
+/// operator's own functions are compiled.
+///
+/// Each entry starts with the sha256 of the rest: a damaged file is a miss,
+/// never code. Entries are written to a temporary file and renamed into
+/// place, without an fsync: one lost in a crash is compiled again.
+#[derive(Debug)]
+pub struct FunctionCache {
+    dir: PathBuf,
+    hits: AtomicU64,
+    misses: AtomicU64,
+}
+
+impl FunctionCache {
+    /// A cache in `root/functions`.
+    pub fn new(root: &Path) -> Self {
+        FunctionCache {
+            dir: root.join("functions"),
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
+        }
+    }
+
+    /// Functions found in the cache and functions compiled, since this
+    /// cache was made: what a test or a log line can tell the saving by.
+    pub fn hits_and_misses(&self) -> (u64, u64) {
+        (
+            self.hits.load(Ordering::Relaxed),
+            self.misses.load(Ordering::Relaxed),
+        )
+    }
+
+    fn path(&self, key: &[u8]) -> PathBuf {
+        self.dir.join(Digest::of(key).hex())
+    }
+
+    fn read(&self, key: &[u8]) -> Option<Vec<u8>> {
+        let mut bytes = std::fs::read(self.path(key)).ok()?;
+        if bytes.len() < CHECKSUM_LEN {
+            return None;
+        }
+        let value = bytes.split_off(CHECKSUM_LEN);
+        (bytes == Digest::of(&value).hex().as_bytes()).then_some(value)
+    }
+
+    fn write(&self, key: &[u8], value: &[u8]) -> std::io::Result<()> {
+        std::fs::create_dir_all(&self.dir)?;
+        let path = self.path(key);
+        let tmp = path.with_extension(format!(
+            "tmp-{}-{}",
+            std::process::id(),
+            NEXT_TEMP.fetch_add(1, Ordering::Relaxed)
+        ));
+        let written = (|| {
+            let mut file = std::fs::File::create(&tmp)?;
+            file.write_all(Digest::of(value).hex().as_bytes())?;
+            file.write_all(value)?;
+            std::fs::rename(&tmp, &path)
+        })();
+        if written.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        written
+    }
+}
+
+/// An entry's checksum: the sha256 of its value, in hex.
+const CHECKSUM_LEN: usize = 64;
+
+/// Makes each temporary file name unique within the process.
+static NEXT_TEMP: AtomicU64 = AtomicU64::new(0);
+
+impl wasmtime::CacheStore for FunctionCache {
+    fn get(&self, key: &[u8]) -> Option<Cow<'_, [u8]>> {
+        let value = self.read(key);
+        let counter = if value.is_some() {
+            &self.hits
+        } else {
+            &self.misses
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+        value.map(Cow::Owned)
+    }
+
+    fn insert(&self, key: &[u8], value: Vec<u8>) -> bool {
+        match self.write(key, &value) {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::debug!(dir = %self.dir.display(), "could not cache a compiled function: {e}");
+                false
+            }
+        }
+    }
 }

@@ -71,7 +71,7 @@ pub use state_host::KeyedState;
 use anyhow::{Context, Result};
 use arrow_array::RecordBatch;
 use bindings::{EpochContext, InputBatch, OperatorError, OperatorPre, WitOutput, WitTimer};
-use cache::ComponentCache;
+use cache::{ComponentCache, FunctionCache};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -142,6 +142,7 @@ pub struct WasmHost {
     /// epochs run (see [`WasmHost::load_in_background`]).
     background: Engine,
     cache: Option<Arc<ComponentCache>>,
+    functions: Option<Arc<FunctionCache>>,
     _clock: Arc<DeadlineClock>,
 }
 
@@ -161,10 +162,18 @@ impl Drop for DeadlineClock {
 }
 
 impl WasmHost {
-    /// Creates the engine. `cache_root` stores compiled components; `None`
-    /// compiles every time.
+    /// Creates the engine. `cache_root` stores compiled components and
+    /// functions; `None` compiles every time.
     pub fn new(cache_root: Option<PathBuf>) -> Result<Self> {
         let mut config = wasmtime::Config::new();
+        let functions = cache_root
+            .as_deref()
+            .map(|root| Arc::new(FunctionCache::new(root)));
+        if let Some(functions) = &functions {
+            config
+                .enable_incremental_compilation(functions.clone())
+                .wasm_context("enabling the function cache")?;
+        }
         config.wasm_component_model(true);
         config.epoch_interruption(true);
         config.cranelift_opt_level(wasmtime::OptLevel::Speed);
@@ -195,11 +204,18 @@ impl WasmHost {
             engine,
             background,
             cache,
+            functions,
             _clock: Arc::new(DeadlineClock {
                 stop,
                 thread: Some(thread),
             }),
         })
+    }
+
+    /// How many functions compiles found in the function cache and how many
+    /// they compiled, since this host was made (`None` without a cache).
+    pub fn function_cache_hits_and_misses(&self) -> Option<(u64, u64)> {
+        self.functions.as_ref().map(|f| f.hits_and_misses())
     }
 
     /// Compiles (or loads from cache) a component, checks that it implements
@@ -260,7 +276,7 @@ impl WasmHost {
             "the component does not implement the `weir:operator/operator@0.1.0` world \
              (it must export `init` and `process` with the signatures in wit/operator.wit)",
         )?;
-        tracing::debug!(%digest, cached, elapsed = ?started.elapsed(), "operator loaded");
+        tracing::debug!(%digest, cached, elapsed = ?started.elapsed(), functions_cached_and_compiled = ?self.function_cache_hits_and_misses(), "operator loaded");
         let on_timers = component
             .component_type()
             .exports(&self.engine)
