@@ -388,6 +388,20 @@ mod tests {
     }
 
     #[test]
+    fn a_number_read_from_an_entry_is_written_back_as_the_same_number() {
+        // Too large for u64, so read as the nearest f64; written back in its
+        // shortest form, it must read as that f64 again, or a replay could
+        // plan from another source position than the run it replays.
+        let text = br#"{"format":1,"epoch":7,"epoch_time_ms":0,
+            "source":{"size":186666666666666396666666666666666666666666666666666666666666666666666666666666666666666666666666666666666666666666620},
+            "operator":{"digest":"sha256:6985ba1f4daa5a584a28eae043a239cb96689af1337ea13afb63e00c2bf512fa",
+                        "config_digest":"sha256:44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"}}"#;
+        let entry = decode_entry::<OffsetEntry>(text).unwrap();
+        let again = serde_json::to_vec(&entry).unwrap();
+        assert_eq!(decode_entry::<OffsetEntry>(&again).unwrap(), entry);
+    }
+
+    #[test]
     fn write_read_latest_and_refuse_rewrite() {
         let dir = tempfile::tempdir().unwrap();
         let log = Log::<CommitEntry>::open(dir.path().join("commits")).unwrap();
