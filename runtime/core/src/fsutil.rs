@@ -1,6 +1,7 @@
 //! Durable file writes. Every file the checkpoint or a sink commits goes
 //! through here: write a temp file, fsync it, rename it into place, fsync the
 //! directory. A crash leaves either the old state or the new, never a torn file.
+//! Caches skip the fsyncs ([`write_atomic_unsynced`]): never torn, maybe lost.
 
 use anyhow::{Context, Result};
 use std::fs::{self, File};
@@ -13,6 +14,26 @@ static NEXT_TEMP: AtomicU64 = AtomicU64::new(0);
 
 /// Writes `bytes` to `path` atomically and durably.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    write_via_temp(path, bytes, Durability::Synced)
+}
+
+/// Writes `bytes` to `path` atomically but without an fsync: readers see the
+/// old file or the new one, never a torn one, but a crash may lose the write.
+/// For caches, whose entries can be made again, where an fsync per entry
+/// would cost more than the entry saves.
+pub fn write_atomic_unsynced(path: &Path, bytes: &[u8]) -> Result<()> {
+    write_via_temp(path, bytes, Durability::Unsynced)
+}
+
+/// Whether a write waits for the disk.
+#[derive(Clone, Copy, PartialEq)]
+enum Durability {
+    Synced,
+    Unsynced,
+}
+
+/// Writes a temp file beside `path` and renames it into place.
+fn write_via_temp(path: &Path, bytes: &[u8], durability: Durability) -> Result<()> {
     let dir = path
         .parent()
         .map(|p| {
@@ -34,12 +55,18 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
         std::process::id(),
         NEXT_TEMP.fetch_add(1, Ordering::Relaxed)
     ));
-    let result = (|| {
+    let synced = durability == Durability::Synced;
+    let result = (|| -> std::io::Result<()> {
         let mut f = File::create(&tmp)?;
         f.write_all(bytes)?;
-        f.sync_all()?;
+        if synced {
+            f.sync_all()?;
+        }
         fs::rename(&tmp, path)?;
-        sync_dir(dir)
+        if synced {
+            sync_dir(dir)?;
+        }
+        Ok(())
     })();
     if result.is_err() {
         let _ = fs::remove_file(&tmp);

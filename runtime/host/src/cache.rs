@@ -7,7 +7,6 @@
 use anyhow::Result;
 use std::borrow::Cow;
 use std::hash::{Hash, Hasher};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use wasmtime::component::Component;
@@ -104,10 +103,15 @@ pub struct FunctionCache {
 }
 
 impl FunctionCache {
-    /// A cache in `root/functions`.
+    /// A cache in `root/functions`, made here if missing (if it cannot be
+    /// made, every function is compiled and a debug line says why).
     pub fn new(root: &Path) -> Self {
+        let dir = root.join("functions");
+        if let Err(e) = std::fs::create_dir_all(&dir) {
+            tracing::debug!(dir = %dir.display(), "no cache of compiled functions: {e}");
+        }
         FunctionCache {
-            dir: root.join("functions"),
+            dir,
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
         }
@@ -135,32 +139,16 @@ impl FunctionCache {
         (bytes == Digest::of(&value).hex().as_bytes()).then_some(value)
     }
 
-    fn write(&self, key: &[u8], value: &[u8]) -> std::io::Result<()> {
-        std::fs::create_dir_all(&self.dir)?;
-        let path = self.path(key);
-        let tmp = path.with_extension(format!(
-            "tmp-{}-{}",
-            std::process::id(),
-            NEXT_TEMP.fetch_add(1, Ordering::Relaxed)
-        ));
-        let written = (|| {
-            let mut file = std::fs::File::create(&tmp)?;
-            file.write_all(Digest::of(value).hex().as_bytes())?;
-            file.write_all(value)?;
-            std::fs::rename(&tmp, &path)
-        })();
-        if written.is_err() {
-            let _ = std::fs::remove_file(&tmp);
-        }
-        written
+    fn write(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        let mut entry = Vec::with_capacity(CHECKSUM_LEN + value.len());
+        entry.extend_from_slice(Digest::of(value).hex().as_bytes());
+        entry.extend_from_slice(value);
+        weir_core::fsutil::write_atomic_unsynced(&self.path(key), &entry)
     }
 }
 
 /// An entry's checksum: the sha256 of its value, in hex.
 const CHECKSUM_LEN: usize = 64;
-
-/// Makes each temporary file name unique within the process.
-static NEXT_TEMP: AtomicU64 = AtomicU64::new(0);
 
 impl wasmtime::CacheStore for FunctionCache {
     fn get(&self, key: &[u8]) -> Option<Cow<'_, [u8]>> {
@@ -178,7 +166,7 @@ impl wasmtime::CacheStore for FunctionCache {
         match self.write(key, &value) {
             Ok(()) => true,
             Err(e) => {
-                tracing::debug!(dir = %self.dir.display(), "could not cache a compiled function: {e}");
+                tracing::debug!("could not cache a compiled function: {e:#}");
                 false
             }
         }
