@@ -21,13 +21,15 @@ esac
 log() { printf '[install] %s\n' "$*"; }
 
 # Debian packages: a C toolchain for -sys crates (librdkafka is built from
-# the rdkafka crate's bundled sources), RocksDB (Debian's 7.8 library, linked
-# instead of compiling the crate's bundled C++: see .cargo/config.toml) and
-# libclang for its generated bindings, zlib, kcat for poking at Kafka by
-# hand, and the PostgreSQL server binaries (initdb, pg_ctl) the PostgreSQL
-# sink tests start their own throwaway clusters with.
-packages=(build-essential pkg-config zlib1g-dev libclang-dev librocksdb-dev)
-$build_only || packages+=(kcat postgresql)
+# the rdkafka crate's bundled sources, with Debian's OpenSSL for TLS and
+# SASL/SCRAM), RocksDB (Debian's 7.8 library, linked instead of compiling
+# the crate's bundled C++: see .cargo/config.toml) and libclang for its
+# generated bindings, zlib; for the tests, kcat for poking at Kafka by hand,
+# the PostgreSQL server binaries (initdb, pg_ctl) the PostgreSQL sink tests
+# start their own throwaway clusters with, and stunnel, the TLS endpoint the
+# Kafka TLS tests put in front of the test broker.
+packages=(build-essential pkg-config zlib1g-dev libssl-dev libclang-dev librocksdb-dev)
+$build_only || packages+=(kcat postgresql stunnel4)
 need_apt=()
 for pkg in "${packages[@]}"; do
     dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")

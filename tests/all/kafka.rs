@@ -7,7 +7,8 @@ use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use weir_host::WasmHost;
 
-fn payments(n: usize) -> Vec<Vec<u8>> {
+/// `n` of the demo's payments as JSON values (seed 11).
+pub(crate) fn payments(n: usize) -> Vec<Vec<u8>> {
     (0..n as u64)
         .map(|i| serde_json::to_vec(&weir_cli::demo::generator::payment(11, i).0).unwrap())
         .collect()
@@ -213,7 +214,8 @@ fn without_a_key_each_partition_is_read_by_one_task() {
     assert_eq!(output_ids(dir.path()).len(), 300);
 }
 
-fn open_err(dir: &Path, toml: &str) -> String {
+/// The error opening the pipeline `toml` gives, all its causes.
+pub(crate) fn open_err(dir: &Path, toml: &str) -> String {
     let host = WasmHost::new(None).unwrap();
     match open_pipeline(dir, toml, &host) {
         Ok(_) => panic!("expected an error"),
@@ -614,6 +616,7 @@ fn raw_settings(
         value_schema: std::sync::Arc::new(arrow_schema::Schema::empty()),
         commit_to_group: None,
         options: Default::default(),
+        security: Default::default(),
         timeout: std::time::Duration::from_secs(5),
         batch_rows: 64,
         policy: weir_engine::config::MalformedPolicy::Fail,

@@ -28,6 +28,7 @@ mod event_time;
 mod faults;
 mod hot_swap;
 mod kafka;
+mod kafka_tls;
 mod lake;
 mod lookup;
 mod model;

@@ -14,7 +14,8 @@
 //!   record per line, malformed lines set aside with file and line).
 //! - [`progress`]: the record of what one epoch did; [`latency`]: its
 //!   event→emit latency histogram.
-//! - [`digest`]: the one way a component, config or blob is named.
+//! - [`digest`]: the one way a component, config or blob is named;
+//!   [`secret`]: passwords named by where they are read from, printed as `***`.
 //! - [`fsutil`] (durable writes), [`clock`] (the one wall clock),
 //!   [`backoff`] (pacing waits for services that are down).
 //!
@@ -40,6 +41,7 @@ pub mod outputs;
 pub mod parts;
 pub mod progress;
 pub mod schema;
+pub mod secret;
 pub mod sink;
 pub mod source;
 pub mod upload_form;

@@ -21,6 +21,13 @@ pub struct Broker {
     child: Option<Child>,
     /// tansu's `--storage-engine`.
     storage: &'static str,
+    /// The TLS endpoint in front of it, if any: the address clients are
+    /// given (tansu advertises it).
+    front: Option<crate::tls::TlsFront>,
+    /// librdkafka settings the helper clients below need to reach it.
+    client: Vec<(&'static str, String)>,
+    /// Whether tansu requires a SASL login (`--authentication`).
+    authentication: bool,
 }
 
 /// A service binary the repo's scripts install with `cargo install`
@@ -70,8 +77,86 @@ impl Broker {
             dir: tempfile::tempdir().unwrap(),
             child: None,
             storage,
+            front: None,
+            client: Vec::new(),
+            authentication: false,
         };
         b.spawn();
+        b
+    }
+
+    /// A broker (SQLite storage) reached only over TLS, through stunnel on
+    /// another port, as `localhost` (which `pki`'s server certificate must
+    /// name); with `client_certs`, clients must present a certificate
+    /// `pki` signed. tansu advertises the TLS port, so every connection a
+    /// client makes after the first goes through TLS too.
+    pub fn start_tls(pki: &crate::tls::Pki, client_certs: bool) -> Broker {
+        let tls_port = crate::tls::free_port();
+        let mut b = Broker {
+            port: crate::tls::free_port(),
+            dir: tempfile::tempdir().unwrap(),
+            child: None,
+            storage: "sqlite://tansu.db",
+            front: None,
+            authentication: false,
+            client: vec![
+                ("security.protocol", "ssl".into()),
+                ("ssl.ca.location", pki.ca().display().to_string()),
+            ],
+        };
+        if client_certs {
+            b.client.push((
+                "ssl.certificate.location",
+                pki.client_cert().display().to_string(),
+            ));
+            b.client
+                .push(("ssl.key.location", pki.client_key().display().to_string()));
+        }
+        b.front = Some(crate::tls::TlsFront::start(
+            pki,
+            tls_port,
+            b.port,
+            client_certs,
+        ));
+        b.spawn();
+        b
+    }
+
+    /// [`Broker::start_tls`] (without client certificates) that also
+    /// requires a SASL login: `user` with `password`, made a SCRAM-SHA-512
+    /// user of the broker before it starts requiring logins (tansu keeps
+    /// users in its storage), with `topics` (name, partitions) made
+    /// first: tansu's command line cannot log in. Clients connect with
+    /// `sasl_ssl`.
+    pub fn start_sasl_ssl(
+        pki: &crate::tls::Pki,
+        user: &str,
+        password: &str,
+        topics: &[(&str, u32)],
+    ) -> Broker {
+        let mut b = Self::start_tls(pki, false);
+        for (topic, partitions) in topics {
+            b.create_topic(topic, *partitions);
+        }
+        let out = Command::new(tansu())
+            .args(["user", "create", "--mechanism", "scram512", "--broker"])
+            .arg(format!("tcp://127.0.0.1:{}", b.port))
+            .args([user, password])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "user create: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        b.authentication = true;
+        b.restart();
+        b.client[0].1 = "sasl_ssl".into();
+        b.client.extend([
+            ("sasl.mechanism", "SCRAM-SHA-512".to_string()),
+            ("sasl.username", user.to_string()),
+            ("sasl.password", password.to_string()),
+        ]);
         b
     }
 
@@ -80,13 +165,32 @@ impl Broker {
         std::fs::read_to_string(self.dir.path().join("broker.log")).unwrap_or_default()
     }
 
-    /// Its address, as Kafka clients and pipeline files take it.
+    /// Its address, as Kafka clients and pipeline files take it (the TLS
+    /// endpoint's, for a broker behind one).
     pub fn bootstrap(&self) -> String {
-        format!("127.0.0.1:{}", self.port)
+        match &self.front {
+            Some(front) => format!("localhost:{}", front.port),
+            None => format!("127.0.0.1:{}", self.port),
+        }
+    }
+
+    /// A librdkafka client config for the helpers: the bootstrap address
+    /// and, behind TLS, the settings that reach it.
+    fn client_config(&self) -> ClientConfig {
+        let mut c = ClientConfig::new();
+        c.set("bootstrap.servers", self.bootstrap());
+        for (k, v) in &self.client {
+            c.set(*k, v);
+        }
+        c
     }
 
     fn spawn(&mut self) {
         let url = format!("tcp://127.0.0.1:{}", self.port);
+        let advertised = match &self.front {
+            Some(front) => format!("tcp://localhost:{}", front.port),
+            None => url.clone(),
+        };
         let log = std::fs::File::options()
             .create(true)
             .append(true)
@@ -104,10 +208,11 @@ impl Broker {
                 "--listener-url",
                 &url,
                 "--advertised-listener-url",
-                &url,
+                &advertised,
             ])
             .arg("--storage-engine")
             .arg(self.storage)
+            .args(self.authentication.then_some("--authentication"))
             .stdout(Stdio::from(log.try_clone().unwrap()))
             .stderr(Stdio::from(log))
             .spawn()
@@ -165,11 +270,8 @@ impl Broker {
 
     /// Produces `values` with keys `k-<i>` to `partition(i)` of `topic`.
     pub fn produce(&self, topic: &str, values: &[Vec<u8>], partition: impl Fn(usize) -> i32) {
-        let producer: ThreadedProducer<DefaultProducerContext> = ClientConfig::new()
-            .set("bootstrap.servers", self.bootstrap())
-            .set("linger.ms", "5")
-            .create()
-            .unwrap();
+        let producer: ThreadedProducer<DefaultProducerContext> =
+            self.client_config().set("linger.ms", "5").create().unwrap();
         for (i, v) in values.iter().enumerate() {
             let key = format!("k-{i}");
             let record = BaseRecord::to(topic)
@@ -190,8 +292,8 @@ impl Broker {
     pub fn consume_all(&self, topic: &str) -> Vec<Consumed> {
         use rdkafka::consumer::{BaseConsumer, Consumer};
         use rdkafka::message::{Headers, Message};
-        let c: BaseConsumer = ClientConfig::new()
-            .set("bootstrap.servers", self.bootstrap())
+        let c: BaseConsumer = self
+            .client_config()
             .set("group.id", "weir-test-reader")
             .set("enable.auto.commit", "false")
             .set("isolation.level", "read_committed")

@@ -37,6 +37,7 @@ pub mod browser;
 pub mod guests;
 pub mod pg;
 pub mod s3;
+pub mod tls;
 pub mod worker;
 
 /// The `weir` binary cargo built beside the running test or benchmark

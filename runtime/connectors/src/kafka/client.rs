@@ -1,10 +1,18 @@
 //! librdkafka client settings, built in one place for the source's
 //! consumer, the sink's producer and the sink's tail reader, so that a
 //! pipeline's `options` (TLS, SASL, …) reach every client Weir opens.
-//! The user's `options` are applied last and win.
+//! The pipeline's typed security ([`super::security`]) comes first, the
+//! user's `options` last (they win; the keys security sets are refused
+//! there). [`Reporting`] keeps the last error librdkafka reports for a
+//! client, which its calls' own errors do not carry.
 
-use rdkafka::ClientConfig;
+use super::security::ClientSecurity;
+use rdkafka::config::RDKafkaLogLevel;
+use rdkafka::consumer::{BaseConsumer, Consumer, ConsumerContext};
+use rdkafka::error::KafkaError;
+use rdkafka::{ClientConfig, ClientContext};
 use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// Where and how to reach the brokers.
@@ -16,6 +24,8 @@ pub struct Brokers<'a> {
     pub options: &'a BTreeMap<String, String>,
     /// How long requests may take.
     pub timeout: Duration,
+    /// TLS and SASL, secrets read.
+    pub security: &'a ClientSecurity,
 }
 
 impl Brokers<'_> {
@@ -79,8 +89,11 @@ impl Brokers<'_> {
 
     fn base(&self) -> ClientConfig {
         let mut c = ClientConfig::new();
+        // Warnings too: a failed TLS handshake or SASL login is logged as
+        // one (facility FAIL), and [`Reporting`] keeps it.
         c.set("bootstrap.servers", self.servers)
-            .set("log_level", "3");
+            .set_log_level(RDKafkaLogLevel::Warning);
+        self.security.apply(&mut c);
         c
     }
 
@@ -95,3 +108,106 @@ impl Brokers<'_> {
         c
     }
 }
+
+/// A consumer that reports its errors through [`Reporting`].
+pub type Reader = BaseConsumer<Reporting>;
+
+/// `message`, with the last error `consumer` reported as its cause.
+/// rdkafka delivers librdkafka's log lines through the client's queue, so
+/// the ones waiting there are served first; only when nothing is assigned
+/// to the consumer, so that no record of a read in progress is taken.
+pub fn explain(consumer: &Reader, message: String) -> anyhow::Error {
+    let idle = consumer
+        .assignment()
+        .map(|a| a.count() == 0)
+        .unwrap_or(false);
+    if idle {
+        // Each poll serves at least one waiting event; a failed connection
+        // leaves a few log lines per retry.
+        for _ in 0..256 {
+            let _ = consumer.poll(Duration::ZERO);
+        }
+    }
+    consumer.context().explain(message)
+}
+
+/// A client context that logs what librdkafka reports (a refused TLS
+/// handshake, a failed SASL login, a broker gone) through `tracing` and
+/// keeps the last of it: a metadata request only says it timed out, while
+/// the cause was reported to the context.
+#[derive(Clone, Default)]
+pub struct Reporting {
+    /// The last connection failure (`FAIL` log lines: the cause).
+    failure: Arc<Mutex<Option<String>>>,
+    /// The last error event (often a summary: "1/1 brokers are down").
+    error: Arc<Mutex<Option<String>>>,
+}
+
+impl Reporting {
+    /// The last connection failure reported, else the last error event.
+    pub fn last_error(&self) -> Option<String> {
+        let read = |slot: &Mutex<Option<String>>| slot.lock().ok().and_then(|s| s.clone());
+        read(&self.failure).or_else(|| read(&self.error))
+    }
+
+    /// `message`, with the last reported error as its cause.
+    pub fn explain(&self, message: String) -> anyhow::Error {
+        match self.last_error() {
+            Some(cause) => anyhow::anyhow!("{message}; the client's last error: {cause}"),
+            None => anyhow::anyhow!(message),
+        }
+    }
+
+    /// An error event (delivered when the client is polled).
+    pub fn record(&self, error: &KafkaError, reason: &str) {
+        tracing::warn!(target: "weir::kafka", "{reason} ({error})");
+        keep(&self.error, reason);
+    }
+
+    /// A log line (delivered when the client is polled): a connection's
+    /// failure (`FAIL`: refused, TLS handshake, SASL login) is kept.
+    pub fn log(&self, level: RDKafkaLogLevel, facility: &str, message: &str) {
+        if facility == "FAIL" {
+            tracing::warn!(target: "weir::kafka", "{message}");
+            keep(&self.failure, message);
+        } else if matches!(
+            level,
+            RDKafkaLogLevel::Emerg
+                | RDKafkaLogLevel::Alert
+                | RDKafkaLogLevel::Critical
+                | RDKafkaLogLevel::Error
+                | RDKafkaLogLevel::Warning
+        ) {
+            tracing::warn!(target: "weir::kafka", "{facility}: {message}");
+        } else {
+            tracing::debug!(target: "weir::kafka", "{facility}: {message}");
+        }
+    }
+}
+
+/// Puts `reason` in `slot`, without librdkafka's thread prefix
+/// (`[thrd:ssl://host:port/0]: `; the message names the broker again).
+fn keep(slot: &Mutex<Option<String>>, reason: &str) {
+    let reason = match reason
+        .strip_prefix("[thrd:")
+        .and_then(|r| r.split_once("]: "))
+    {
+        Some((_, rest)) => rest,
+        None => reason,
+    };
+    if let Ok(mut last) = slot.lock() {
+        *last = Some(reason.to_string());
+    }
+}
+
+impl ClientContext for Reporting {
+    fn log(&self, level: RDKafkaLogLevel, facility: &str, message: &str) {
+        Reporting::log(self, level, facility, message);
+    }
+
+    fn error(&self, error: KafkaError, reason: &str) {
+        self.record(&error, reason);
+    }
+}
+
+impl ConsumerContext for Reporting {}

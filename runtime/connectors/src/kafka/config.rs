@@ -1,5 +1,6 @@
 //! `kind = "kafka"` in `[source]` and `[sink]`.
 
+use super::security::{ClientSecurity, KafkaSasl, KafkaSecurity, KafkaTls};
 use super::{schema_for, KafkaSettings, KafkaSink, KafkaSinkSettings, KafkaSource};
 use super::{StartingOffsets, ValueFormat};
 use crate::connector::{SinkConnector, SinkContext, SourceConnector, SourceContext};
@@ -47,7 +48,14 @@ pub struct KafkaSourceConfig {
     /// only so that standard lag tools can see progress.
     #[serde(default)]
     pub commit_to_group: Option<String>,
-    /// Extra librdkafka settings, e.g. `{ "security.protocol" = "ssl" }`.
+    /// TLS to the brokers (`[source.tls]`).
+    #[serde(default)]
+    pub tls: Option<KafkaTls>,
+    /// SASL login to the brokers (`[source.sasl]`).
+    #[serde(default)]
+    pub sasl: Option<KafkaSasl>,
+    /// Extra librdkafka settings, e.g. `{ "fetch.max.bytes" = "1048576" }`
+    /// (no secrets: those go in `tls` and `sasl`).
     #[serde(default)]
     pub options: BTreeMap<String, String>,
     /// How long metadata and offset requests may take before failing.
@@ -75,12 +83,24 @@ impl KafkaSourceConfig {
         serde_json::from_value(json).ok()
     }
 
-    /// How to reach the brokers, with the pipeline's `options`.
-    pub fn brokers(&self) -> super::client::Brokers<'_> {
+    /// The `tls`, `sasl` and `options` keys, to check or resolve.
+    pub fn security(&self) -> KafkaSecurity<'_> {
+        KafkaSecurity {
+            section: "source",
+            tls: self.tls.as_ref(),
+            sasl: self.sasl.as_ref(),
+            options: &self.options,
+        }
+    }
+
+    /// How to reach the brokers, with the pipeline's `options` and the
+    /// [`security`](Self::security) resolved.
+    pub fn brokers<'a>(&'a self, security: &'a ClientSecurity) -> super::client::Brokers<'a> {
         super::client::Brokers {
             servers: &self.bootstrap_servers,
             options: &self.options,
             timeout: self.timeout,
+            security,
         }
     }
 }
@@ -103,6 +123,7 @@ impl SourceConnector for KafkaSourceConfig {
         if self.timeout.is_zero() {
             bail!("`source.timeout` must be longer than zero");
         }
+        self.security().validate()?;
         match self.value_format {
             ValueFormat::Json => schema::check(&self.schema),
             ValueFormat::Raw if !self.schema.is_empty() => {
@@ -113,7 +134,9 @@ impl SourceConnector for KafkaSourceConfig {
     }
 
     fn paths(&mut self) -> Vec<&mut PathBuf> {
-        self.dead_letter.as_mut().into_iter().collect()
+        let mut paths: Vec<&mut PathBuf> = self.dead_letter.as_mut().into_iter().collect();
+        paths.extend(security_paths(self.tls.as_mut(), self.sasl.as_mut()));
+        paths
     }
 
     fn dead_letter(&self) -> Option<&Path> {
@@ -139,6 +162,7 @@ impl SourceConnector for KafkaSourceConfig {
             value_schema: schema::arrow_schema(&self.schema),
             commit_to_group: self.commit_to_group.clone(),
             options: self.options.clone(),
+            security: self.security().resolve()?,
             timeout: self.timeout,
             batch_rows: ctx.batch_rows,
             policy: self.on_malformed,
@@ -162,7 +186,13 @@ pub struct KafkaSinkConfig {
     /// KIP-98 transactions. Default: at-least-once with epoch headers.
     #[serde(default)]
     pub transactional: bool,
-    /// Extra librdkafka settings.
+    /// TLS to the brokers (`[sink.tls]`).
+    #[serde(default)]
+    pub tls: Option<KafkaTls>,
+    /// SASL login to the brokers (`[sink.sasl]`).
+    #[serde(default)]
+    pub sasl: Option<KafkaSasl>,
+    /// Extra librdkafka settings (no secrets: those go in `tls` and `sasl`).
     #[serde(default)]
     pub options: BTreeMap<String, String>,
     /// How long metadata requests and deliveries may take.
@@ -172,6 +202,14 @@ pub struct KafkaSinkConfig {
 
 impl SinkConnector for KafkaSinkConfig {
     const KIND: &'static str = "kafka";
+
+    fn validate(&self) -> Result<()> {
+        self.security().validate()
+    }
+
+    fn paths(&mut self) -> Vec<&mut PathBuf> {
+        security_paths(self.tls.as_mut(), self.sasl.as_mut())
+    }
 
     fn identity(&self) -> Result<String> {
         Ok(format!("kafka:{}/{}", self.bootstrap_servers, self.topic))
@@ -184,10 +222,42 @@ impl SinkConnector for KafkaSinkConfig {
             key_column: self.key_column.clone(),
             transactional: self.transactional,
             options: self.options.clone(),
+            security: self.security().resolve()?,
             timeout: self.timeout,
             query_id: ctx.query_id.to_string(),
             task: ctx.task,
             writer_id: ctx.writer_id(),
         })?))
     }
+}
+
+impl KafkaSinkConfig {
+    /// The `tls`, `sasl` and `options` keys, to check or resolve.
+    pub fn security(&self) -> KafkaSecurity<'_> {
+        KafkaSecurity {
+            section: "sink",
+            tls: self.tls.as_ref(),
+            sasl: self.sasl.as_ref(),
+            options: &self.options,
+        }
+    }
+}
+
+/// The files `tls` and `sasl` name, resolved against the pipeline file's
+/// directory like every other path in it.
+fn security_paths<'a>(
+    tls: Option<&'a mut KafkaTls>,
+    sasl: Option<&'a mut KafkaSasl>,
+) -> Vec<&'a mut PathBuf> {
+    let mut paths = Vec::new();
+    if let Some(tls) = tls {
+        paths.extend(tls.ca_file.as_mut());
+        paths.extend(tls.cert_file.as_mut());
+        paths.extend(tls.key_file.as_mut());
+        paths.extend(tls.key_password.as_mut().and_then(|s| s.path_mut()));
+    }
+    if let Some(sasl) = sasl {
+        paths.extend(sasl.password.path_mut());
+    }
+    paths
 }

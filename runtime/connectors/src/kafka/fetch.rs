@@ -7,10 +7,11 @@
 //! leave gaps). Broker outages are waited out, never skipped; offsets that
 //! aged out of retention fail the epoch unless the caller allows data loss.
 
+use super::client::Reader;
 use super::plan::{PartitionRange, Tp};
 use super::source::Fetched;
 use anyhow::{bail, Context, Result};
-use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::consumer::Consumer;
 use rdkafka::error::KafkaError;
 use rdkafka::message::{BorrowedMessage, Message};
 use rdkafka::types::RDKafkaErrorCode;
@@ -35,7 +36,7 @@ const DRAIN_MAX: usize = 100_000;
 /// to wait without a record before warning that the broker is slow (it
 /// keeps waiting).
 pub(crate) fn fetch_ranges(
-    consumer: &BaseConsumer,
+    consumer: &Reader,
     ranges: &[PartitionRange],
     brokers: &str,
     timeout: Duration,
@@ -136,7 +137,7 @@ impl RangeFetch {
 
     /// Notes the records the client already received past the ranges'
     /// ends (the broker sends whole batches), without waiting for more.
-    fn drain_received(&mut self, consumer: &BaseConsumer) {
+    fn drain_received(&mut self, consumer: &Reader) {
         for _ in 0..DRAIN_MAX {
             match consumer.poll(Duration::ZERO) {
                 Some(Ok(m)) => self.served(&(m.topic().to_string(), m.partition()), m.offset()),
@@ -151,7 +152,7 @@ impl RangeFetch {
     /// offset is gone.
     fn skip_aged_out(
         &mut self,
-        consumer: &BaseConsumer,
+        consumer: &Reader,
         timeout: Duration,
         fail_on_data_loss: bool,
     ) -> Result<()> {
@@ -200,7 +201,7 @@ impl RangeFetch {
 
     /// Closes the partitions whose position passed their range's end
     /// without its last offset arriving (transaction markers, compaction).
-    fn close_passed(&mut self, consumer: &BaseConsumer) {
+    fn close_passed(&mut self, consumer: &Reader) {
         let Ok(positions) = consumer.position() else {
             return;
         };

@@ -64,7 +64,10 @@ impl Membership {
             .set("auto.offset.reset", "latest")
             .set_log_level(RDKafkaLogLevel::Warning);
         let consumer: BaseConsumer<GroupContext> = config
-            .create_with_context(GroupContext { owner })
+            .create_with_context(GroupContext {
+                owner,
+                reporting: Default::default(),
+            })
             .context("creating the group member")?;
         consumer
             .subscribe(&[s.topic])
@@ -105,9 +108,18 @@ fn partitions(tpl: &TopicPartitionList) -> BTreeSet<i32> {
 /// Turns librdkafka's rebalance callbacks into [`Ownership`] calls.
 struct GroupContext {
     owner: Arc<dyn Ownership>,
+    reporting: super::client::Reporting,
 }
 
-impl ClientContext for GroupContext {}
+impl ClientContext for GroupContext {
+    fn log(&self, level: RDKafkaLogLevel, facility: &str, message: &str) {
+        self.reporting.log(level, facility, message);
+    }
+
+    fn error(&self, error: rdkafka::error::KafkaError, reason: &str) {
+        self.reporting.record(&error, reason);
+    }
+}
 
 impl ConsumerContext for GroupContext {
     fn pre_rebalance(&self, _: &BaseConsumer<Self>, rebalance: &Rebalance<'_>) {

@@ -3,9 +3,10 @@
 //! plan; real-time mode asks from a thread of its own ([`MarksWatch`]), so
 //! a slow broker answer never holds up a part.
 
+use super::client::Reader;
 use super::plan::Tp;
-use anyhow::{anyhow, bail, Context, Result};
-use rdkafka::consumer::{BaseConsumer, Consumer};
+use anyhow::{bail, Context, Result};
+use rdkafka::consumer::Consumer;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -27,17 +28,16 @@ pub struct Topics {
 
 impl Topics {
     /// Every partition of every topic, from fresh metadata.
-    pub fn partitions(&self, consumer: &BaseConsumer) -> Result<Vec<Tp>> {
+    pub fn partitions(&self, consumer: &Reader) -> Result<Vec<Tp>> {
         let mut out = Vec::new();
         for topic in &self.topics {
             let md = consumer
                 .fetch_metadata(Some(topic), self.timeout)
                 .map_err(|e| {
-                    anyhow!(
+                    super::client::explain(consumer, format!(
                         "could not get metadata for topic `{topic}` from Kafka at {} within {:?}: {e}",
-                        self.servers,
-                        self.timeout
-                    )
+                        self.servers, self.timeout
+                    ))
                 })?;
             let t = md
                 .topics()
@@ -72,19 +72,24 @@ impl Topics {
     }
 
     /// The offsets of `tps`.
-    pub fn watermarks(&self, consumer: &BaseConsumer, tps: &[Tp]) -> Result<Watermarks> {
+    pub fn watermarks(&self, consumer: &Reader, tps: &[Tp]) -> Result<Watermarks> {
         let mut out = BTreeMap::new();
         for tp in tps {
             let w = consumer
                 .fetch_watermarks(&tp.0, tp.1, self.timeout)
-                .map_err(|e| anyhow!("fetching offsets of {}-{}: {e}", tp.0, tp.1))?;
+                .map_err(|e| {
+                    super::client::explain(
+                        consumer,
+                        format!("fetching offsets of {}-{}: {e}", tp.0, tp.1),
+                    )
+                })?;
             out.insert(tp.clone(), w);
         }
         Ok(out)
     }
 
     /// Partitions and their offsets.
-    pub fn marks(&self, consumer: &BaseConsumer) -> Result<Watermarks> {
+    pub fn marks(&self, consumer: &Reader) -> Result<Watermarks> {
         self.watermarks(consumer, &self.partitions(consumer)?)
     }
 }
@@ -100,7 +105,7 @@ pub struct MarksWatch {
 
 impl MarksWatch {
     /// Starts asking with `consumer` (a client of its own).
-    pub fn start(consumer: BaseConsumer, topics: Topics, every: Duration) -> Result<Self> {
+    pub fn start(consumer: Reader, topics: Topics, every: Duration) -> Result<Self> {
         let latest = Arc::new(Mutex::new(None));
         let stop = Arc::new(AtomicBool::new(false));
         let thread = {
@@ -133,7 +138,7 @@ impl Drop for MarksWatch {
 }
 
 fn watch(
-    consumer: &BaseConsumer,
+    consumer: &Reader,
     topics: &Topics,
     every: Duration,
     latest: &Mutex<Option<Watermarks>>,

@@ -10,6 +10,7 @@ pub mod marks;
 mod past_end;
 pub mod plan;
 mod replay;
+pub mod security;
 pub mod sink;
 pub mod source;
 mod tail;

@@ -17,14 +17,15 @@
 //! `transactional = true` the parts of an epoch share its transaction,
 //! committed when the epoch ends.
 
-use super::client::Brokers;
+use super::client::{Brokers, Reader, Reporting};
 use super::fetch::fetch_ranges;
+use super::security::ClientSecurity;
 use super::source::Fetched;
 use crate::kafka::plan::PartitionRange;
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{bail, Context, Result};
 use arrow_array::{Array, RecordBatch, StringArray};
 use rdkafka::client::ClientContext;
-use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::consumer::Consumer;
 use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
 use std::collections::BTreeMap;
@@ -66,6 +67,8 @@ pub struct KafkaSinkSettings {
     /// One transaction per epoch (needs a broker with KIP-98 transactions).
     pub transactional: bool,
     pub options: BTreeMap<String, String>,
+    /// TLS and SASL, secrets read.
+    pub security: ClientSecurity,
     pub timeout: Duration,
     /// The checkpoint's query id: names the transactional producer and tags
     /// every message.
@@ -103,16 +106,26 @@ fn epoch_of(r: &Fetched) -> Option<u64> {
     r.header("weir-epoch")?.parse().ok()
 }
 
-/// Delivery reports, as the producer's thread receives them.
+/// Delivery reports, as the producer's thread receives them, and the
+/// client's errors.
 #[derive(Clone, Default)]
 struct Deliveries {
+    reporting: Reporting,
     failures: Arc<Mutex<Vec<String>>>,
     /// Messages acknowledged or failed so far (counted after a failure is
     /// recorded, so a flush that sees the count sees the failure).
     settled: Arc<AtomicU64>,
 }
 
-impl ClientContext for Deliveries {}
+impl ClientContext for Deliveries {
+    fn log(&self, level: rdkafka::config::RDKafkaLogLevel, facility: &str, message: &str) {
+        self.reporting.log(level, facility, message);
+    }
+
+    fn error(&self, error: rdkafka::error::KafkaError, reason: &str) {
+        self.reporting.record(&error, reason);
+    }
+}
 
 impl ProducerContext for Deliveries {
     type DeliveryOpaque = ();
@@ -145,6 +158,7 @@ fn brokers(s: &KafkaSinkSettings) -> Brokers<'_> {
         servers: &s.bootstrap_servers,
         options: &s.options,
         timeout: s.timeout,
+        security: &s.security,
     }
 }
 
@@ -161,10 +175,10 @@ impl KafkaSink {
             .context("creating the Kafka producer")?;
         if s.transactional {
             producer.init_transactions(s.timeout).map_err(|e| {
-                anyhow!(
+                deliveries.reporting.explain(format!(
                     "`sink.transactional = true`, but {} did not start a transaction: {e}",
                     s.bootstrap_servers
-                )
+                ))
             })?;
         }
         Ok(KafkaSink {
@@ -190,13 +204,21 @@ impl KafkaSink {
     /// `epoch` (of any task) was produced after every older one, since the
     /// epoch before committed first.
     fn read_committed_tail(&self, epoch: u64) -> Result<Option<u64>> {
-        let consumer: BaseConsumer = brokers(&self.s)
+        let consumer: Reader = brokers(&self.s)
             .committed_reader(&format!("weir-tail-{}", self.s.query_id))
-            .create()
+            .create_with_context(Reporting::default())
             .context("creating the Kafka tail reader")?;
         let md = consumer
             .fetch_metadata(Some(&self.s.topic), self.s.timeout)
-            .map_err(|e| anyhow!("metadata of sink topic `{}`: {e}", self.s.topic))?;
+            .map_err(|e| {
+                super::client::explain(
+                    &consumer,
+                    format!(
+                        "metadata of sink topic `{}` from {}: {e}",
+                        self.s.topic, self.s.bootstrap_servers
+                    ),
+                )
+            })?;
         let parts: Vec<i32> = md
             .topics()
             .iter()
@@ -212,10 +234,15 @@ impl KafkaSink {
     /// The highest epoch of this query's task in partition `p`, read
     /// backwards in growing windows until a record of this query older
     /// than `epoch` (or one of the task's at `epoch` or later) settles it.
-    fn partition_tail(&self, consumer: &BaseConsumer, p: i32, epoch: u64) -> Result<Option<u64>> {
+    fn partition_tail(&self, consumer: &Reader, p: i32, epoch: u64) -> Result<Option<u64>> {
         let (low, high) = consumer
             .fetch_watermarks(&self.s.topic, p, self.s.timeout)
-            .map_err(|e| anyhow!("offsets of sink topic `{}`-{p}: {e}", self.s.topic))?;
+            .map_err(|e| {
+                super::client::explain(
+                    consumer,
+                    format!("offsets of sink topic `{}`-{p}: {e}", self.s.topic),
+                )
+            })?;
         let mut highest = None;
         let (mut end, mut window) = (high, 16);
         while end > low {
@@ -387,11 +414,11 @@ impl KafkaSink {
     fn check_delivered(&self, what: &str) -> Result<()> {
         let failures = self.take_failures();
         if let Some(first) = failures.first() {
-            bail!(
+            return Err(self.deliveries.reporting.explain(format!(
                 "{} messages of {what} were not delivered to `{}`: {first}",
                 failures.len(),
                 self.s.topic
-            );
+            )));
         }
         Ok(())
     }

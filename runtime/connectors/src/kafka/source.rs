@@ -5,17 +5,18 @@
 //! on the first run and on any replay. Nothing is committed to Kafka unless
 //! `commit_to_group` asks for it, and then only so lag tools can see progress.
 
-use super::client::Brokers;
+use super::client::{Brokers, Reader, Reporting};
 use super::fetch::fetch_ranges;
 use super::marks::{MarksWatch, Topics, Watermarks};
 use super::past_end::PastEnd;
 use super::plan::{self, KafkaRange, PartitionRange, Tp};
+use super::security::ClientSecurity;
 use super::tail::{AgedOut, Tail};
 use anyhow::{bail, Context, Result};
 use arrow_array::builder::{Int64Builder, StringBuilder};
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, Field, Schema, SchemaRef};
-use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::consumer::Consumer;
 use rdkafka::message::{Headers, Message};
 use rdkafka::{Offset, TopicPartitionList};
 use serde::{Deserialize, Serialize};
@@ -71,6 +72,8 @@ pub struct KafkaSettings {
     pub value_schema: SchemaRef,
     pub commit_to_group: Option<String>,
     pub options: BTreeMap<String, String>,
+    /// TLS and SASL, secrets read.
+    pub security: ClientSecurity,
     pub timeout: Duration,
     pub batch_rows: usize,
     pub policy: MalformedPolicy,
@@ -122,7 +125,7 @@ pub struct KafkaSource {
     s: KafkaSettings,
     schema: SchemaRef,
     decoder: JsonDecoder,
-    consumer: BaseConsumer,
+    consumer: Reader,
     /// Next offset to plan per partition.
     positions: BTreeMap<Tp, i64>,
     restored: bool,
@@ -164,10 +167,11 @@ impl KafkaSource {
             servers: &s.bootstrap_servers,
             options: &s.options,
             timeout: s.timeout,
+            security: &s.security,
         };
-        let consumer: BaseConsumer = brokers
+        let consumer: Reader = brokers
             .consumer(&group)
-            .create()
+            .create_with_context(Reporting::default())
             .context("creating the Kafka consumer")?;
         let decoder = JsonDecoder::new(s.value_schema.clone(), s.batch_rows, s.policy);
         let source = KafkaSource {
@@ -418,13 +422,13 @@ impl KafkaSource {
         let consumer = self
             .brokers()
             .live_consumer(&self.group)
-            .create()
+            .create_with_context(Reporting::default())
             .context("creating the live Kafka reader")?;
         self.tail = Some(Tail::open(consumer, &self.positions)?);
         let watcher = self
             .brokers()
             .consumer(&self.group)
-            .create()
+            .create_with_context(Reporting::default())
             .context("creating the Kafka offsets watcher")?;
         self.marks_watch = Some(MarksWatch::start(watcher, self.topics(), LIVE_REFRESH)?);
         self.set_backlog(&marks, 0);
@@ -493,6 +497,7 @@ impl KafkaSource {
             servers: &self.s.bootstrap_servers,
             options: &self.s.options,
             timeout: self.s.timeout,
+            security: &self.s.security,
         }
     }
 }

@@ -13,10 +13,11 @@
 //! part's worth of records, and librdkafka's own queue stops fetching when
 //! full, so a slow operator or sink slows the fetching, never drops.
 
+use super::client::Reader;
 use super::plan::{self, KafkaRange, PartitionRange, Tp};
 use super::source::Fetched;
 use anyhow::{bail, Context, Result};
-use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::consumer::Consumer;
 use rdkafka::error::KafkaError;
 use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::{Offset, TopicPartitionList};
@@ -32,7 +33,7 @@ pub(crate) struct AgedOut;
 /// The live reader: a consumer and the records it fetched but no part
 /// took yet.
 pub(crate) struct Tail {
-    consumer: BaseConsumer,
+    consumer: Reader,
     /// Fetched, not yet planned: per partition, in offset order.
     buffered: BTreeMap<Tp, VecDeque<Fetched>>,
     /// The range the last plan proposed, with its records, for its `read`.
@@ -43,7 +44,7 @@ pub(crate) struct Tail {
 impl Tail {
     /// Assigns `consumer` to every partition in `positions`, each at its
     /// position (the next offset to plan).
-    pub fn open(consumer: BaseConsumer, positions: &BTreeMap<Tp, i64>) -> Result<Self> {
+    pub fn open(consumer: Reader, positions: &BTreeMap<Tp, i64>) -> Result<Self> {
         let mut tpl = TopicPartitionList::new();
         for ((topic, partition), &at) in positions {
             tpl.add_partition_offset(topic, *partition, Offset::Offset(at))?;

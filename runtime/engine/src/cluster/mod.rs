@@ -41,6 +41,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use weir_connectors::kafka::group::{GroupSettings, Membership, Ownership};
+use weir_connectors::kafka::security::ClientSecurity;
 use weir_connectors::kafka::KafkaSourceConfig;
 use weir_core::clock::now_ms;
 use weir_host::WasmHost;
@@ -76,6 +77,8 @@ pub struct Worker {
     /// The pipeline file's `[cluster]`.
     cluster: ClusterConfig,
     kafka: KafkaSourceConfig,
+    /// The source's TLS and SASL, secrets read, for the group member.
+    security: ClientSecurity,
     topic: String,
     partitions: Arc<Partitions>,
     plane: ClusterPlane,
@@ -106,6 +109,7 @@ impl Worker {
             .first()
             .context("`source.topics` is empty")?
             .clone();
+        let security = kafka.security().resolve()?;
         let cache = worker_cache(&cfg.checkpoint, worker)?;
         let lock = CacheLock::take(&cache)?;
         let plane = ClusterPlane::open(cfg, host, &cache)?;
@@ -129,6 +133,7 @@ impl Worker {
             cluster: cluster.clone(),
             topic,
             kafka,
+            security,
             partitions,
             plane,
             roster,
@@ -170,7 +175,7 @@ impl Worker {
     /// withdraws its record.
     pub fn run(&self, stop: &AtomicBool) -> Result<()> {
         let settings = GroupSettings {
-            brokers: self.kafka.brokers(),
+            brokers: self.kafka.brokers(&self.security),
             group: &self.cluster.group,
             topic: &self.topic,
             member: &format!("weir-{}", self.name),
