@@ -8,7 +8,7 @@ log() { printf '[install-c] %s\n' "$*"; }
 SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
 need_apt=()
 for pkg in clang lld wasi-libc libclang-rt-14-dev-wasm32; do
-    dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
+    [ "$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null)" = "install ok installed" ] || need_apt+=("$pkg")
 done
 if ((${#need_apt[@]})); then
     log "apt-get install ${need_apt[*]}"

@@ -32,7 +32,10 @@ packages=(build-essential pkg-config zlib1g-dev libssl-dev libclang-dev librocks
 $build_only || packages+=(kcat postgresql stunnel4)
 need_apt=()
 for pkg in "${packages[@]}"; do
-    dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
+    # Installed, not merely known (a removed package keeps its config files
+    # and dpkg -s still answers for it).
+    [ "$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null)" = "install ok installed" ] ||
+        need_apt+=("$pkg")
 done
 if ((${#need_apt[@]})); then
     log "apt-get install ${need_apt[*]}"
