@@ -38,6 +38,7 @@ mod outputs;
 mod parallel;
 mod polyglot;
 mod postgres;
+mod postgres_tls;
 mod python_sdk;
 mod realtime;
 mod replay;

@@ -345,3 +345,34 @@ fn a_damaged_object_is_named_and_never_replaces_a_good_cache_copy() {
     assert!(cache_b.join("offsets").read_dir().unwrap().next().is_some());
     assert_eq!(std::fs::read(cache_b.join("metadata")).unwrap(), metadata);
 }
+
+/// An `https://` endpoint with a certificate from a company authority
+/// (stunnel in front of the test server): trusted with `ca_file`, refused
+/// without it.
+#[test]
+#[ignore = "needs s3s-fs"]
+fn an_https_store_is_trusted_through_ca_file_and_refused_without_it() {
+    use weir_core::mirror::Remote;
+    use weir_test_support::tls::{free_port, Pki, TlsFront};
+    let s3 = S3Server::start();
+    let pki = Pki::new("weir-test-ca", &["localhost"]);
+    let front = TlsFront::start(&pki, free_port(), s3.port, false);
+    let mut settings = s3.settings();
+    settings.endpoint = Some(format!("https://localhost:{}", front.port));
+    settings.allow_http = false;
+    let url = format!("s3://{}", crate::common::s3::BUCKET);
+
+    settings.ca_file = Some(pki.ca());
+    let remote = weir_connectors::s3::S3Remote::open(&url, &settings).unwrap();
+    remote.put("over-tls/a", b"payments").unwrap();
+    assert!(s3.object_path("over-tls/a").exists());
+
+    // Opening probes the store with a write: that is where it is refused.
+    settings.ca_file = None;
+    let err = match weir_connectors::s3::S3Remote::open(&url, &settings) {
+        Err(e) => format!("{e:#}"),
+        Ok(remote) => format!("{:#}", remote.put("over-tls/b", b"payments").unwrap_err()),
+    };
+    assert!(err.to_lowercase().contains("certificate"), "{err}");
+    assert!(!s3.object_path("over-tls/b").exists());
+}

@@ -25,6 +25,8 @@ pub struct PgServer {
     /// uid/gid to run the server as (when the tests run as root).
     owner: Option<(u32, u32)>,
     running: bool,
+    /// Whether TCP clients must use TLS ([`PgServer::start_tls`]).
+    tls_only: bool,
 }
 
 fn bin_dir() -> PathBuf {
@@ -84,17 +86,71 @@ fn free_port() -> u16 {
 impl PgServer {
     /// A new cluster, started.
     pub fn start() -> PgServer {
+        let mut server = Self::init();
+        server.start_again();
+        server
+    }
+
+    /// A new cluster that takes TCP connections only over TLS, with `pki`'s
+    /// server certificate (`ssl = on`; `pg_hba.conf` has only a `hostssl`
+    /// line, so a plaintext connection is refused). The helpers below
+    /// reach it through its Unix socket.
+    pub fn start_tls(pki: &crate::tls::Pki, client_certs: bool) -> PgServer {
+        let mut server = Self::init();
+        let data = server.data();
+        let files = [
+            (pki.server_cert(), "server.crt"),
+            (pki.server_key(), "server.key"),
+            (pki.ca(), "root.crt"),
+        ];
+        for (from, to) in files {
+            let dest = data.join(to);
+            std::fs::copy(&from, &dest).unwrap();
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&dest, std::fs::Permissions::from_mode(0o600)).unwrap();
+            if let Some((uid, gid)) = server.owner {
+                std::os::unix::fs::chown(&dest, Some(uid), Some(gid)).unwrap();
+            }
+        }
+        // With `client_certs`, a client must also present a certificate
+        // `pki` signed (`clientcert=verify-ca`, against `root.crt`).
+        let clientcert = if client_certs {
+            " clientcert=verify-ca"
+        } else {
+            ""
+        };
+        std::fs::write(
+            data.join("pg_hba.conf"),
+            format!(
+                "local all all trust\nhostssl all all 127.0.0.1/32 scram-sha-256{clientcert}\n"
+            ),
+        )
+        .unwrap();
+        let mut conf = std::fs::OpenOptions::new()
+            .append(true)
+            .open(data.join("postgresql.conf"))
+            .unwrap();
+        use std::io::Write;
+        writeln!(conf, "ssl = on\nssl_ca_file = 'root.crt'").unwrap();
+        server.tls_only = true;
+        server.start_again();
+        server
+    }
+
+    /// A new cluster, made but not started.
+    fn init() -> PgServer {
         let dir = tempfile::tempdir().unwrap();
         let owner = postgres_owner();
         if let Some((uid, gid)) = owner {
             std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid)).unwrap();
         }
-        let mut server = PgServer {
+        let server = PgServer {
             port: free_port(),
             dir,
             bin: bin_dir(),
             owner,
             running: false,
+            tls_only: false,
         };
         let pwfile = server.dir.path().join("pwfile");
         std::fs::write(&pwfile, PASSWORD).unwrap();
@@ -117,7 +173,6 @@ impl PgServer {
                 "--no-sync".as_ref(),
             ],
         );
-        server.start_again();
         server
     }
 
@@ -200,10 +255,18 @@ impl PgServer {
         )
     }
 
-    /// A client on the `postgres` database.
+    /// A client on the `postgres` database (through the Unix socket, for
+    /// a server that takes TCP only over TLS).
     pub fn client(&self) -> postgres::Client {
-        postgres::Client::connect(&self.url("postgres"), postgres::NoTls)
-            .expect("connecting to the test server")
+        let url = match self.tls_only {
+            true => format!(
+                "host={} port={} user={USER} dbname=postgres",
+                self.dir.path().display(),
+                self.port
+            ),
+            false => self.url("postgres"),
+        };
+        postgres::Client::connect(&url, postgres::NoTls).expect("connecting to the test server")
     }
 
     /// Runs SQL statements on the `postgres` database.

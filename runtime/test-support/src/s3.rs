@@ -96,6 +96,7 @@ impl S3Server {
             endpoint: Some(format!("http://127.0.0.1:{}", self.port)),
             region: None,
             allow_http: true,
+            ca_file: None,
         }
     }
 

@@ -39,6 +39,9 @@ pub struct DeltaSinkConfig {
     /// For `s3://` tables: allow a plain `http://` endpoint.
     #[serde(default)]
     pub allow_http: bool,
+    /// PEM file of extra authorities for an `https://` endpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_file: Option<PathBuf>,
 }
 
 impl DeltaSinkConfig {
@@ -47,6 +50,7 @@ impl DeltaSinkConfig {
             endpoint: self.endpoint.clone(),
             region: self.region.clone(),
             allow_http: self.allow_http,
+            ca_file: self.ca_file.clone(),
         }
     }
 
@@ -73,10 +77,12 @@ impl SinkConnector for DeltaSinkConfig {
     }
 
     fn paths(&mut self) -> Vec<&mut PathBuf> {
-        match self.s3_url() {
-            Some(_) => Vec::new(),
-            None => vec![&mut self.path],
+        let local = self.s3_url().is_none();
+        let mut paths: Vec<&mut PathBuf> = self.ca_file.as_mut().into_iter().collect();
+        if local {
+            paths.push(&mut self.path);
         }
+        paths
     }
 
     fn output_dir(&self) -> Option<&Path> {

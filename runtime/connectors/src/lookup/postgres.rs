@@ -5,13 +5,13 @@
 //! query failure is an error naming the table and server; the engine keeps
 //! the version before on a refresh.
 
-use crate::postgres::{connection_config, location};
+use crate::postgres::{connection_config, connector, location};
 use anyhow::{anyhow, Context, Result};
 use arrow_array::builder::{BooleanBuilder, Float64Builder, Int64Builder, StringBuilder};
 use arrow_array::{ArrayRef, RecordBatch};
 use arrow_schema::{DataType, SchemaRef};
 use postgres::types::Type;
-use postgres::{NoTls, Row};
+use postgres::Row;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -22,8 +22,8 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 pub fn query_table(url: &str, query: &str, schema: &SchemaRef) -> Result<RecordBatch> {
     let cfg = connection_config(url, CONNECT_TIMEOUT, "weir-lookup")?;
     let server = location(&cfg);
-    let mut client = cfg
-        .connect(NoTls)
+    let mut client = connector(url)?
+        .connect(&cfg)
         .with_context(|| format!("connecting to PostgreSQL at {server}"))?;
     let rows = client
         .query(query, &[])

@@ -28,19 +28,21 @@ pub mod config;
 mod errors;
 mod owner;
 pub mod table;
+pub mod tls;
 
 use anyhow::{anyhow, bail, Context, Result};
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 use cells::{Cell, ColumnReader};
 use postgres::binary_copy::BinaryCopyInWriter;
-use postgres::config::{Host, SslMode};
+use postgres::config::Host;
 use postgres::types::{ToSql, Type};
-use postgres::{Client, NoTls, Transaction};
+use postgres::{Client, Transaction};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use table::{quote_ident, ColumnPlan, TableName};
+use tls::{Connector, PgTls};
 use weir_core::backoff::Backoff;
 use weir_core::sink::Fenced;
 
@@ -119,17 +121,15 @@ impl PostgresSinkSettings {
 }
 
 /// Parses a connection string and fills in what a long-running writer
-/// needs: a connect timeout, keepalives and an application name.
+/// needs: a connect timeout, keepalives and an application name. Its TLS
+/// parameters ([`tls`]) are checked and set the client's `sslmode`; the
+/// connection itself is made with [`connector`].
 pub fn connection_config(url: &str, timeout: Duration, app: &str) -> Result<postgres::Config> {
-    let mut cfg: postgres::Config = url
+    let (rest, tls) = PgTls::split(url)?;
+    let mut cfg: postgres::Config = rest
         .parse()
         .map_err(|e| anyhow!("not a PostgreSQL connection string ({e}); write e.g. postgresql://user:password@127.0.0.1:5432/fraud"))?;
-    if cfg.get_ssl_mode() == SslMode::Require {
-        bail!(
-            "sslmode=require: this build of weir connects to PostgreSQL without TLS; \
-             use sslmode=disable or prefer, or reach the server through a TLS tunnel"
-        );
-    }
+    cfg.ssl_mode(tls.client_mode());
     if cfg.get_hosts().is_empty() {
         bail!("the connection string names no host; add e.g. @127.0.0.1:5432");
     }
@@ -142,6 +142,12 @@ pub fn connection_config(url: &str, timeout: Duration, app: &str) -> Result<post
     cfg.keepalives(true)
         .keepalives_idle(Duration::from_secs(15));
     Ok(cfg)
+}
+
+/// How to connect to the server of `url`: with TLS as its `sslmode`,
+/// `sslrootcert`, `sslcert` and `sslkey` ask (their files read now).
+pub fn connector(url: &str) -> Result<Connector> {
+    PgTls::split(url)?.1.connector()
 }
 
 /// `host:port/database` of a connection, without user or password: what
@@ -200,6 +206,8 @@ enum Claim {
 pub struct PostgresSink {
     s: PostgresSinkSettings,
     config: postgres::Config,
+    /// Plaintext or TLS, as the connection string asks.
+    connector: Connector,
     location: String,
     client: Option<Client>,
     /// The output schema last checked against the table, and its plan.
@@ -219,10 +227,12 @@ impl PostgresSink {
     /// creates the progress table if it is missing.
     pub fn new(s: PostgresSinkSettings) -> Result<Self> {
         let config = connection_config(&s.url, s.timeout, &s.application_name)?;
+        let connector = connector(&s.url)?;
         let location = location(&config);
         let mut sink = PostgresSink {
             s,
             config,
+            connector,
             location,
             client: None,
             plan: None,
@@ -264,7 +274,7 @@ impl PostgresSink {
     }
 
     fn connect_and_prepare(&mut self) -> Result<(), postgres::Error> {
-        let mut client = self.config.connect(NoTls)?;
+        let mut client = self.connector.connect(&self.config)?;
         if table::oid(&mut client, &self.s.progress_table)?.is_some() {
             self.client = Some(client);
             return Ok(());
@@ -414,7 +424,7 @@ impl PostgresSink {
     fn take_client(&mut self) -> Result<Client, postgres::Error> {
         match self.client.take() {
             Some(c) if !c.is_closed() => Ok(c),
-            _ => self.config.connect(NoTls),
+            _ => self.connector.connect(&self.config),
         }
     }
 
@@ -742,7 +752,8 @@ mod tests {
                 connection_config(url, Duration::from_secs(1), "w").unwrap_err()
             )
         };
-        assert!(err("postgres://u@h/db?sslmode=require").contains("TLS"));
+        assert!(err("postgres://u@h/db?sslmode=verify-full").contains("sslrootcert"));
+        assert!(err("postgres://u@h/db?sslmode=sometimes").contains("verify-full"));
         assert!(err("postgresql://u@h:notaport/db").contains("not a PostgreSQL connection string"));
         assert!(err("dbname=fraud").contains("no host"));
     }

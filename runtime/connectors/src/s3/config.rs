@@ -36,6 +36,9 @@ pub struct S3SourceConfig {
     /// Allow a plain `http://` endpoint (off by default).
     #[serde(default)]
     pub allow_http: bool,
+    /// PEM file of extra authorities for an `https://` endpoint.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_file: Option<PathBuf>,
 }
 
 fn default_max_files() -> usize {
@@ -48,6 +51,7 @@ impl S3SourceConfig {
             endpoint: self.endpoint.clone(),
             region: self.region.clone(),
             allow_http: self.allow_http,
+            ca_file: self.ca_file.clone(),
         }
     }
 }
@@ -66,7 +70,9 @@ impl SourceConnector for S3SourceConfig {
     }
 
     fn paths(&mut self) -> Vec<&mut PathBuf> {
-        self.dead_letter.as_mut().into_iter().collect()
+        let mut paths: Vec<&mut PathBuf> = self.dead_letter.as_mut().into_iter().collect();
+        paths.extend(self.ca_file.as_mut());
+        paths
     }
 
     fn dead_letter(&self) -> Option<&Path> {

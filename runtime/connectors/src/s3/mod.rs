@@ -44,6 +44,11 @@ pub struct ObjectStoreSettings {
     /// clear.
     #[serde(default)]
     pub allow_http: bool,
+    /// PEM file of the authorities an `https://` endpoint's certificate
+    /// is checked against, besides the system's (a store with a company
+    /// CA).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_file: Option<std::path::PathBuf>,
 }
 
 impl ObjectStoreSettings {
@@ -130,10 +135,28 @@ pub(crate) fn open_store(
     {
         builder = builder.with_region("us-east-1");
     }
+    if let Some(ca) = &settings.ca_file {
+        builder = builder.with_client_options(trusting(ca)?);
+    }
     builder
         .with_allow_http(settings.allow_http)
         .build()
         .with_context(|| format!("configuring the object store client for {url}"))
+}
+
+/// Client options that also trust the authorities in the PEM file `ca`.
+fn trusting(ca: &std::path::Path) -> Result<object_store::ClientOptions> {
+    let what = || format!("`ca_file` = {}", ca.display());
+    let pem = std::fs::read(ca).with_context(what)?;
+    let certificates = object_store::Certificate::from_pem_bundle(&pem).with_context(what)?;
+    if certificates.is_empty() {
+        bail!("{} holds no PEM certificate", what());
+    }
+    Ok(certificates
+        .into_iter()
+        .fold(object_store::ClientOptions::new(), |o, c| {
+            o.with_root_certificate(c)
+        }))
 }
 
 #[cfg(test)]

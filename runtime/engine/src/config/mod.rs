@@ -717,6 +717,9 @@ impl PipelineConfig {
                 fix(p);
             }
         }
+        if let Some(ca) = self.object_store.as_mut().and_then(|o| o.ca_file.as_mut()) {
+            fix(ca);
+        }
         self.source.paths().into_iter().for_each(fix);
         for sink in self.sink.iter_mut() {
             sink.settings.paths().into_iter().for_each(fix);
