@@ -98,6 +98,14 @@ fn a_wrong_authority_a_wrong_host_or_no_tls_is_refused_with_the_reason() {
     assert!(err.contains("IP address mismatch"), "wrong host: {err}");
     assert!(err.contains("127.0.0.1"), "{err}");
     let schema = Arc::new(Schema::new(vec![Field::new("n", DataType::Int64, true)]));
+    // verify-ca trusts sslrootcert alone, as libpq does, not the system's
+    // authorities (OpenSSL's SSL_CERT_FILE here trusts the server's).
+    std::env::set_var("SSL_CERT_FILE", pki.ca());
+    let err = sink_err(&url(&pg, "127.0.0.1", &verify("verify-ca", &other.ca())));
+    assert!(
+        err.contains("certificate verify failed"),
+        "system CAs: {err}"
+    );
     let ca_only = url(&pg, "127.0.0.1", &verify("verify-ca", &pki.ca()));
     query_table(&ca_only, "SELECT 1::bigint AS n", &schema).unwrap();
 

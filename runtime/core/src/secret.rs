@@ -97,6 +97,32 @@ impl<'de> Visitor<'de> for SecretSourceVisitor {
         Err(E::custom(IN_CLEAR))
     }
 
+    // Any other plain value is refused the same way: serde's own message
+    // would repeat it.
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<SecretSource, E> {
+        Err(E::custom(IN_CLEAR))
+    }
+
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<SecretSource, E> {
+        Err(E::custom(IN_CLEAR))
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<SecretSource, E> {
+        Err(E::custom(IN_CLEAR))
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<SecretSource, E> {
+        Err(E::custom(IN_CLEAR))
+    }
+
+    fn visit_bytes<E: de::Error>(self, _: &[u8]) -> Result<SecretSource, E> {
+        Err(E::custom(IN_CLEAR))
+    }
+
+    fn visit_seq<A: de::SeqAccess<'de>>(self, _: A) -> Result<SecretSource, A::Error> {
+        Err(de::Error::custom(IN_CLEAR))
+    }
+
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<SecretSource, A::Error> {
         let mut found = None;
         while let Some(key) = map.next_key::<String>()? {
@@ -172,6 +198,16 @@ mod tests {
         let err = parse(r#"{ "password": "hunter2-distinctive" }"#).unwrap_err();
         assert!(err.contains("not written in the pipeline file"), "{err}");
         assert!(!err.contains("hunter2"), "{err}");
+        for other in [
+            "918273645",
+            "91827.3645",
+            "true",
+            r#"["hunter2-distinctive"]"#,
+        ] {
+            let err = parse(&format!(r#"{{ "password": {other} }}"#)).unwrap_err();
+            assert!(err.contains("not written in the pipeline file"), "{err}");
+            assert!(!err.contains("91827") && !err.contains("hunter2"), "{err}");
+        }
     }
 
     #[test]

@@ -116,15 +116,17 @@ pub type Reader = BaseConsumer<Reporting>;
 /// rdkafka delivers librdkafka's log lines through the client's queue, so
 /// the ones waiting there are served first; only when nothing is assigned
 /// to the consumer, so that no record of a read in progress is taken.
+/// Never for a consumer that subscribes to a group: its poll could take
+/// partitions in a rebalance.
 pub fn explain(consumer: &Reader, message: String) -> anyhow::Error {
     let idle = consumer
         .assignment()
         .map(|a| a.count() == 0)
         .unwrap_or(false);
     if idle {
-        // Each poll serves at least one waiting event; a failed connection
-        // leaves a few log lines per retry.
-        for _ in 0..256 {
+        // Each poll serves one waiting event (the newest failure is last);
+        // a failed connection leaves a few log lines per retry.
+        for _ in 0..10_000 {
             let _ = consumer.poll(Duration::ZERO);
         }
     }

@@ -94,18 +94,17 @@ const SECRET_OPTIONS: &[(&str, &str)] = &[
     ),
 ];
 
-/// The librdkafka options the typed keys set, refused in `options` beside
-/// them so that one setting has one place.
-const TYPED_OPTIONS: &[&str] = &[
-    "security.protocol",
-    "ssl.ca.location",
-    "ssl.certificate.location",
-    "ssl.key.location",
-    "ssl.endpoint.identification.algorithm",
-    "sasl.mechanism",
-    "sasl.mechanisms",
-    "sasl.username",
-];
+/// Whether a librdkafka option is about TLS or SASL: refused in `options`
+/// beside `tls`/`sasl` (the options are applied last, so one of them could
+/// otherwise turn certificate checks off under a `[…tls]` section).
+fn is_security_option(key: &str) -> bool {
+    key == "security.protocol"
+        || key.starts_with("ssl.")
+        || key.starts_with("ssl_")
+        || key.starts_with("sasl.")
+        || key.starts_with("enable.ssl.")
+        || key.starts_with("enable.sasl.")
+}
 
 /// The security of one `[source]` or `[sink]`: its `tls` and `sasl` keys.
 #[derive(Debug, Clone, Copy)]
@@ -133,10 +132,7 @@ impl KafkaSecurity<'_> {
             }
         }
         if self.tls.is_some() || self.sasl.is_some() {
-            if let Some(key) = TYPED_OPTIONS
-                .iter()
-                .find(|k| self.options.contains_key(**k))
-            {
+            if let Some(key) = self.options.keys().find(|k| is_security_option(k)) {
                 bail!(
                     "`{section}.options.\"{key}\"` and `{section}.tls`/`{section}.sasl` both \
                      set the brokers' security; keep the typed keys"
@@ -342,6 +338,13 @@ mod tests {
     fn a_typed_key_and_its_raw_option_together_are_refused() {
         let options = BTreeMap::from([("security.protocol".to_string(), "ssl".to_string())]);
         let tls = KafkaTls::default();
+        let err = security(Some(&tls), None, &options).validate().unwrap_err();
+        assert!(err.to_string().contains("keep the typed keys"), "{err}");
+        // Options are applied last: none may turn a check off under `tls`.
+        let options = BTreeMap::from([(
+            "enable.ssl.certificate.verification".to_string(),
+            "false".to_string(),
+        )]);
         let err = security(Some(&tls), None, &options).validate().unwrap_err();
         assert!(err.to_string().contains("keep the typed keys"), "{err}");
     }

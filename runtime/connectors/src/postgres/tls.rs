@@ -13,6 +13,8 @@
 
 use anyhow::{anyhow, bail, Context, Result};
 use openssl::ssl::{SslConnector, SslFiletype, SslMethod, SslVerifyMode};
+use openssl::x509::store::X509StoreBuilder;
+use openssl::x509::X509;
 use postgres::config::SslMode;
 use postgres::{Client, NoTls};
 use postgres_openssl::MakeTlsConnector;
@@ -135,9 +137,16 @@ impl PgTls {
         let mut builder = SslConnector::builder(SslMethod::tls_client())
             .map_err(|e| anyhow!("setting up TLS: {e}"))?;
         if let Some(ca) = &self.root_cert {
-            builder
-                .set_ca_file(ca)
-                .with_context(|| format!("sslrootcert={}", ca.display()))?;
+            // Only these authorities, as in libpq: the connector starts
+            // with the system's store, and verify-ca (no host name check)
+            // would otherwise take any publicly signed certificate.
+            let what = || format!("sslrootcert={}", ca.display());
+            let pem = std::fs::read(ca).with_context(what)?;
+            let mut store = X509StoreBuilder::new().map_err(|e| anyhow!("setting up TLS: {e}"))?;
+            for cert in X509::stack_from_pem(&pem).with_context(what)? {
+                store.add_cert(cert).with_context(what)?;
+            }
+            builder.set_cert_store(store.build());
         }
         if let (Some(cert), Some(key)) = (&self.cert, &self.key) {
             builder
@@ -251,7 +260,8 @@ fn split_key_values(text: &str) -> Result<(String, Vec<(String, String)>)> {
         }
         while chars.next_if(|(_, c)| c.is_whitespace()).is_some() {}
         if chars.next_if(|(_, c)| *c == '=').is_none() {
-            bail!("`{key}` in the connection string has no `=value`");
+            // Not repeated: an unquoted password with a space ends here.
+            bail!("a word in the connection string has no `=value` (quote values with spaces)");
         }
         while chars.next_if(|(_, c)| c.is_whitespace()).is_some() {}
         let mut value = String::new();
@@ -316,5 +326,8 @@ mod tests {
         assert!(err.to_string().contains("verify-full"), "{err}");
         let (_, tls) = PgTls::split("postgresql://u@h/db").unwrap();
         assert_eq!(tls.mode, TlsMode::Prefer);
+        // An unquoted password with a space: refused, and not repeated.
+        let err = PgTls::split("host=h password=correct horse").unwrap_err();
+        assert!(!err.to_string().contains("horse"), "{err}");
     }
 }
