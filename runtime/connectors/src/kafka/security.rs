@@ -236,15 +236,6 @@ impl ClientSecurity {
             c.set(*k, v.expose());
         }
     }
-
-    /// librdkafka's `security.protocol`, for messages (`plaintext` when
-    /// neither TLS nor SASL is configured).
-    pub fn protocol(&self) -> &str {
-        self.plain
-            .iter()
-            .find(|(k, _)| *k == "security.protocol")
-            .map_or("plaintext", |(_, v)| v.as_str())
-    }
 }
 
 impl fmt::Debug for ClientSecurity {
@@ -301,7 +292,9 @@ mod tests {
         assert!(err.to_string().contains("PLAIN"), "{err}");
         sasl.mechanism = SaslMechanism::ScramSha512;
         let resolved = security(None, Some(&sasl), &options).resolve().unwrap();
-        assert_eq!(resolved.protocol(), "sasl_plaintext");
+        let mut c = ClientConfig::new();
+        resolved.apply(&mut c);
+        assert_eq!(c.get("security.protocol"), Some("sasl_plaintext"));
         let debug = format!("{resolved:?}");
         assert!(debug.contains("sasl.password") && !debug.contains("pw-value"));
     }

@@ -5,7 +5,7 @@
 //! query failure is an error naming the table and server; the engine keeps
 //! the version before on a refresh.
 
-use crate::postgres::{connection_config, connector, location};
+use crate::postgres::{endpoint, location};
 use anyhow::{anyhow, Context, Result};
 use arrow_array::builder::{BooleanBuilder, Float64Builder, Int64Builder, StringBuilder};
 use arrow_array::{ArrayRef, RecordBatch};
@@ -20,9 +20,9 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The rows `query` returns from the database at `url`, in `schema`.
 pub fn query_table(url: &str, query: &str, schema: &SchemaRef) -> Result<RecordBatch> {
-    let cfg = connection_config(url, CONNECT_TIMEOUT, "weir-lookup")?;
+    let (cfg, connector) = endpoint(url, CONNECT_TIMEOUT, "weir-lookup")?;
     let server = location(&cfg);
-    let mut client = connector(url)?
+    let mut client = connector
         .connect(&cfg)
         .with_context(|| format!("connecting to PostgreSQL at {server}"))?;
     let rows = client

@@ -122,10 +122,24 @@ impl PostgresSinkSettings {
 
 /// Parses a connection string and fills in what a long-running writer
 /// needs: a connect timeout, keepalives and an application name. Its TLS
-/// parameters ([`tls`]) are checked and set the client's `sslmode`; the
-/// connection itself is made with [`connector`].
+/// parameters ([`tls`]) are checked and set the client's `sslmode`; to
+/// connect, [`endpoint`] also makes the TLS connector.
 pub fn connection_config(url: &str, timeout: Duration, app: &str) -> Result<postgres::Config> {
     let (rest, tls) = PgTls::split(url)?;
+    config_of(&rest, &tls, timeout, app)
+}
+
+/// [`connection_config`] and how to connect: with TLS as the string's
+/// `sslmode`, `sslrootcert`, `sslcert` and `sslkey` ask (their files read
+/// now, so a missing one fails the start).
+pub fn endpoint(url: &str, timeout: Duration, app: &str) -> Result<(postgres::Config, Connector)> {
+    let (rest, tls) = PgTls::split(url)?;
+    Ok((config_of(&rest, &tls, timeout, app)?, tls.connector()?))
+}
+
+/// The client library's config of `rest` (the string without its TLS
+/// parameters).
+fn config_of(rest: &str, tls: &PgTls, timeout: Duration, app: &str) -> Result<postgres::Config> {
     let mut cfg: postgres::Config = rest
         .parse()
         .map_err(|e| anyhow!("not a PostgreSQL connection string ({e}); write e.g. postgresql://user:password@127.0.0.1:5432/fraud"))?;
@@ -142,12 +156,6 @@ pub fn connection_config(url: &str, timeout: Duration, app: &str) -> Result<post
     cfg.keepalives(true)
         .keepalives_idle(Duration::from_secs(15));
     Ok(cfg)
-}
-
-/// How to connect to the server of `url`: with TLS as its `sslmode`,
-/// `sslrootcert`, `sslcert` and `sslkey` ask (their files read now).
-pub fn connector(url: &str) -> Result<Connector> {
-    PgTls::split(url)?.1.connector()
 }
 
 /// `host:port/database` of a connection, without user or password: what
@@ -226,8 +234,7 @@ impl PostgresSink {
     /// failing at once on a bad password or a missing database — and
     /// creates the progress table if it is missing.
     pub fn new(s: PostgresSinkSettings) -> Result<Self> {
-        let config = connection_config(&s.url, s.timeout, &s.application_name)?;
-        let connector = connector(&s.url)?;
+        let (config, connector) = endpoint(&s.url, s.timeout, &s.application_name)?;
         let location = location(&config);
         let mut sink = PostgresSink {
             s,
