@@ -174,6 +174,19 @@ fn a_refresh_takes_effect_at_the_next_epoch_and_a_replay_reads_its_own_version()
         (0, 1, 0),
         "the bad version is counted once, while epoch 1 is planned"
     );
+    // And recorded once in the audit trail, by the engine.
+    let trail = weir_engine::registry::audit_trail(&ck).unwrap();
+    let failed: Vec<_> = trail
+        .iter()
+        .filter(|e| e.action == "lookup-refresh-failed")
+        .collect();
+    assert_eq!(failed.len(), 1, "{trail:?}");
+    assert_eq!(failed[0].by.as_ref().unwrap().name, "engine");
+    let note = failed[0].note.as_deref().unwrap();
+    assert!(
+        note.contains("lookup `cards` keeps version sha256:"),
+        "{note}"
+    );
     assert_eq!(
         progress(&ck, 2)["lookups"]["cards"].as_str(),
         v2.first().map(String::as_str),

@@ -17,6 +17,7 @@
 
 mod common;
 
+mod admin_security;
 mod bad_input;
 mod batch_parity;
 mod cli;

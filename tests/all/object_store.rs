@@ -191,7 +191,12 @@ fn workers_changing_the_shared_registry_at_once_lose_no_change() {
                     (0..EACH)
                         .map(|i| {
                             let v = version(format!("w{w}-{i}"));
-                            registry.change(|r| r.register(v.clone())).unwrap().number
+                            registry
+                                .change(&weir_engine::registry::Actor::named("test"), |r| {
+                                    r.register(v.clone())
+                                })
+                                .unwrap()
+                                .number
                         })
                         .collect::<Vec<_>>()
                 })

@@ -344,6 +344,10 @@ fn the_dashboard_shows_live_figures_in_headless_chromium() {
     assert_eq!(attr(&dom, "throughput", "data-points"), EPOCHS.to_string());
     assert_eq!(attr(&dom, "durations", "data-points"), EPOCHS.to_string());
     assert!(dom.contains("<td>activate</td>"), "version history shown");
+    assert!(
+        dom.contains("<td title=\"\">pipeline-file</td>"),
+        "who made each change shown"
+    );
 
     // Without the token the page asks for it instead of showing figures.
     let bare = render(&format!("{}/dashboard", run.url), None);

@@ -277,6 +277,7 @@ fn sigkill_in_real_time_mode_leaves_the_postgres_table_of_an_uninterrupted_run()
 #[test]
 fn a_hot_swap_in_real_time_mode_takes_effect_at_the_next_epoch() {
     use weir_engine::deploy::{Then, Upload};
+    use weir_engine::registry::Actor;
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let echo = |tag: &str| format!(r#"{{ mode = "echo", tag = "{tag}" }}"#);
@@ -325,11 +326,17 @@ fn a_hot_swap_in_real_time_mode_takes_effect_at_the_next_epoch() {
             // A candidate in shadow from epoch 2: it differs on every row.
             let key = Some("txn_id".to_string());
             control
-                .upload(upload(&v3, "v3"), Then::Shadow { key })
+                .upload(
+                    upload(&v3, "v3"),
+                    Then::Shadow { key },
+                    &Actor::named("test"),
+                )
                 .unwrap();
         }
         if e.epoch == 3 {
-            control.upload(upload(&v2, "v2"), Then::Activate).unwrap();
+            control
+                .upload(upload(&v2, "v2"), Then::Activate, &Actor::named("test"))
+                .unwrap();
             activated_after = Some(e.epoch);
         }
     })

@@ -110,6 +110,7 @@ fn state_survives_a_hot_swap_to_a_new_version() {
                 origin: weir_engine::registry::Origin::Upload { file_name: None },
             },
             weir_engine::deploy::Then::Activate,
+            &weir_engine::registry::Actor::named("test"),
         )
         .unwrap();
     let mut digests = Vec::new();

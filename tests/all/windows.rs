@@ -512,6 +512,7 @@ fn timers_survive_restarts_and_hot_swaps() {
                         origin: Origin::Upload { file_name: None },
                     },
                     Then::Activate,
+                    &weir_engine::registry::Actor::named("test"),
                 )
                 .unwrap();
         }

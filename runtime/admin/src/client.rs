@@ -15,12 +15,42 @@ use weir_engine::deploy::{Listed, Status};
 use weir_engine::observe::ProgressReport;
 
 /// Where the admin API is and how to authenticate.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Target {
-    /// `http://host:port`
+    /// `http://host:port` or `https://host:port`
     pub url: String,
     pub pipeline: String,
     pub token: Option<String>,
+    /// For `https://`: whom to trust, and the client certificate.
+    pub tls: ClientTls,
+}
+
+impl std::fmt::Debug for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Target")
+            .field("url", &self.url)
+            .field("pipeline", &self.pipeline)
+            .field("token", &self.token.as_ref().map(|_| "***"))
+            .field("tls", &self.tls)
+            .finish()
+    }
+}
+
+/// The TLS side of a client of an `https://` admin API.
+#[derive(Debug, Clone, Default)]
+pub struct ClientTls {
+    /// Authorities to trust besides the system's (PEM), e.g. a private CA.
+    pub ca_file: Option<PathBuf>,
+    /// A client certificate (PEM) and its key, for an API that requires one.
+    pub cert_file: Option<PathBuf>,
+    pub key_file: Option<PathBuf>,
+}
+
+/// The caller a token belongs to, as `GET /v1/whoami` answers.
+#[derive(Debug, Clone, serde::Deserialize)]
+pub struct WhoAmI {
+    pub name: String,
+    pub scope: String,
 }
 
 /// What to upload with `weir deploy`.
@@ -40,12 +70,44 @@ pub struct DeployRequest {
 }
 
 impl Target {
-    fn client() -> Result<Client> {
+    fn client(&self) -> Result<Client> {
         // Validation compiles the component; give it time.
-        Client::builder()
-            .timeout(Duration::from_secs(300))
+        let mut builder = Client::builder().timeout(Duration::from_secs(300));
+        if let Some(ca) = &self.tls.ca_file {
+            let pem = read(ca)?;
+            for cert in reqwest::Certificate::from_pem_bundle(&pem)
+                .with_context(|| format!("{} holds no usable certificate", ca.display()))?
+            {
+                builder = builder.add_root_certificate(cert);
+            }
+        }
+        match (&self.tls.cert_file, &self.tls.key_file) {
+            (Some(cert), Some(key)) => {
+                let mut pem = read(cert)?;
+                pem.push(b'\n');
+                pem.extend(read(key)?);
+                let identity = reqwest::Identity::from_pem(&pem).with_context(|| {
+                    format!(
+                        "{} and {} are not a client certificate and its key",
+                        cert.display(),
+                        key.display()
+                    )
+                })?;
+                builder = builder.identity(identity);
+            }
+            (None, None) => {}
+            _ => bail!("a client certificate needs its key, and a key its certificate"),
+        }
+        builder
+            .use_rustls_tls()
             .build()
             .context("creating the HTTP client")
+    }
+
+    /// `GET /v1/whoami`: the token's name and scope.
+    pub fn whoami(&self) -> Result<WhoAmI> {
+        let url = format!("{}/v1/whoami", self.url.trim_end_matches('/'));
+        self.send(self.client()?.get(url))
     }
 
     fn url(&self, path: &str) -> String {
@@ -63,9 +125,10 @@ impl Target {
         };
         let response = request.send().map_err(|e| {
             anyhow::anyhow!(
-                "cannot reach the admin API at {}: {e}. Is `weir run` running with an \
+                "cannot reach the admin API at {}: {}. Is `weir run` running with an \
                  [admin] section (or --admin)? Point --admin / WEIR_ADMIN_URL at it.",
-                self.url
+                self.url,
+                error_chain(&e)
             )
         })?;
         let value = answer(response)?;
@@ -75,17 +138,20 @@ impl Target {
 
     /// `GET /v1/pipelines/NAME`
     pub fn status(&self) -> Result<Status> {
-        self.send(Self::client()?.get(self.url("")))
+        self.send(self.client()?.get(self.url("")))
     }
 
     /// `GET …/versions`
     pub fn versions(&self) -> Result<Vec<Listed>> {
-        self.send(Self::client()?.get(self.url("/versions")))
+        self.send(self.client()?.get(self.url("/versions")))
     }
 
     /// `POST …/versions/N/activate`
     pub fn activate(&self, n: u32) -> Result<Listed> {
-        self.send(Self::client()?.post(self.url(&format!("/versions/{n}/activate"))))
+        self.send(
+            self.client()?
+                .post(self.url(&format!("/versions/{n}/activate"))),
+        )
     }
 
     /// `POST …/rollback`
@@ -94,36 +160,53 @@ impl Target {
             Some(n) => self.url(&format!("/rollback?to={n}")),
             None => self.url("/rollback"),
         };
-        self.send(Self::client()?.post(url))
+        self.send(self.client()?.post(url))
     }
 
     /// `POST …/shadow/promote`
     pub fn promote(&self) -> Result<Listed> {
-        self.send(Self::client()?.post(self.url("/shadow/promote")))
+        self.send(self.client()?.post(self.url("/shadow/promote")))
     }
 
     /// `DELETE …/shadow`
     pub fn unshadow(&self) -> Result<()> {
-        self.send::<Value>(Self::client()?.delete(self.url("/shadow")))
+        self.send::<Value>(self.client()?.delete(self.url("/shadow")))
             .map(drop)
     }
 
     /// `GET …/progress?limit=N`: the newest progress records, the backlog
     /// verdict and the source's lag.
     pub fn progress(&self, limit: usize) -> Result<ProgressReport> {
-        self.send(Self::client()?.get(self.url(&format!("/progress?limit={limit}"))))
+        self.send(
+            self.client()?
+                .get(self.url(&format!("/progress?limit={limit}"))),
+        )
+    }
+
+    /// `GET …/history`: the audit trail the registry holds (the newest
+    /// thousand changes).
+    pub fn history(&self) -> Result<Vec<weir_engine::registry::Event>> {
+        self.send(self.client()?.get(self.url("/history")))
     }
 
     /// `GET …/shadow`
     pub fn shadow_reports(&self) -> Result<Vec<ShadowReport>> {
-        self.send(Self::client()?.get(self.url("/shadow")))
+        self.send(self.client()?.get(self.url("/shadow")))
     }
 
     /// `POST …/versions`: uploads the component with its config and golden files.
     pub fn deploy(&self, d: &DeployRequest) -> Result<Listed> {
         // The server answers a refused upload at its headers and closes the
         // connection without reading the body, which a client still sending
-        // it may see as a reset: so the token is checked first, cheaply.
+        // it may see as a reset: so the token and its scope are checked
+        // first, cheaply.
+        let me = self.whoami()?;
+        if me.scope == "read" {
+            bail!(
+                "token `{}` has scope `read`; uploading a version needs scope `deploy`",
+                me.name
+            );
+        }
         self.status()?;
         let file_name = d
             .component
@@ -154,7 +237,7 @@ impl Target {
         if let Some(k) = &d.key {
             url.push_str(&format!("&key={k}"));
         }
-        self.send(Self::client()?.post(url).multipart(form))
+        self.send(self.client()?.post(url).multipart(form))
     }
 
     /// Polls the status until the active version is `number` and has run
@@ -179,6 +262,21 @@ impl Target {
             std::thread::sleep(Duration::from_millis(20));
         }
     }
+}
+
+/// An error with its causes (a TLS failure's reason is a few levels down).
+fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
+        source = cause.source();
+    }
+    text
 }
 
 fn read(path: &Path) -> Result<Vec<u8>> {

@@ -5,18 +5,26 @@
 //! ([`dashboard`]).
 //!
 //! It binds 127.0.0.1 by default and refuses any other address without a
-//! bearer token. It runs on its own thread with a small tokio runtime, and
+//! bearer token. Tokens are named and scoped ([`tokens`]); with
+//! `[admin.tls]` it serves HTTPS (optionally requiring client
+//! certificates), and the tokens file and certificate are read again
+//! whenever they change. Every change it makes is recorded in the audit
+//! trail with the token's name and the client's address. It runs on its own thread with a small tokio runtime, and
 //! everything slow (compiling and checking an upload) runs on tokio's
 //! blocking pool, so neither the API nor the epoch loop waits on the other:
 //! the API only changes what the [`Control`] says the *next* epoch runs.
 
+mod backoff;
 pub mod client;
 pub mod dashboard;
+mod reload;
 mod routes;
 mod serve;
+mod tls;
+pub mod tokens;
 
 pub use weir_engine::config::admin::{
-    AdminSettings, ConnectionLimits, DEFAULT_LISTEN, DEFAULT_TOKEN_ENV,
+    AdminSettings, AdminTlsConfig, ConnectionLimits, TokenSource, DEFAULT_LISTEN, DEFAULT_TOKEN_ENV,
 };
 
 use anyhow::{Context, Result};
@@ -51,14 +59,24 @@ impl AdminServer {
             .with_context(|| format!("admin API: binding {}", settings.listen))?;
         listener.set_nonblocking(true)?;
         let addr = listener.local_addr()?;
-        let url = format!("http://{addr}");
-        if settings.token.is_none() {
+        let tls = settings
+            .tls
+            .clone()
+            .map(tls::Tls::load)
+            .transpose()?
+            .map(Arc::new);
+        let url = match tls {
+            Some(_) => format!("https://{addr}"),
+            None => format!("http://{addr}"),
+        };
+        let tokens = Arc::new(tokens::Tokens::load(settings.tokens.clone())?);
+        if !tokens.required() {
             tracing::warn!(
                 "admin API on {url} has no token: any local user can deploy operators; \
-                 set {DEFAULT_TOKEN_ENV} (or `admin.token`) to require one"
+                 set `admin.tokens_file`, {DEFAULT_TOKEN_ENV} or `admin.token` to require one"
             );
         }
-        let app = routes::router(control, telemetry, &settings);
+        let app = routes::router(control, telemetry, tokens.clone(), &settings);
         let limits = settings.connections;
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let runtime = tokio::runtime::Builder::new_current_thread()
@@ -76,7 +94,8 @@ impl AdminServer {
                             return;
                         }
                     };
-                    serve::serve(listener, app, limits, rx).await;
+                    tokio::spawn(reload_files(tokens, tls.clone()));
+                    serve::serve(listener, app, limits, tls, rx).await;
                 })
             })
             .context("admin API: starting its thread")?;
@@ -92,9 +111,26 @@ impl AdminServer {
         })
     }
 
-    /// `http://host:port` the API is reachable at.
+    /// `http://host:port` (`https://` with TLS) the API is reachable at.
     pub fn url(&self) -> &str {
         &self.url
+    }
+}
+
+/// Reads the tokens file and the certificate files again whenever they
+/// change, until the server's runtime stops.
+async fn reload_files(tokens: Arc<tokens::Tokens>, tls: Option<Arc<tls::Tls>>) {
+    loop {
+        tokio::time::sleep(reload::RELOAD_EVERY).await;
+        let (tokens, tls) = (tokens.clone(), tls.clone());
+        // File reads off the API's thread.
+        let _ = tokio::task::spawn_blocking(move || {
+            tokens.reload_if_changed();
+            if let Some(tls) = tls {
+                tls.reload_if_changed();
+            }
+        })
+        .await;
     }
 }
 

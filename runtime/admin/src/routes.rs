@@ -1,6 +1,13 @@
 //! Routes of the admin API. Every answer is JSON; every refusal is
 //! `{"error": "..."}` with a status saying whose fault it was.
 //!
+//! Each request but `/v1/health` and the dashboard's page needs a token
+//! (when the API has any) whose scope covers it ([`required_scope`]):
+//! GET needs `read`; POST and DELETE need `deploy`, a rollback `admin`.
+//! A missing or wrong token is 401, a token without the scope 403 naming
+//! the scope, and a client that keeps failing is answered 429 for a while
+//! ([`crate::backoff`]).
+//!
 //! | method | path | does |
 //! |---|---|---|
 //! | GET | `/v1/health` | liveness, no token needed |
@@ -13,17 +20,23 @@
 //! | POST | `/v1/pipelines/{name}/shadow/promote` | make the shadow version active |
 //! | DELETE | `/v1/pipelines/{name}/shadow` | stop the shadow run |
 //! | GET | `/v1/pipelines/{name}/progress?after=EPOCH&limit=N` | per-epoch progress records, backlog verdict, source lag, recent errors |
-//! | GET | `/v1/pipelines/{name}/history` | deploys, activations, rollbacks, shadows, promotions |
+//! | GET | `/v1/pipelines/{name}/history` | the audit trail: deploys, activations, rollbacks, shadows, promotions, lookup refresh failures, each with who, from where and the digests |
 //! | GET | `/v1/pipelines` | the pipeline this API serves, as a one-name list |
+//! | GET | `/v1/whoami` | the token's name and scope |
 //! | GET | `/metrics` | Prometheus text format |
 //! | GET | `/` (`/dashboard`) | the live dashboard (static page; it asks for the token, if one is set) |
 
 use super::AdminSettings;
+use crate::backoff::Backoff;
+use crate::serve::ClientAddr;
+use crate::tokens::{Caller, Refusal, Scope, Tokens};
 use axum::extract::{DefaultBodyLimit, Multipart, Path, Query, Request, State};
+use axum::http::Method;
 use axum::http::{header, StatusCode};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use axum::Extension;
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -31,13 +44,14 @@ use weir_core::upload_form::{FormParts, UploadForm};
 use weir_engine::deploy::validate::Golden;
 use weir_engine::deploy::{Control, DeployError, Then, Upload};
 use weir_engine::observe::Observe;
-use weir_engine::registry::Origin;
+use weir_engine::registry::{Actor, Origin};
 
 #[derive(Clone)]
 struct App {
     control: Arc<Control>,
     telemetry: Arc<dyn Observe>,
-    token: Option<Arc<str>>,
+    tokens: Arc<Tokens>,
+    backoff: Arc<Backoff>,
     max_upload: usize,
     /// One permit per upload being read and validated (`admin.max_concurrent_uploads`).
     uploads: Arc<tokio::sync::Semaphore>,
@@ -74,12 +88,14 @@ type ApiResult<T> = Result<T, ApiError>;
 pub(super) fn router(
     control: Arc<Control>,
     telemetry: Arc<dyn Observe>,
+    tokens: Arc<Tokens>,
     settings: &AdminSettings,
 ) -> Router {
     let app = App {
         control,
         telemetry,
-        token: settings.token.as_deref().map(Arc::from),
+        tokens,
+        backoff: Arc::new(Backoff::new(settings.backoff)),
         max_upload: settings.max_upload,
         uploads: Arc::new(tokio::sync::Semaphore::new(settings.max_concurrent_uploads)),
         request_timeout: settings.connections.request_timeout,
@@ -103,6 +119,7 @@ pub(super) fn router(
     let metrics = Router::new()
         .route("/metrics", get(metrics))
         .route("/v1/pipelines", get(pipelines))
+        .route("/v1/whoami", get(whoami))
         .layer(middleware::from_fn_with_state(app.clone(), authorise_token))
         .with_state(app.clone());
     Router::new()
@@ -142,25 +159,45 @@ async fn time_limit(State(app): State<App>, request: Request, next: Next) -> Res
     }
 }
 
-/// Checks the bearer token (when one is set) and the pipeline name.
+/// Checks the token, its scope and the pipeline name.
 async fn authorise(
     State(app): State<App>,
     Path(params): Path<Vec<(String, String)>>,
-    request: Request,
+    mut request: Request,
     next: Next,
 ) -> Response {
-    match check(&app, &params, &request) {
-        Ok(()) => next.run(request).await,
-        Err(refusal) => refused(refusal),
+    let checked = check_caller(&app, &request).and_then(|caller| {
+        check_pipeline(&app, &params).map_err(Denied::Refused)?;
+        Ok(caller)
+    });
+    match checked {
+        Ok(caller) => {
+            let client = request.extensions().get::<ClientAddr>().map(|c| c.0);
+            let actor = Actor {
+                name: caller.name,
+                client: client.map(|c| c.to_string()),
+            };
+            request.extensions_mut().insert(actor);
+            next.run(request).await
+        }
+        Err(denied) => denied.response(),
     }
 }
 
-/// Checks the bearer token only, for routes outside a pipeline's path.
-async fn authorise_token(State(app): State<App>, request: Request, next: Next) -> Response {
-    match check_token(&app, &request) {
-        Ok(()) => next.run(request).await,
-        Err(refusal) => refused(refusal),
+/// Checks the token and its scope, for routes outside a pipeline's path.
+async fn authorise_token(State(app): State<App>, mut request: Request, next: Next) -> Response {
+    match check_caller(&app, &request) {
+        Ok(caller) => {
+            request.extensions_mut().insert(caller);
+            next.run(request).await
+        }
+        Err(denied) => denied.response(),
     }
+}
+
+/// The token's name and scope (any valid token may ask).
+async fn whoami(Extension(caller): Extension<Caller>) -> impl IntoResponse {
+    Json(serde_json::json!({"name": caller.name, "scope": caller.scope.as_str()}))
 }
 
 /// A refused request is answered from its headers alone and its
@@ -171,13 +208,41 @@ fn refused(refusal: ApiError) -> Response {
     let mut response = refusal.into_response();
     response.headers_mut().insert(
         header::CONNECTION,
-        axum::http::HeaderValue::from_static("close"),
+        header::HeaderValue::from_static("close"),
     );
     response
 }
 
-fn check(app: &App, params: &[(String, String)], request: &Request) -> ApiResult<()> {
-    check_token(app, request)?;
+/// A request not let through.
+enum Denied {
+    /// Refused for what it is (no token, a wrong one, too little scope,
+    /// another pipeline).
+    Refused(ApiError),
+    /// Its client must wait this long after too many wrong tokens.
+    Throttled(std::time::Duration),
+}
+
+impl Denied {
+    /// The answer: the refusal, or 429 with `Retry-After`.
+    fn response(self) -> Response {
+        match self {
+            Denied::Refused(e) => refused(e),
+            Denied::Throttled(wait) => {
+                let seconds = wait.as_secs() + 1;
+                let mut response = refused(ApiError(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    format!("too many wrong tokens from this address; try again in {seconds} s"),
+                ));
+                response
+                    .headers_mut()
+                    .insert(header::RETRY_AFTER, header::HeaderValue::from(seconds));
+                response
+            }
+        }
+    }
+}
+
+fn check_pipeline(app: &App, params: &[(String, String)]) -> ApiResult<()> {
     let name = params
         .iter()
         .find(|(k, _)| k == "name")
@@ -195,32 +260,74 @@ fn check(app: &App, params: &[(String, String)], request: &Request) -> ApiResult
     Ok(())
 }
 
-fn check_token(app: &App, request: &Request) -> ApiResult<()> {
-    if let Some(token) = &app.token {
-        let given = request
-            .headers()
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(bearer_token);
-        match given {
-            None => {
-                return Err(ApiError(
-                    StatusCode::UNAUTHORIZED,
-                    "missing bearer token: send `Authorization: Bearer <token>` (weir's \
-                     commands read it from WEIR_ADMIN_TOKEN or --token)"
-                        .into(),
-                ))
-            }
-            Some(g) if !same_token(g.trim().as_bytes(), token.as_bytes()) => {
-                return Err(ApiError(
-                    StatusCode::UNAUTHORIZED,
-                    "wrong bearer token".into(),
-                ))
-            }
-            Some(_) => {}
-        }
+/// The scope a request needs: reading needs `read`; changing what runs
+/// needs `deploy`, except a rollback, which needs `admin`.
+pub(crate) fn required_scope(method: &Method, path: &str) -> Scope {
+    if method == Method::GET || method == Method::HEAD {
+        Scope::Read
+    } else if path.trim_end_matches('/').ends_with("/rollback") {
+        Scope::Admin
+    } else {
+        Scope::Deploy
     }
-    Ok(())
+}
+
+/// Who sent `request`, if their token is accepted and its scope covers
+/// the request; failures count towards the client's backoff.
+fn check_caller(app: &App, request: &Request) -> Result<Caller, Denied> {
+    let client = request.extensions().get::<ClientAddr>().map(|c| c.0);
+    let ip = client.map(|c| c.ip());
+    if let Some(wait) = ip.and_then(|ip| app.backoff.waiting(ip)) {
+        return Err(Denied::Throttled(wait));
+    }
+    let given = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(bearer_token);
+    let caller = match app.tokens.check(given) {
+        Ok(caller) => caller,
+        Err(refusal) => {
+            if let Some(ip) = ip {
+                app.backoff.failed(ip);
+            }
+            return Err(Denied::Refused(unauthorised(refusal)));
+        }
+    };
+    if let Some(ip) = ip {
+        app.backoff.succeeded(ip);
+    }
+    let needed = required_scope(request.method(), request.uri().path());
+    check_scope(&caller, needed, request).map_err(Denied::Refused)?;
+    Ok(caller)
+}
+
+fn unauthorised(refusal: Refusal) -> ApiError {
+    let message = match refusal {
+        Refusal::Missing => {
+            "missing bearer token: send `Authorization: Bearer <token>` (weir's commands read \
+             it from WEIR_ADMIN_TOKEN or --token)"
+        }
+        Refusal::Wrong => "wrong bearer token",
+    };
+    ApiError(StatusCode::UNAUTHORIZED, message.into())
+}
+
+fn check_scope(caller: &Caller, needed: Scope, request: &Request) -> ApiResult<()> {
+    if caller.scope >= needed {
+        return Ok(());
+    }
+    Err(ApiError(
+        StatusCode::FORBIDDEN,
+        format!(
+            "token `{}` has scope `{}`; {} {} needs scope `{}`",
+            caller.name,
+            caller.scope.as_str(),
+            request.method(),
+            request.uri().path(),
+            needed.as_str()
+        ),
+    ))
 }
 
 /// The token of an `Authorization: Bearer <token>` value; the scheme is
@@ -228,11 +335,6 @@ fn check_token(app: &App, request: &Request) -> ApiResult<()> {
 fn bearer_token(value: &str) -> Option<&str> {
     let (scheme, token) = value.trim_start().split_once(' ')?;
     scheme.eq_ignore_ascii_case("bearer").then_some(token)
-}
-
-/// Compares in time independent of where the first difference is.
-fn same_token(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 async fn blocking<T: Send + 'static>(
@@ -298,7 +400,24 @@ async fn metrics(State(app): State<App>) -> impl IntoResponse {
             header::CONTENT_TYPE,
             "application/openmetrics-text; version=1.0.0; charset=utf-8",
         )],
-        app.telemetry.metrics_text(),
+        with_auth_counters(app.telemetry.metrics_text(), &app.backoff),
+    )
+}
+
+/// The pipeline's metrics with the admin API's failed token checks and
+/// throttled requests added before the closing `# EOF`.
+fn with_auth_counters(text: String, backoff: &Backoff) -> String {
+    use std::sync::atomic::Ordering::Relaxed;
+    let body = text.strip_suffix("# EOF\n").unwrap_or(&text);
+    format!(
+        "{body}# HELP weir_admin_auth_failures Requests to the admin API with a missing or wrong token.\n\
+         # TYPE weir_admin_auth_failures counter\n\
+         weir_admin_auth_failures_total {}\n\
+         # HELP weir_admin_auth_throttled Requests answered 429 because their client sent too many wrong tokens.\n\
+         # TYPE weir_admin_auth_throttled counter\n\
+         weir_admin_auth_throttled_total {}\n# EOF\n",
+        backoff.failures.load(Relaxed),
+        backoff.throttled.load(Relaxed)
     )
 }
 
@@ -312,6 +431,7 @@ struct UploadQuery {
 
 async fn upload(
     State(app): State<App>,
+    Extension(actor): Extension<Actor>,
     Query(q): Query<UploadQuery>,
     request: Request,
 ) -> ApiResult<impl IntoResponse> {
@@ -392,7 +512,7 @@ async fn upload(
             .map_err(|m| ApiError(StatusCode::BAD_REQUEST, m))?,
     );
     let control = app.control.clone();
-    let listed = blocking(move || control.upload(upload, then)).await?;
+    let listed = blocking(move || control.upload(upload, then, &actor)).await?;
     Ok((StatusCode::CREATED, Json(listed)))
 }
 
@@ -430,10 +550,11 @@ fn into_upload(form: UploadForm) -> Upload {
 
 async fn activate(
     State(app): State<App>,
+    Extension(actor): Extension<Actor>,
     Path((_, n)): Path<(String, u32)>,
 ) -> ApiResult<impl IntoResponse> {
     let control = app.control.clone();
-    Ok(Json(blocking(move || control.activate(n)).await?))
+    Ok(Json(blocking(move || control.activate(n, &actor)).await?))
 }
 
 #[derive(Deserialize)]
@@ -444,10 +565,13 @@ struct RollbackQuery {
 
 async fn rollback(
     State(app): State<App>,
+    Extension(actor): Extension<Actor>,
     Query(q): Query<RollbackQuery>,
 ) -> ApiResult<impl IntoResponse> {
     let control = app.control.clone();
-    Ok(Json(blocking(move || control.roll_back(q.to)).await?))
+    Ok(Json(
+        blocking(move || control.roll_back(q.to, &actor)).await?,
+    ))
 }
 
 #[derive(Deserialize)]
@@ -463,12 +587,51 @@ async fn shadow_reports(
     Json(app.control.shadow_reports(q.after))
 }
 
-async fn promote(State(app): State<App>) -> ApiResult<impl IntoResponse> {
+async fn promote(
+    State(app): State<App>,
+    Extension(actor): Extension<Actor>,
+) -> ApiResult<impl IntoResponse> {
     let control = app.control.clone();
-    Ok(Json(blocking(move || control.promote()).await?))
+    Ok(Json(blocking(move || control.promote(&actor)).await?))
 }
 
-async fn unshadow(State(app): State<App>) -> ApiResult<impl IntoResponse> {
-    app.control.unshadow()?;
+async fn unshadow(
+    State(app): State<App>,
+    Extension(actor): Extension<Actor>,
+) -> ApiResult<impl IntoResponse> {
+    app.control.unshadow(&actor)?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reading_needs_read_changing_needs_deploy_and_rollback_needs_admin() {
+        let base = "/v1/pipelines/p";
+        for (method, path, scope) in [
+            (Method::GET, "/metrics", Scope::Read),
+            (Method::GET, "/v1/pipelines/p/history", Scope::Read),
+            (Method::POST, "/v1/pipelines/p/versions", Scope::Deploy),
+            (
+                Method::POST,
+                "/v1/pipelines/p/versions/2/activate",
+                Scope::Deploy,
+            ),
+            (
+                Method::POST,
+                "/v1/pipelines/p/shadow/promote",
+                Scope::Deploy,
+            ),
+            (Method::DELETE, "/v1/pipelines/p/shadow", Scope::Deploy),
+            (Method::POST, "/v1/pipelines/p/rollback", Scope::Admin),
+        ] {
+            assert_eq!(
+                required_scope(&method, path),
+                scope,
+                "{method} {path} under {base}"
+            );
+        }
+    }
 }

@@ -22,13 +22,20 @@
 //!   answered within [`ConnectionLimits::request_timeout`].
 //!
 //! Running out of descriptors while accepting is waited out, not fatal.
+//!
+//! With TLS, the handshake is part of the header timeout, and a
+//! connection still in its handshake can be displaced like an idle one.
+//! Every request carries its client's address ([`ClientAddr`]) for the
+//! token backoff and the audit trail.
 
+use crate::tls::Tls;
 use crate::ConnectionLimits;
 use axum::Router;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
 use std::collections::HashMap;
 use std::future::Future;
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -39,11 +46,17 @@ use tokio::sync::{oneshot, Notify, OwnedSemaphorePermit, Semaphore};
 /// How long a new connection waits for the one it displaces to close.
 const DISPLACE_WAIT: Duration = Duration::from_secs(1);
 
-/// Serves `app` on `listener` until `shutdown` fires.
+/// The address a request came from.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ClientAddr(pub SocketAddr);
+
+/// Serves `app` on `listener` (over TLS when `tls` is set) until
+/// `shutdown` fires.
 pub(super) async fn serve(
     listener: TcpListener,
     app: Router,
     limits: ConnectionLimits,
+    tls: Option<Arc<Tls>>,
     mut shutdown: oneshot::Receiver<()>,
 ) {
     let permits = Arc::new(Semaphore::new(limits.max_connections));
@@ -54,8 +67,8 @@ pub(super) async fn serve(
             a = listener.accept() => a,
             _ = &mut shutdown => return,
         };
-        let stream = match accepted {
-            Ok((stream, _)) => stream,
+        let (stream, peer) = match accepted {
+            Ok(accepted) => accepted,
             Err(e) => {
                 // EMFILE/ENFILE and the like: the connection waits in the
                 // backlog; try again shortly instead of spinning.
@@ -80,30 +93,66 @@ pub(super) async fn serve(
         let service = InRequest {
             inner: TowerToHyperService::new(app.clone()),
             busy: busy.clone(),
+            client: ClientAddr(peer),
         };
         let open = open.clone();
+        let tls = tls.clone();
         tokio::spawn(async move {
-            let connection = hyper::server::conn::http1::Builder::new()
-                .timer(TokioTimer::new())
-                .header_read_timeout(limits.header_timeout)
-                .serve_connection(TokioIo::new(stream), service);
-            let mut connection = std::pin::pin!(connection);
-            tokio::select! {
-                _ = connection.as_mut() => {}
-                // Dropped (the socket closes) while no request is being
-                // handled; one that began meanwhile is answered first.
-                // (This task polls the connection, so no request can
-                // begin between this check and the drop.)
-                _ = displaced.notified() => {
-                    if busy.load(Ordering::Acquire) > 0 {
-                        connection.as_mut().graceful_shutdown();
-                        let _ = connection.await;
+            match tls {
+                None => drive(stream, service, limits, busy, displaced).await,
+                Some(tls) => {
+                    let handshake =
+                        tokio::time::timeout(limits.header_timeout, tls.acceptor().accept(stream));
+                    tokio::select! {
+                        done = handshake => match done {
+                            Ok(Ok(stream)) => drive(stream, service, limits, busy, displaced).await,
+                            Ok(Err(e)) => tracing::debug!("admin API: TLS handshake with {peer}: {e}"),
+                            Err(_) => tracing::debug!("admin API: TLS handshake with {peer} timed out"),
+                        },
+                        _ = displaced.notified() => {}
                     }
                 }
             }
             open.remove(id);
             drop(permit);
         });
+    }
+}
+
+/// Serves one connection's requests until it closes or is displaced.
+async fn drive<I, S>(
+    io: I,
+    service: S,
+    limits: ConnectionLimits,
+    busy: Arc<AtomicUsize>,
+    displaced: Arc<Notify>,
+) where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    S: hyper::service::Service<
+            hyper::Request<hyper::body::Incoming>,
+            Response = axum::response::Response,
+        > + Send
+        + 'static,
+    S::Future: Send + 'static,
+    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let connection = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_timeout)
+        .serve_connection(TokioIo::new(io), service);
+    let mut connection = std::pin::pin!(connection);
+    tokio::select! {
+        _ = connection.as_mut() => {}
+        // Dropped (the socket closes) while no request is being
+        // handled; one that began meanwhile is answered first.
+        // (This task polls the connection, so no request can
+        // begin between this check and the drop.)
+        _ = displaced.notified() => {
+            if busy.load(Ordering::Acquire) > 0 {
+                connection.as_mut().graceful_shutdown();
+                let _ = connection.await;
+            }
+        }
     }
 }
 
@@ -180,6 +229,7 @@ impl OpenConnections {
 struct InRequest<S> {
     inner: S,
     busy: Arc<AtomicUsize>,
+    client: ClientAddr,
 }
 
 /// Counts a request in [`InRequest::busy`] while it lives.
@@ -191,16 +241,17 @@ impl Drop for Busy {
     }
 }
 
-impl<S, R> hyper::service::Service<R> for InRequest<S>
+impl<S, B> hyper::service::Service<hyper::Request<B>> for InRequest<S>
 where
-    S: hyper::service::Service<R>,
+    S: hyper::service::Service<hyper::Request<B>>,
     S::Future: Send + 'static,
 {
     type Response = S::Response;
     type Error = S::Error;
     type Future = Pin<Box<dyn Future<Output = Result<S::Response, S::Error>> + Send>>;
 
-    fn call(&self, request: R) -> Self::Future {
+    fn call(&self, mut request: hyper::Request<B>) -> Self::Future {
+        request.extensions_mut().insert(self.client);
         self.busy.fetch_add(1, Ordering::AcqRel);
         let busy = Busy(self.busy.clone());
         let response = self.inner.call(request);

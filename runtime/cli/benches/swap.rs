@@ -95,6 +95,7 @@ fn main() {
         url: server.url().to_string(),
         pipeline: cfg.name.clone(),
         token: None,
+        tls: Default::default(),
     };
 
     let finished: Arc<Mutex<Vec<Finished>>> = Arc::default();

@@ -107,6 +107,26 @@ enum Command {
         #[command(flatten)]
         target: TargetArgs,
     },
+    /// Print the audit trail of a running pipeline: who changed what runs, when, from where.
+    ///
+    /// Every upload, activation, shadow run, promotion, rollback and
+    /// automatic rollback, and every lookup table that began failing to
+    /// refresh, with the admin token's name (or `engine`, `pipeline-file`,
+    /// `watch`), the client's address and the versions' digests. Kept in
+    /// the checkpoint; `weir checkpoint audit DIR` reads it without a
+    /// running pipeline, older entries included.
+    Audit {
+        #[command(flatten)]
+        target: TargetArgs,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Make an admin API token: printed once, stored only as its digest.
+    Token {
+        #[command(subcommand)]
+        command: TokenCommand,
+    },
     /// Show what a running pipeline runs and whether it keeps up.
     ///
     /// Active version, shadow differences, last epoch, the backlog verdict
@@ -166,6 +186,39 @@ struct TargetArgs {
     /// Bearer token of the admin API.
     #[arg(long, env = "WEIR_ADMIN_TOKEN", hide_env_values = true)]
     token: Option<String>,
+    /// For an https:// admin API: a CA certificate (PEM) to trust besides
+    /// the system's.
+    #[arg(long, env = "WEIR_ADMIN_CA_FILE")]
+    ca_file: Option<PathBuf>,
+    /// For an admin API that requires client certificates: this client's (PEM).
+    #[arg(long, env = "WEIR_ADMIN_CLIENT_CERT", requires = "client_key")]
+    client_cert: Option<PathBuf>,
+    /// The client certificate's private key (PEM).
+    #[arg(long, env = "WEIR_ADMIN_CLIENT_KEY", requires = "client_cert")]
+    client_key: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+enum TokenCommand {
+    /// Generate a random token with a name and a scope.
+    ///
+    /// Scopes nest: `read` (status, versions, progress, audit, metrics,
+    /// the dashboard) < `deploy` (upload, activate, shadow, promote) <
+    /// `admin` (rollback). The token is printed once on stdout; with
+    /// --file its entry (name, scope, sha256 digest) is added to that
+    /// tokens file, which a running admin API reads again within a second.
+    /// Rotate by adding a new token and removing the old one's entry.
+    New {
+        /// The token's name, shown in the audit trail (letters, digits, - _ . @).
+        #[arg(long)]
+        name: String,
+        /// read, deploy or admin.
+        #[arg(long)]
+        scope: weir_admin::tokens::Scope,
+        /// The tokens file to add it to (`admin.tokens_file`).
+        #[arg(long)]
+        file: Option<PathBuf>,
+    },
 }
 
 impl TargetArgs {
@@ -179,6 +232,11 @@ impl TargetArgs {
             url,
             pipeline: self.pipeline,
             token: self.token,
+            tls: client::ClientTls {
+                ca_file: self.ca_file,
+                cert_file: self.client_cert,
+                key_file: self.client_key,
+            },
         }
     }
 }
@@ -201,6 +259,14 @@ enum CheckpointCommand {
     Repair {
         /// The checkpoint directory.
         dir: PathBuf,
+    },
+    /// Print the checkpoint's whole audit trail (see `weir audit`).
+    Audit {
+        /// The checkpoint directory.
+        dir: PathBuf,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -757,6 +823,15 @@ fn dispatch(cli: Cli) -> Result<()> {
             Ok(())
         }
         Command::Status(args) => status(args),
+        Command::Audit { target, json } => {
+            crate::security::print_audit(&target.target().history()?, json)
+        }
+        Command::Token {
+            command: TokenCommand::New { name, scope, file },
+        } => crate::security::new_token(&name, scope, file.as_deref()),
+        Command::Checkpoint {
+            command: CheckpointCommand::Audit { dir, json },
+        } => crate::security::checkpoint_audit(dir, json),
         Command::Demo(args) => demo_command(args),
         Command::Feed(args) => feed_command(args),
         Command::Generate(args) => generate_command(args),

@@ -9,6 +9,7 @@ pub mod demo;
 pub mod devtools;
 pub mod explain;
 pub mod feed;
+mod security;
 pub mod watch;
 
 /// The bundled `fraud-rules` operator, built from `operators/fraud-rules`.

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime};
 use weir_engine::deploy::{Control, DeployError, Then, Upload};
-use weir_engine::registry::Origin;
+use weir_engine::registry::{Actor, Origin};
 
 /// How often the file is looked at.
 const POLL: Duration = Duration::from_millis(250);
@@ -81,7 +81,7 @@ fn redeploy(path: &PathBuf, config_json: &str, control: &Control) {
         label: Some("watch".into()),
         origin: Origin::Watch { path: path.clone() },
     };
-    match control.upload(upload, Then::Activate) {
+    match control.upload(upload, Then::Activate, &Actor::named("watch")) {
         Ok(v) => tracing::info!(
             version = v.version.number,
             digest = %v.version.digest,

@@ -30,6 +30,18 @@ struct Declared {
     stamp: Option<(SystemTime, u64)>,
     /// When the file was last looked at.
     checked: Instant,
+    /// Whether its last refresh failed (a failure is reported once, not
+    /// at every refresh until the table loads again).
+    failing: bool,
+}
+
+/// A table whose refresh failed after the one before had not.
+#[derive(Debug, Clone)]
+pub struct RefreshFailure {
+    pub lookup: String,
+    /// The version epochs keep reading.
+    pub kept: Digest,
+    pub error: String,
 }
 
 /// Every declared table: the newest versions, and older ones epochs read.
@@ -124,6 +136,7 @@ impl LookupSet {
                 current: table,
                 stamp,
                 checked: Instant::now(),
+                failing: false,
             });
         }
         Ok(set)
@@ -131,9 +144,10 @@ impl LookupSet {
 
     /// Loads new versions of the tables whose file changed, where their
     /// `refresh` is due. A version that fails to load keeps the one before;
-    /// returns how many failed.
-    pub fn refresh(&mut self, checkpoint: &Checkpoint) -> u64 {
-        let failed_before = self.failed_refreshes;
+    /// returns the tables that began failing (counted in `failed_refreshes`
+    /// at every failure).
+    pub fn refresh(&mut self, checkpoint: &Checkpoint) -> Vec<RefreshFailure> {
+        let mut began_failing = Vec::new();
         for d in &mut self.tables {
             if d.cfg.refresh.is_zero() || d.checked.elapsed() < d.cfg.refresh {
                 continue;
@@ -144,8 +158,12 @@ impl LookupSet {
                 continue;
             }
             match load(&d.cfg, &d.schema, checkpoint, Some(d.current.digest())) {
-                Ok(table) if table.digest() == d.current.digest() => d.stamp = stamp,
+                Ok(table) if table.digest() == d.current.digest() => {
+                    d.stamp = stamp;
+                    d.failing = false;
+                }
                 Ok(table) => {
+                    d.failing = false;
                     tracing::info!(lookup = %d.cfg.name, rows = table.len(), version = %table.digest(), "lookup table refreshed; the next epoch reads it");
                     let table = Arc::new(table);
                     self.versions.insert(table.digest(), table.clone());
@@ -156,6 +174,13 @@ impl LookupSet {
                     self.failed_refreshes += 1;
                     // Looked at again only once the file changes again.
                     d.stamp = stamp;
+                    if !std::mem::replace(&mut d.failing, true) {
+                        began_failing.push(RefreshFailure {
+                            lookup: d.cfg.name.clone(),
+                            kept: d.current.digest(),
+                            error: format!("{e:#}"),
+                        });
+                    }
                     tracing::warn!(
                         lookup = %d.cfg.name,
                         version = %d.current.digest(),
@@ -164,7 +189,7 @@ impl LookupSet {
                 }
             }
         }
-        self.failed_refreshes - failed_before
+        began_failing
     }
 
     /// The newest version of every table, as an epoch would read them

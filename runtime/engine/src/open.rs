@@ -10,7 +10,7 @@ use crate::deploy::Control;
 use crate::event_time::EventTime;
 use crate::operator_cache::OperatorCache;
 use crate::pipeline::{ActiveOperator, Pipeline, PipelineSinks, Tasks};
-use crate::registry::{Origin, Registry, Version};
+use crate::registry::{Actor, Origin, Registry, Version};
 use crate::runner::Runner;
 use anyhow::{Context, Result};
 use std::collections::HashMap;
@@ -411,7 +411,7 @@ fn choose_active(
     from_file: Version,
     file_operator: LoadedOperator,
 ) -> Result<(Registry, Version, Arc<LoadedOperator>)> {
-    let file_version = registry.change(|registry| {
+    let file_version = registry.change(&Actor::named("pipeline-file"), |registry| {
         let file_version = registry.register(from_file.clone())?;
         let edited = registry.set_file_version(file_version.number)?;
         if edited || registry.active().is_none() {

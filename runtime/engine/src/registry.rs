@@ -92,16 +92,64 @@ pub struct Shadow {
     pub key: Option<String>,
 }
 
-/// One change of what runs.
+/// Who made a change: what the audit trail names beside each event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Actor {
+    /// The admin token's name for a change through the API; `engine` for
+    /// Weir's own decisions (auto-rollback, lookup refresh failures);
+    /// `pipeline-file` for the operator a (re)start takes from the
+    /// pipeline file; `watch` for `weir run --watch`.
+    pub name: String,
+    /// The client's address, for a change through the admin API.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
+}
+
+impl Actor {
+    /// Weir itself (auto-rollback, lookup refresh failures).
+    pub fn engine() -> Self {
+        Actor::named("engine")
+    }
+
+    /// An actor without a client address.
+    pub fn named(name: &str) -> Self {
+        Actor {
+            name: name.into(),
+            client: None,
+        }
+    }
+}
+
+/// One change of what runs: an entry of the audit trail.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Event {
+    /// 1, 2, 3… in the order the changes were made (0: recorded before
+    /// events were numbered).
+    #[serde(default)]
+    pub seq: u64,
     pub at_ms: i64,
     /// `register`, `activate`, `rollback`, `auto-rollback`, `shadow`,
-    /// `promote`, `unshadow`.
+    /// `promote`, `unshadow`, `lookup-refresh-failed`.
     pub action: String,
+    /// The operator version acted on (0 for a lookup table event).
     pub version: u32,
+    /// That version's component digest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub digest: Option<Digest>,
+    /// That version's config digest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_digest: Option<Digest>,
+    /// The version that was active before an activation, rollback or
+    /// promotion, and its component digest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replaced: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replaced_digest: Option<Digest>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// Who made the change (absent in events recorded before actors were).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub by: Option<Actor>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -123,12 +171,17 @@ struct Document {
     file_version: Option<u32>,
     #[serde(default)]
     events: Vec<Event>,
+    /// The `seq` of the newest event ever recorded (trimmed ones included).
+    #[serde(default)]
+    last_seq: u64,
 }
 
 /// The registry file, loaded; every change is written through atomically.
 pub struct Registry {
     path: PathBuf,
     doc: Document,
+    /// Who the change being made is by (set by [`Registry::change`]).
+    actor: Option<Actor>,
     /// The shared checkpoint the file is written to first, if any.
     mirror: Option<Arc<Mirror>>,
     /// The cluster's shared registry this one follows, if any.
@@ -196,6 +249,44 @@ impl Fetched {
     }
 }
 
+/// Where events trimmed from the registry file `registry_path` are kept.
+fn archive_dir(registry_path: &Path) -> PathBuf {
+    registry_path.with_file_name("audit")
+}
+
+/// The whole audit trail of the checkpoint at `root`, oldest first: the
+/// events moved to `operators/audit/` and those still in the registry
+/// (each once, by `seq`). Reads only; empty for a checkpoint without a
+/// registry.
+pub fn audit_trail(root: &Path) -> Result<Vec<Event>> {
+    let Some(registry) = Registry::inspect(root)? else {
+        return Ok(Vec::new());
+    };
+    let mut events = Vec::new();
+    let dir = archive_dir(&registry.path);
+    let mut files: Vec<PathBuf> = match std::fs::read_dir(&dir) {
+        Ok(entries) => entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "json"))
+            .collect(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => return Err(e).with_context(|| format!("listing {}", dir.display())),
+    };
+    files.sort();
+    for file in files {
+        let bytes = std::fs::read(&file).with_context(|| format!("reading {}", file.display()))?;
+        let archived: Vec<Event> = serde_json::from_slice(&bytes)
+            .with_context(|| format!("{} is not a valid audit archive", file.display()))?;
+        events.extend(archived);
+    }
+    events.extend(registry.doc.events);
+    let mut seen = std::collections::HashSet::new();
+    events.retain(|e| e.seq == 0 || seen.insert(e.seq));
+    // Stable: unnumbered events (the oldest) keep their order, first.
+    events.sort_by_key(|e| e.seq);
+    Ok(events)
+}
+
 /// How often a change to a shared registry is tried against newer
 /// versions before giving up.
 const CHANGE_ATTEMPTS: usize = 16;
@@ -211,8 +302,11 @@ fn retry_pause(attempt: usize) -> std::time::Duration {
     std::time::Duration::from_millis(steps * 10 + u64::from(jitter))
 }
 
-/// At most this many events are kept in the file.
+/// At most this many events are kept in the registry file; older ones
+/// move to `operators/audit/`, [`ARCHIVED_AT_ONCE`] at a time.
 const EVENTS_KEPT: usize = 1000;
+/// How many of the oldest events one trim moves out of the registry.
+const ARCHIVED_AT_ONCE: usize = 500;
 
 impl Registry {
     /// Opens (or starts) the registry of the checkpoint at `root`.
@@ -229,6 +323,7 @@ impl Registry {
         Ok(Registry {
             path,
             doc,
+            actor: None,
             mirror: None,
             shared: None,
         })
@@ -307,6 +402,7 @@ impl Registry {
                 doc: serde_json::from_slice(&bytes)
                     .with_context(|| format!("{} is not a valid registry", path.display()))?,
                 path,
+                actor: None,
                 mirror: None,
                 shared: None,
             })),
@@ -316,6 +412,7 @@ impl Registry {
     }
 
     fn save(&mut self) -> Result<()> {
+        self.archive_old_events()?;
         self.doc.revision += 1;
         let mut bytes = serde_json::to_vec_pretty(&self.doc)?;
         bytes.push(b'\n');
@@ -332,23 +429,85 @@ impl Registry {
     }
 
     fn event(&mut self, action: &str, version: u32, note: Option<String>) {
+        self.event_replacing(action, version, None, note);
+    }
+
+    /// Records a change, with the digests of the version acted on and of
+    /// the one it `replaced`, by the actor of the change being made.
+    fn event_replacing(
+        &mut self,
+        action: &str,
+        version: u32,
+        replaced: Option<u32>,
+        note: Option<String>,
+    ) {
+        let of = |n: u32| self.get(n).map(|v| (v.digest, v.config_digest));
+        let (digest, config_digest) = of(version).unzip();
+        let replaced_digest = replaced.and_then(of).map(|(d, _)| d);
+        self.doc.last_seq = self
+            .doc
+            .last_seq
+            .max(self.doc.events.last().map_or(0, |e| e.seq))
+            + 1;
         self.doc.events.push(Event {
+            seq: self.doc.last_seq,
             at_ms: now_ms(),
             action: action.into(),
             version,
+            digest,
+            config_digest,
+            replaced,
+            replaced_digest,
             note,
+            by: self.actor.clone(),
         });
-        let excess = self.doc.events.len().saturating_sub(EVENTS_KEPT);
-        self.doc.events.drain(..excess);
+    }
+
+    /// Records `action` outside any version (a lookup table's refresh
+    /// failing), by `actor`.
+    pub fn record(&mut self, actor: &Actor, action: &str, note: String) -> Result<()> {
+        self.change(actor, |r| {
+            r.event(action, 0, Some(note.clone()));
+            r.save()
+        })
+    }
+
+    /// Moves the oldest events to `operators/audit/` once the registry
+    /// holds more than [`EVENTS_KEPT`]; they are written before the
+    /// registry that no longer holds them, so none is lost in between.
+    fn archive_old_events(&mut self) -> Result<()> {
+        if self.doc.events.len() <= EVENTS_KEPT {
+            return Ok(());
+        }
+        let old: Vec<Event> = self.doc.events.drain(..ARCHIVED_AT_ONCE).collect();
+        let path = archive_dir(&self.path).join(format!("{:020}.json", old[0].seq));
+        let mut bytes = serde_json::to_vec_pretty(&old)?;
+        bytes.push(b'\n');
+        if let Some(dir) = path.parent() {
+            fsutil::create_dir_durable(dir)?;
+        }
+        let mirror = match &self.shared {
+            Some(shared) => Some(shared.source.mirror.as_ref()),
+            None => self.mirror.as_deref(),
+        };
+        write_through(mirror, &path, &bytes).with_context(|| format!("writing {}", path.display()))
     }
 
     /// Applies `change`; if it fails, the registry is as it was. On a
     /// shared registry that another worker changed first, reads theirs
     /// and applies `change` to it again.
-    pub fn change<T>(&mut self, mut change: impl FnMut(&mut Self) -> Result<T>) -> Result<T> {
+    /// Every event it records names `actor`.
+    pub fn change<T>(
+        &mut self,
+        actor: &Actor,
+        mut change: impl FnMut(&mut Self) -> Result<T>,
+    ) -> Result<T> {
         for attempt in 0..CHANGE_ATTEMPTS {
             let before = self.doc.clone();
-            match change(self) {
+            self.actor = Some(actor.clone());
+            let changed = change(self);
+            self.actor = None;
+            match changed {
                 Ok(t) => return Ok(t),
                 Err(e) => {
                     self.doc = before;
@@ -449,11 +608,12 @@ impl Registry {
         if self.doc.active == Some(number) {
             return Ok(());
         }
-        if let Some(old) = self.doc.active {
+        let replaced = self.doc.active;
+        if let Some(old) = replaced {
             self.doc.previous.push(old);
         }
         self.set_active(number);
-        self.event(action, number, note);
+        self.event_replacing(action, number, replaced, note);
         self.save()
     }
 
@@ -516,12 +676,7 @@ impl Registry {
             self.doc.previous.truncate(pos);
         }
         self.set_active(target);
-        let from = active.map(|a| format!("from version {a}"));
-        let note = match (from, reason) {
-            (Some(f), Some(r)) => Some(format!("{f}: {r}")),
-            (f, r) => f.or(r.map(str::to_string)),
-        };
-        self.event(action, target, note);
+        self.event_replacing(action, target, active, reason.map(str::to_string));
         self.save()?;
         Ok(target)
     }
@@ -632,12 +787,18 @@ mod tests {
         let (d1, d2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
         let mut r1 = Registry::shared(d1.path(), Mirror::new(remote.clone(), d1.path())).unwrap();
         let mut r2 = Registry::shared(d2.path(), Mirror::new(remote.clone(), d2.path())).unwrap();
-        let a = r1.change(|r| r.register(version("a"))).unwrap();
-        r1.change(|r| r.activate(a.number, "activate", None))
+        let a = r1
+            .change(&Actor::named("test"), |r| r.register(version("a")))
             .unwrap();
+        r1.change(&Actor::named("test"), |r| {
+            r.activate(a.number, "activate", None)
+        })
+        .unwrap();
         // r2 read the registry before r1's changes: its change is refused
         // once, then made on top of them.
-        let b = r2.change(|r| r.register(version("b"))).unwrap();
+        let b = r2
+            .change(&Actor::named("test"), |r| r.register(version("b")))
+            .unwrap();
         assert_eq!((a.number, b.number), (1, 2));
         assert_eq!(r2.active().unwrap().number, 1, "r1's activation kept");
         assert!(r1.reload().unwrap(), "r1 sees r2's change");
@@ -645,15 +806,51 @@ mod tests {
         assert!(!r1.reload().unwrap(), "nothing new the second time");
         // A read that raced this worker's own later write is not taken up.
         let stale = r1.shared_source().unwrap().fetch(None).unwrap().unwrap();
-        r1.change(|r| r.register(version("c"))).unwrap();
+        r1.change(&Actor::named("test"), |r| r.register(version("c")))
+            .unwrap();
         assert!(!r1.install(stale).unwrap(), "an older registry is ignored");
         assert_eq!(r1.versions().len(), 3);
         // A change that fails leaves the registry as it was.
-        assert!(r1.change(|r| r.roll_back(Some(9))).is_err());
+        assert!(r1
+            .change(&Actor::named("test"), |r| r.roll_back(Some(9)))
+            .is_err());
         assert_eq!(r1.active().unwrap().number, 1);
         // A plain `put` is never used for it: every write is conditional.
         let opened = Registry::shared(d2.path(), Mirror::new(remote, d2.path())).unwrap();
         assert_eq!(opened.versions().len(), 3);
+    }
+
+    #[test]
+    fn every_event_names_its_actor_and_digests_and_none_is_lost_when_trimmed() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut r = Registry::open(dir.path()).unwrap();
+        let ci = Actor {
+            name: "ci-deploy".into(),
+            client: Some("127.0.0.1:5000".into()),
+        };
+        let a = r.change(&ci, |r| r.register(version("a"))).unwrap();
+        let b = r.change(&ci, |r| r.register(version("b"))).unwrap();
+        r.change(&ci, |r| r.activate(a.number, "activate", None))
+            .unwrap();
+        r.change(&Actor::engine(), |r| r.activate(b.number, "activate", None))
+            .unwrap();
+        let last = r.events().last().unwrap().clone();
+        assert_eq!(last.by.as_ref().unwrap().name, "engine");
+        assert_eq!(last.digest, Some(b.digest));
+        assert_eq!(
+            (last.replaced, last.replaced_digest),
+            (Some(a.number), Some(a.digest))
+        );
+        assert_eq!(r.events()[0].by, Some(ci.clone()));
+        for i in 0..EVENTS_KEPT {
+            let n = [a.number, b.number][i % 2];
+            r.change(&ci, |r| r.activate(n, "activate", None)).unwrap();
+        }
+        assert!(r.events().len() <= EVENTS_KEPT);
+        let trail = audit_trail(dir.path()).unwrap();
+        assert_eq!(trail.len(), EVENTS_KEPT + 4, "every event kept, once");
+        let seqs: Vec<u64> = trail.iter().map(|e| e.seq).collect();
+        assert_eq!(seqs, (1..=EVENTS_KEPT as u64 + 4).collect::<Vec<_>>());
     }
 
     #[test]

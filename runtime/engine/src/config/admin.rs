@@ -7,6 +7,7 @@ use super::humantime_serde_compat;
 use anyhow::{bail, Context, Result};
 use serde::Deserialize;
 use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// `[admin]`: the HTTP API that swaps operators while the pipeline runs.
@@ -18,11 +19,27 @@ pub struct AdminConfig {
     #[serde(default = "default_admin_listen")]
     pub listen: String,
     /// The bearer token; prefer `token_env` to keep it out of the file.
+    /// One token with every scope; `tokens_file` gives several, scoped.
     #[serde(default)]
     pub token: Option<String>,
     /// Environment variable holding the token (default `WEIR_ADMIN_TOKEN`).
     #[serde(default)]
     pub token_env: Option<String>,
+    /// A file of named tokens with scopes, stored hashed (`weir token
+    /// new` writes its entries); read again whenever it changes, so a
+    /// token is added, rotated or revoked without a restart.
+    #[serde(default)]
+    pub tokens_file: Option<PathBuf>,
+    /// `[admin.tls]`: serve HTTPS instead of HTTP.
+    #[serde(default)]
+    pub tls: Option<AdminTlsConfig>,
+    /// Failed token checks a client may make before it must wait (default 5).
+    #[serde(default = "default_free_failures")]
+    pub auth_free_failures: u32,
+    /// The longest a client waits after repeated failed token checks
+    /// (default 1m); the wait doubles from 1s with each further failure.
+    #[serde(default = "default_auth_max_backoff", with = "humantime_serde_compat")]
+    pub auth_max_backoff: Duration,
     /// Largest upload accepted, e.g. "64MiB" (Python components are ~19 MB).
     #[serde(default = "default_max_upload")]
     pub max_upload: String,
@@ -39,6 +56,28 @@ pub struct AdminConfig {
     /// Time a whole request may take, upload included (default 5m).
     #[serde(default = "default_request_timeout", with = "humantime_serde_compat")]
     pub request_timeout: Duration,
+}
+
+/// `[admin.tls]`: the admin API over HTTPS.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AdminTlsConfig {
+    /// The server's certificate chain (PEM), read again when it changes.
+    pub cert_file: PathBuf,
+    /// Its private key (PEM: PKCS#8, PKCS#1 or SEC1), read again with it.
+    pub key_file: PathBuf,
+    /// Authorities whose client certificates are required (mutual TLS);
+    /// without it any client may connect (and still needs a token).
+    #[serde(default)]
+    pub client_ca_file: Option<PathBuf>,
+}
+
+fn default_free_failures() -> u32 {
+    AuthBackoff::default().free_failures
+}
+
+fn default_auth_max_backoff() -> Duration {
+    AuthBackoff::default().max_wait
 }
 
 fn default_max_concurrent_uploads() -> usize {
@@ -63,6 +102,10 @@ impl Default for AdminConfig {
             listen: default_admin_listen(),
             token: None,
             token_env: None,
+            tokens_file: None,
+            tls: None,
+            auth_free_failures: default_free_failures(),
+            auth_max_backoff: default_auth_max_backoff(),
             max_upload: default_max_upload(),
             max_concurrent_uploads: default_max_concurrent_uploads(),
             max_connections: default_max_connections(),
@@ -99,6 +142,36 @@ impl Default for ConnectionLimits {
     }
 }
 
+/// How a client that keeps sending wrong tokens is slowed down.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AuthBackoff {
+    /// Failed checks before the first wait.
+    pub free_failures: u32,
+    /// The longest wait.
+    pub max_wait: Duration,
+}
+
+impl Default for AuthBackoff {
+    fn default() -> Self {
+        AuthBackoff {
+            free_failures: 5,
+            max_wait: Duration::from_secs(60),
+        }
+    }
+}
+
+/// Where the admin API's tokens come from.
+#[derive(Clone, PartialEq, Eq)]
+pub enum TokenSource {
+    /// No token: every request is let in (loopback addresses only).
+    None,
+    /// One token (`admin.token` or its environment variable), named
+    /// `admin`, with every scope.
+    Single(String),
+    /// Named, scoped, hashed tokens in a file, read again when it changes.
+    File(PathBuf),
+}
+
 /// The variable the admin token is read from when `admin.token_env` is unset.
 pub const DEFAULT_TOKEN_ENV: &str = "WEIR_ADMIN_TOKEN";
 /// Where the API listens when `[admin]` names no address.
@@ -108,8 +181,12 @@ pub const DEFAULT_LISTEN: &str = "127.0.0.1:7878";
 #[derive(Clone)]
 pub struct AdminSettings {
     pub listen: SocketAddr,
-    /// Required on every request but `/v1/health` when set.
-    pub token: Option<String>,
+    /// Required on every request but `/v1/health` unless `None`.
+    pub tokens: TokenSource,
+    /// HTTPS, when set.
+    pub tls: Option<AdminTlsConfig>,
+    /// How clients sending wrong tokens are slowed down.
+    pub backoff: AuthBackoff,
     /// Largest accepted upload request, in bytes.
     pub max_upload: usize,
     /// Uploads read and validated at once; more wait (unread), so memory
@@ -123,7 +200,16 @@ impl std::fmt::Debug for AdminSettings {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AdminSettings")
             .field("listen", &self.listen)
-            .field("token", &self.token.as_ref().map(|_| "<set>"))
+            .field(
+                "tokens",
+                &match &self.tokens {
+                    TokenSource::None => "none".to_string(),
+                    TokenSource::Single(_) => "<one token>".to_string(),
+                    TokenSource::File(p) => p.display().to_string(),
+                },
+            )
+            .field("tls", &self.tls)
+            .field("backoff", &self.backoff)
             .field("max_upload", &self.max_upload)
             .field("max_concurrent_uploads", &self.max_concurrent_uploads)
             .field("connections", &self.connections)
@@ -143,26 +229,27 @@ impl AdminSettings {
             .next()
             .with_context(|| format!("`admin.listen` = `{}` resolves to no address", cfg.listen))?;
         let var = cfg.token_env.as_deref().unwrap_or(DEFAULT_TOKEN_ENV);
-        let token = match &cfg.token {
-            Some(t) => Some(t.clone()),
-            None => std::env::var(var).ok(),
-        }
-        .filter(|t| !t.trim().is_empty());
-        if token.as_ref().is_some_and(|t| t.trim() != t) {
-            bail!(
-                "the admin token has leading or trailing whitespace (a newline from `echo` or \
-                 a file?): clients would send it trimmed and never match. Remove it."
-            );
-        }
-        if token.as_ref().is_some_and(|t| t.len() < 16) {
-            bail!("the admin token must be at least 16 characters");
-        }
-        if token.is_none() && !listen.ip().is_loopback() {
+        let tokens = match &cfg.tokens_file {
+            Some(file) => {
+                if cfg.token.is_some() || cfg.token_env.is_some() {
+                    bail!(
+                        "`admin.tokens_file` replaces `admin.token` and `admin.token_env`: \
+                         give the token a name and scope in the file instead"
+                    );
+                }
+                TokenSource::File(file.clone())
+            }
+            None => single_token(cfg, var)?,
+        };
+        if tokens == TokenSource::None && !listen.ip().is_loopback() {
             bail!(
                 "`admin.listen` = {listen} is not a loopback address, and no token is set: \
-                 set `admin.token` or the environment variable {var} before exposing the \
-                 admin API, or listen on 127.0.0.1"
+                 set `admin.tokens_file`, `admin.token` or the environment variable {var} \
+                 before exposing the admin API, or listen on 127.0.0.1"
             );
+        }
+        if cfg.auth_max_backoff.is_zero() {
+            bail!("`admin.auth_max_backoff` must be longer than zero");
         }
         let max_upload = super::parse_size(&cfg.max_upload).context("`admin.max_upload`")?;
         if cfg.max_concurrent_uploads == 0 {
@@ -176,7 +263,12 @@ impl AdminSettings {
         }
         Ok(AdminSettings {
             listen,
-            token,
+            tokens,
+            tls: cfg.tls.clone(),
+            backoff: AuthBackoff {
+                free_failures: cfg.auth_free_failures,
+                max_wait: cfg.auth_max_backoff,
+            },
             max_upload,
             max_concurrent_uploads: cfg.max_concurrent_uploads,
             connections: ConnectionLimits {
@@ -186,6 +278,28 @@ impl AdminSettings {
             },
         })
     }
+}
+
+/// The one token of `admin.token` or the environment variable `var`.
+fn single_token(cfg: &AdminConfig, var: &str) -> Result<TokenSource> {
+    let token = match &cfg.token {
+        Some(t) => Some(t.clone()),
+        None => std::env::var(var).ok(),
+    }
+    .filter(|t| !t.trim().is_empty());
+    let Some(token) = token else {
+        return Ok(TokenSource::None);
+    };
+    if token.trim() != token {
+        bail!(
+            "the admin token has leading or trailing whitespace (a newline from `echo` or \
+             a file?): clients would send it trimmed and never match. Remove it."
+        );
+    }
+    if token.len() < 16 {
+        bail!("the admin token must be at least 16 characters");
+    }
+    Ok(TokenSource::Single(token))
 }
 
 #[cfg(test)]
@@ -209,10 +323,30 @@ mod tests {
         assert!(text.contains("not a loopback address"), "{text}");
         assert!(text.contains("WEIR_TEST_NO_SUCH_TOKEN_VAR"), "{text}");
         let ok = AdminSettings::resolve(&cfg("0.0.0.0:7878", Some("a-long-enough-token"))).unwrap();
-        assert!(ok.token.is_some());
+        assert!(matches!(ok.tokens, TokenSource::Single(_)));
         let local = AdminSettings::resolve(&cfg("127.0.0.1:0", None)).unwrap();
-        assert!(local.token.is_none());
+        assert!(local.tokens == TokenSource::None);
         assert_eq!(local.max_upload, 64 << 20);
+    }
+
+    #[test]
+    fn a_tokens_file_replaces_the_single_token_and_counts_as_one() {
+        let with_file = AdminConfig {
+            tokens_file: Some("/etc/weir/tokens.toml".into()),
+            token_env: None,
+            ..cfg("0.0.0.0:7878", None)
+        };
+        let ok = AdminSettings::resolve(&with_file).unwrap();
+        assert!(
+            matches!(ok.tokens, TokenSource::File(_)),
+            "no token needed beside it"
+        );
+        let both = AdminConfig {
+            token: Some("a-long-enough-token".into()),
+            ..with_file
+        };
+        let text = format!("{:#}", AdminSettings::resolve(&both).unwrap_err());
+        assert!(text.contains("replaces `admin.token`"), "{text}");
     }
 
     #[test]

@@ -720,6 +720,14 @@ impl PipelineConfig {
         if let Some(ca) = self.object_store.as_mut().and_then(|o| o.ca_file.as_mut()) {
             fix(ca);
         }
+        if let Some(admin) = &mut self.admin {
+            admin.tokens_file.iter_mut().for_each(fix);
+            if let Some(tls) = &mut admin.tls {
+                fix(&mut tls.cert_file);
+                fix(&mut tls.key_file);
+                tls.client_ca_file.iter_mut().for_each(fix);
+            }
+        }
         self.source.paths().into_iter().for_each(fix);
         for sink in self.sink.iter_mut() {
             sink.settings.paths().into_iter().for_each(fix);

@@ -14,7 +14,7 @@ pub mod validate;
 
 use crate::cluster::roster::ClusterStatus;
 use crate::operator_cache::OperatorCache;
-use crate::registry::{GoldenCheck, Origin, Registry, Shadow, Version};
+use crate::registry::{Actor, GoldenCheck, Origin, Registry, Shadow, Version};
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 use shadow::ShadowReport;
@@ -203,7 +203,7 @@ impl Control {
 
     /// Validates an upload and registers it; then stages, activates or
     /// shadows it. The pipeline keeps running its active version throughout.
-    pub fn upload(&self, upload: Upload, then: Then) -> Result<Listed, DeployError> {
+    pub fn upload(&self, upload: Upload, then: Then, by: &Actor) -> Result<Listed, DeployError> {
         let active = self.lock().registry.active().cloned();
         let active = active.ok_or_else(|| DeployError::Conflict("no active version".into()))?;
         let config_json = match upload.config_json {
@@ -249,7 +249,9 @@ impl Control {
             size: upload.wasm.len() as u64,
             golden,
         };
-        let version = inner.registry.change(|r| r.register(candidate.clone()))?;
+        let version = inner
+            .registry
+            .change(by, |r| r.register(candidate.clone()))?;
         self.operators.insert(Arc::new(loaded));
         tracing::info!(
             pipeline = %self.checks.runner.pipeline(),
@@ -262,10 +264,10 @@ impl Control {
         match then {
             Then::Stage => {}
             Then::Activate => {
-                self.activate(version.number)?;
+                self.activate(version.number, by)?;
             }
             Then::Shadow { key } => {
-                self.shadow(version.number, key)?;
+                self.shadow(version.number, key, by)?;
             }
         }
         self.listed(version.number)
@@ -396,17 +398,17 @@ impl Control {
     }
 
     /// Makes version `number` the one new epochs run with.
-    pub fn activate(&self, number: u32) -> Result<Listed, DeployError> {
+    pub fn activate(&self, number: u32, by: &Actor) -> Result<Listed, DeployError> {
         self.ensure_loaded(number)?;
         self.lock()
             .registry
-            .change(|r| r.activate(number, "activate", None))?;
+            .change(by, |r| r.activate(number, "activate", None))?;
         self.log_change("activated", number);
         self.listed(number)
     }
 
     /// Goes back to the previously active version, or to `to`.
-    pub fn roll_back(&self, to: Option<u32>) -> Result<Listed, DeployError> {
+    pub fn roll_back(&self, to: Option<u32>, by: &Actor) -> Result<Listed, DeployError> {
         let target = {
             let inner = self.lock();
             match to {
@@ -420,7 +422,7 @@ impl Control {
         let n = self
             .lock()
             .registry
-            .change(|r| r.roll_back(Some(target)))
+            .change(by, |r| r.roll_back(Some(target)))
             .map_err(|e| DeployError::Conflict(format!("{e:#}")))?;
         self.log_change("rolled back to", n);
         self.listed(n)
@@ -432,7 +434,7 @@ impl Control {
     /// Returns the version now active.
     pub fn auto_roll_back(&self, from: u32, reason: &str) -> anyhow::Result<Version> {
         let mut inner = self.lock();
-        let to = inner.registry.change(|r| {
+        let to = inner.registry.change(&Actor::engine(), |r| {
             if r.active().map(|v| v.number) != Some(from) {
                 anyhow::bail!("version {from} is no longer the active version");
             }
@@ -456,12 +458,17 @@ impl Control {
     }
 
     /// Runs version `number` in shadow from the next epoch on.
-    pub fn shadow(&self, number: u32, key: Option<String>) -> Result<Listed, DeployError> {
+    pub fn shadow(
+        &self,
+        number: u32,
+        key: Option<String>,
+        by: &Actor,
+    ) -> Result<Listed, DeployError> {
         self.ensure_loaded(number)?;
         let mut inner = self.lock();
         inner
             .registry
-            .change(|r| {
+            .change(by, |r| {
                 r.set_shadow(Some(Shadow {
                     version: number,
                     key: key.clone(),
@@ -475,22 +482,22 @@ impl Control {
     }
 
     /// Stops the shadow run.
-    pub fn unshadow(&self) -> Result<(), DeployError> {
+    pub fn unshadow(&self, by: &Actor) -> Result<(), DeployError> {
         let mut inner = self.lock();
         inner
             .registry
-            .change(|r| r.set_shadow(None))
+            .change(by, |r| r.set_shadow(None))
             .map_err(|e| DeployError::Conflict(format!("{e:#}")))?;
         inner.shadow_totals = None;
         Ok(())
     }
 
     /// Makes the shadow candidate active.
-    pub fn promote(&self) -> Result<Listed, DeployError> {
+    pub fn promote(&self, by: &Actor) -> Result<Listed, DeployError> {
         let n = self
             .lock()
             .registry
-            .change(Registry::promote)
+            .change(by, Registry::promote)
             .map_err(|e| DeployError::Conflict(format!("{e:#}")))?;
         self.lock().shadow_totals = None;
         self.log_change("promoted", n);
@@ -538,9 +545,19 @@ impl Control {
     }
 
     /// Every change of what runs (register, activate, rollback, shadow,
-    /// promote, unshadow), oldest first, for the dashboard.
+    /// promote, unshadow) and lookup refresh failure still in the registry
+    /// (the newest thousand), oldest first, for the dashboard and `weir audit`.
     pub fn events(&self) -> Vec<crate::registry::Event> {
         self.lock().registry.events().to_vec()
+    }
+
+    /// Records in the audit trail that Weir itself did or saw `action`
+    /// (a lookup table's refresh failing). A failure to record it is
+    /// logged, not raised: the epoch goes on.
+    pub fn record(&self, action: &str, note: String) {
+        if let Err(e) = self.lock().registry.record(&Actor::engine(), action, note) {
+            tracing::error!("recording `{action}` in the audit trail: {e:#}");
+        }
     }
 
     /// What runs now.

@@ -231,6 +231,22 @@ impl Pipeline {
         );
     }
 
+    /// Loads the lookup tables due for a refresh; a table that begins
+    /// failing to load is recorded in the audit trail.
+    fn refresh_lookups(&mut self) {
+        let failed_before = self.lookups.failed_refreshes;
+        for failure in self.lookups.refresh(&self.checkpoint) {
+            self.control.record(
+                "lookup-refresh-failed",
+                format!(
+                    "lookup `{}` keeps version {}: {}",
+                    failure.lookup, failure.kept, failure.error
+                ),
+            );
+        }
+        self.lookup_failures += self.lookups.failed_refreshes - failed_before;
+    }
+
     /// Writes `offsets/<epoch>` for `range` with the active operator.
     pub(super) fn write_offsets(
         &mut self,
@@ -239,7 +255,7 @@ impl Pipeline {
         kind: EntryKind,
     ) -> Result<OffsetEntry> {
         let migrate_from = self.last_digest.filter(|d| *d != self.active.digest);
-        self.lookup_failures += self.lookups.refresh(&self.checkpoint);
+        self.refresh_lookups();
         let entry = OffsetEntry {
             migrate_from,
             format: ENTRY_FORMAT,

@@ -1,0 +1,315 @@
+//! Who may call the admin API, and for what: named bearer tokens with a
+//! scope, kept as sha256 digests in a file that is read again whenever it
+//! changes, so a token is added, rotated or revoked without a restart.
+//!
+//! ```toml
+//! [[token]]
+//! name = "ci-deploy"
+//! scope = "deploy"
+//! sha256 = "sha256:4b2f…"   # `weir token new` prints the entry
+//! ```
+//!
+//! Scopes are nested: `read` (status, versions, progress, history,
+//! metrics, the dashboard) ⊂ `deploy` (upload, activate, shadow, promote,
+//! stop a shadow run) ⊂ `admin` (rollback). Tokens are random 256-bit
+//! strings, so one sha256 is enough to keep the file from being a list of
+//! passwords (a slow password hash protects guessable secrets; these are
+//! not).
+
+use crate::reload::Watched;
+use anyhow::{bail, Context, Result};
+use serde::Deserialize;
+use std::io::Read;
+use std::path::Path;
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use weir_core::Digest;
+use weir_engine::config::admin::TokenSource;
+
+/// What a token may do; each scope includes the ones before it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Scope {
+    /// Status, versions, progress, history, `/metrics`, the dashboard.
+    Read,
+    /// Upload, activate, shadow, promote, stop a shadow run.
+    Deploy,
+    /// Rollback.
+    Admin,
+}
+
+impl Scope {
+    /// The scope as written in the tokens file.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Scope::Read => "read",
+            Scope::Deploy => "deploy",
+            Scope::Admin => "admin",
+        }
+    }
+}
+
+impl std::str::FromStr for Scope {
+    type Err = anyhow::Error;
+
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "read" => Ok(Scope::Read),
+            "deploy" => Ok(Scope::Deploy),
+            "admin" => Ok(Scope::Admin),
+            other => bail!("scope must be read, deploy or admin, not `{other}`"),
+        }
+    }
+}
+
+/// A caller whose token was accepted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caller {
+    /// The token's name (`admin` for the single `admin.token`,
+    /// `anonymous` when the API has no token).
+    pub name: String,
+    pub scope: Scope,
+}
+
+/// Why a token was not accepted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    Missing,
+    Wrong,
+}
+
+/// One named token, as its digest.
+#[derive(Clone)]
+struct Known {
+    name: String,
+    scope: Scope,
+    digest: Digest,
+}
+
+/// The tokens the API accepts now.
+pub struct Tokens {
+    source: TokenSource,
+    known: RwLock<Arc<Vec<Known>>>,
+    watched: Mutex<Option<Watched>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    #[serde(default)]
+    token: Vec<Entry>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Entry {
+    name: String,
+    scope: Scope,
+    sha256: String,
+}
+
+impl Tokens {
+    /// The tokens of `source`: for a file, read now (an error if it cannot
+    /// be read or is not valid).
+    pub fn load(source: TokenSource) -> Result<Self> {
+        let (known, watched) = match &source {
+            TokenSource::None => (Vec::new(), None),
+            TokenSource::Single(token) => (
+                vec![Known {
+                    name: "admin".into(),
+                    scope: Scope::Admin,
+                    digest: Digest::of(token.as_bytes()),
+                }],
+                None,
+            ),
+            TokenSource::File(path) => {
+                let mut watched = Watched::new(vec![path.clone()]);
+                watched.changed();
+                (read_file(path)?, Some(watched))
+            }
+        };
+        Ok(Tokens {
+            source,
+            known: RwLock::new(Arc::new(known)),
+            watched: Mutex::new(watched),
+        })
+    }
+
+    /// Whether any token is required.
+    pub fn required(&self) -> bool {
+        self.source != TokenSource::None
+    }
+
+    /// Reads the tokens file again if it changed. A file that became
+    /// invalid is reported and the tokens before are kept.
+    pub fn reload_if_changed(&self) {
+        let TokenSource::File(path) = &self.source else {
+            return;
+        };
+        let mut watched = self.watched.lock().unwrap_or_else(PoisonError::into_inner);
+        if !watched.as_mut().is_some_and(Watched::changed) {
+            return;
+        }
+        match read_file(path) {
+            Ok(known) => {
+                let names: Vec<&str> = known.iter().map(|k| k.name.as_str()).collect();
+                tracing::info!(
+                    file = %path.display(),
+                    "admin tokens read again: {}",
+                    names.join(", ")
+                );
+                *self.known.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(known);
+            }
+            Err(e) => tracing::error!(
+                "admin tokens file changed but cannot be used; the tokens before stay: {e:#}"
+            ),
+        }
+    }
+
+    /// The caller a bearer token (`None`: no `Authorization` header)
+    /// belongs to.
+    pub fn check(&self, given: Option<&str>) -> std::result::Result<Caller, Refusal> {
+        if !self.required() {
+            return Ok(Caller {
+                name: "anonymous".into(),
+                scope: Scope::Admin,
+            });
+        }
+        let given = Digest::of(given.ok_or(Refusal::Missing)?.trim().as_bytes());
+        let known = self
+            .known
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        // Every entry is compared, in time independent of where digests
+        // differ.
+        let mut found = None;
+        for k in known.iter() {
+            if same_bytes(k.digest.hex().as_bytes(), given.hex().as_bytes()) {
+                found = Some(Caller {
+                    name: k.name.clone(),
+                    scope: k.scope,
+                });
+            }
+        }
+        found.ok_or(Refusal::Wrong)
+    }
+}
+
+/// Compares in time independent of where the first difference is.
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+/// Reads and checks a tokens file. Errors never quote a `sha256` value
+/// (someone may have pasted the token itself there).
+fn read_file(path: &Path) -> Result<Vec<Known>> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading the admin tokens file {}", path.display()))?;
+    let file: File = toml::from_str(&text).map_err(|e| {
+        anyhow::anyhow!(
+            "{} is not a valid tokens file ({}): expected [[token]] entries with name, scope \
+             and sha256",
+            path.display(),
+            e.message()
+        )
+    })?;
+    let mut known: Vec<Known> = Vec::new();
+    for entry in file.token {
+        if entry.name.is_empty()
+            || !entry
+                .name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.@".contains(c))
+        {
+            bail!(
+                "{}: token name `{}` must be letters, digits and - _ . @",
+                path.display(),
+                entry.name
+            );
+        }
+        if known.iter().any(|k| k.name == entry.name) {
+            bail!("{}: two tokens are named `{}`", path.display(), entry.name);
+        }
+        let digest: Digest = entry.sha256.parse().map_err(|_| {
+            anyhow::anyhow!(
+                "{}: token `{}`: `sha256` must be `sha256:` and 64 hex digits, the digest of \
+                 the token (`weir token new` prints it), never the token itself",
+                path.display(),
+                entry.name
+            )
+        })?;
+        known.push(Known {
+            name: entry.name,
+            scope: entry.scope,
+            digest,
+        });
+    }
+    if known.is_empty() {
+        tracing::warn!(
+            file = %path.display(),
+            "the admin tokens file has no tokens: every request but /v1/health is refused"
+        );
+    }
+    Ok(known)
+}
+
+/// A new random token (`weir_` and 64 hex digits: 256 bits from the
+/// operating system's generator).
+pub fn new_token() -> Result<String> {
+    let mut bytes = [0u8; 32];
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(&mut bytes))
+        .context("reading random bytes from /dev/urandom")?;
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    Ok(format!("weir_{hex}"))
+}
+
+/// The `[[token]]` entry of a tokens file for `token`.
+pub fn entry(name: &str, scope: Scope, token: &str) -> String {
+    format!(
+        "[[token]]\nname = \"{name}\"\nscope = \"{}\"\nsha256 = \"{}\"\n",
+        scope.as_str(),
+        Digest::of(token.as_bytes())
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_token_is_known_by_its_digest_and_its_scope_comes_with_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tokens.toml");
+        let (ro, ci) = (new_token().unwrap(), new_token().unwrap());
+        assert_ne!(ro, ci);
+        let text = entry("ro", Scope::Read, &ro) + &entry("ci", Scope::Deploy, &ci);
+        assert!(!text.contains(&ro) && !text.contains(&ci), "only digests");
+        std::fs::write(&path, text).unwrap();
+        let tokens = Tokens::load(TokenSource::File(path.clone())).unwrap();
+        assert_eq!(tokens.check(Some(&ro)).unwrap().scope, Scope::Read);
+        assert_eq!(tokens.check(Some(&ci)).unwrap().name, "ci");
+        assert_eq!(tokens.check(Some("weir_nope")), Err(Refusal::Wrong));
+        assert_eq!(tokens.check(None), Err(Refusal::Missing));
+    }
+
+    #[test]
+    fn a_bad_file_names_the_problem_without_quoting_the_hash_field() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tokens.toml");
+        std::fs::write(
+            &path,
+            "[[token]]\nname = \"x\"\nscope = \"read\"\nsha256 = \"weir_pasted_secret\"\n",
+        )
+        .unwrap();
+        let text = format!(
+            "{:#}",
+            Tokens::load(TokenSource::File(path.clone())).err().unwrap()
+        );
+        assert!(text.contains("never the token itself"), "{text}");
+        assert!(!text.contains("weir_pasted_secret"), "{text}");
+        std::fs::write(&path, "[[token]]\nname = \"x\"\nscope = \"root\"\n").unwrap();
+        let text = format!("{:#}", Tokens::load(TokenSource::File(path)).err().unwrap());
+        assert!(text.contains("not a valid tokens file"), "{text}");
+    }
+}

@@ -1,0 +1,141 @@
+//! `weir token new` and `weir audit` / `weir checkpoint audit`: making
+//! admin API tokens and reading who changed what.
+
+use anyhow::{bail, Context, Result};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use weir_admin::tokens::{self, Scope};
+use weir_engine::registry::Event;
+
+/// `weir token new`: prints a new token once; with `file`, adds its
+/// digest to the tokens file (created readable by its owner only), which
+/// a running admin API takes up within a second.
+pub(crate) fn new_token(name: &str, scope: Scope, file: Option<&Path>) -> Result<()> {
+    let token = tokens::new_token()?;
+    let entry = tokens::entry(name, scope, &token);
+    match file {
+        None => {
+            println!("{token}");
+            eprintln!(
+                "the token is printed once, above; only its digest is kept. Add this entry to \
+                 the file `admin.tokens_file` names:\n\n{entry}"
+            );
+        }
+        Some(path) => {
+            append_entry(path, name, &entry)?;
+            println!("{token}");
+            eprintln!(
+                "token `{name}` (scope {}) added to {}; a running admin API accepts it within \
+                 a second. The token is printed once, above; only its digest is kept.",
+                scope.as_str(),
+                path.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Appends `entry` to the tokens file, refusing a name it already has.
+fn append_entry(path: &Path, name: &str, entry: &str) -> Result<()> {
+    let existing = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+    };
+    let doc: toml::Table = toml::from_str(&existing)
+        .with_context(|| format!("{} is not a valid tokens file", path.display()))?;
+    let taken = doc
+        .get("token")
+        .and_then(|t| t.as_array())
+        .is_some_and(|list| {
+            list.iter()
+                .any(|t| t.get("name").and_then(|n| n.as_str()) == Some(name))
+        });
+    if taken {
+        bail!(
+            "{} already has a token named `{name}`: remove its entry first (that revokes it), \
+             or choose another name",
+            path.display()
+        );
+    }
+    let mut text = existing;
+    if !text.is_empty() && !text.ends_with("\n\n") {
+        text.push_str(if text.ends_with('\n') { "\n" } else { "\n\n" });
+    }
+    text.push_str(entry);
+    write_private(path, text.as_bytes())
+}
+
+/// Writes `bytes` to `path` through a temporary file readable by its owner
+/// only, renamed into place (a running API never reads half a file).
+fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let tmp = path.with_extension("tmp");
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&tmp)
+        .with_context(|| format!("creating {}", tmp.display()))?;
+    f.write_all(bytes)
+        .and_then(|()| f.sync_all())
+        .with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("replacing {}", path.display()))
+}
+
+/// Prints the audit trail: a table, or JSON.
+pub(crate) fn print_audit(events: &[Event], json: bool) -> Result<()> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(events)?);
+        return Ok(());
+    }
+    println!(
+        "{:>5}  {:<20}  {:<21}  {:>7}  {:<19}  {:<14}  {:<21}  note",
+        "seq", "when (UTC)", "action", "version", "component", "by", "client"
+    );
+    for e in events {
+        let when = u64::try_from(e.at_ms)
+            .map(|ms| {
+                humantime::format_rfc3339_seconds(
+                    std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms),
+                )
+                .to_string()
+            })
+            .unwrap_or_default();
+        let by = e.by.as_ref().map_or("", |a| a.name.as_str());
+        let client =
+            e.by.as_ref()
+                .and_then(|a| a.client.as_deref())
+                .unwrap_or("");
+        let mut note = e.note.clone().unwrap_or_default();
+        if let (Some(n), Some(d)) = (e.replaced, e.replaced_digest) {
+            let replaced = format!("replaced version {n} ({})", d.short());
+            note = if note.is_empty() {
+                replaced
+            } else {
+                format!("{replaced}; {note}")
+            };
+        }
+        println!(
+            "{:>5}  {:<20}  {:<21}  {:>7}  {:<19}  {:<14}  {:<21}  {note}",
+            e.seq,
+            when,
+            e.action,
+            e.version,
+            e.digest.map(|d| d.short()).unwrap_or_default(),
+            by,
+            client,
+        );
+    }
+    Ok(())
+}
+
+/// `weir checkpoint audit DIR`: the whole trail of a checkpoint, read
+/// from its files (no running pipeline needed).
+pub(crate) fn checkpoint_audit(dir: PathBuf, json: bool) -> Result<()> {
+    if !dir.is_dir() {
+        bail!("{} is not a checkpoint directory", dir.display());
+    }
+    print_audit(&weir_engine::registry::audit_trail(&dir)?, json)
+}
