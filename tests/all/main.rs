@@ -46,6 +46,7 @@ mod replay;
 mod s3_source;
 mod sandbox;
 mod scaffold;
+mod secrets;
 mod state;
 mod streaming;
 mod window_kinds;

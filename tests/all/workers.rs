@@ -559,6 +559,20 @@ fn a_deploy_and_a_rollback_through_either_worker_reach_every_partition() {
             .map(|v| v["number"].as_u64().unwrap())
             .collect();
         assert_eq!(active, [1], "w1 lists the rollback made through w2");
+        let audit: serde_json::Value =
+            serde_json::from_str(&weir_admin(&url1, &["audit", "--json"])).unwrap();
+        let rollbacks: Vec<&serde_json::Value> = audit
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["action"] == "rollback")
+            .collect();
+        assert_eq!(
+            rollbacks.len(),
+            1,
+            "w1's audit trail has the rollback made through w2 once: {audit}"
+        );
+        assert!(rollbacks[0]["by"]["client"].is_string(), "{audit}");
 
         // Two uploads through different workers at once: the registry is
         // replaced only at the version each read, so neither is lost.

@@ -124,11 +124,18 @@ impl Target {
             None => request,
         };
         let response = request.send().map_err(|e| {
+            let cause = error_chain(&e);
+            let hint = if cause.contains("certificate") || cause.contains("tls") {
+                "The TLS handshake failed: give the server's authority with --ca-file \
+                 (WEIR_ADMIN_CA_FILE), and a client certificate with --client-cert and \
+                 --client-key if the API requires one."
+            } else {
+                "Is `weir run` running with an [admin] section (or --admin)? Point --admin / \
+                 WEIR_ADMIN_URL at it."
+            };
             anyhow::anyhow!(
-                "cannot reach the admin API at {}: {}. Is `weir run` running with an \
-                 [admin] section (or --admin)? Point --admin / WEIR_ADMIN_URL at it.",
-                self.url,
-                error_chain(&e)
+                "cannot reach the admin API at {}: {cause}. {hint}",
+                self.url
             )
         })?;
         let value = answer(response)?;

@@ -297,9 +297,19 @@ fn check_caller(app: &App, request: &Request) -> Result<Caller, Denied> {
     if let Some(ip) = ip {
         app.backoff.succeeded(ip);
     }
-    let needed = required_scope(request.method(), request.uri().path());
+    let needed = required_scope(request.method(), &full_path(request));
     check_scope(&caller, needed, request).map_err(Denied::Refused)?;
     Ok(caller)
+}
+
+/// The request's path as the client sent it (routes nested under
+/// `/v1/pipelines/{name}` see only the rest).
+fn full_path(request: &Request) -> String {
+    request
+        .extensions()
+        .get::<axum::extract::OriginalUri>()
+        .map_or(request.uri().path(), |u| u.0.path())
+        .to_string()
 }
 
 fn unauthorised(refusal: Refusal) -> ApiError {
@@ -324,7 +334,7 @@ fn check_scope(caller: &Caller, needed: Scope, request: &Request) -> ApiResult<(
             caller.name,
             caller.scope.as_str(),
             request.method(),
-            request.uri().path(),
+            full_path(request),
             needed.as_str()
         ),
     ))

@@ -68,7 +68,13 @@ pub(super) async fn serve(
             _ = &mut shutdown => return,
         };
         let (stream, peer) = match accepted {
-            Ok(accepted) => accepted,
+            // Small writes go out at once: a TLS handshake's flights and
+            // session tickets otherwise wait on the client's delayed ACK
+            // (~40 ms per connection).
+            Ok(accepted) => {
+                let _ = accepted.0.set_nodelay(true);
+                accepted
+            }
             Err(e) => {
                 // EMFILE/ENFILE and the like: the connection waits in the
                 // backlog; try again shortly instead of spinning.

@@ -7,7 +7,7 @@ pub mod cluster;
 pub mod lookup;
 pub mod sinks;
 
-pub use admin::{AdminConfig, AdminSettings, ConnectionLimits};
+pub use admin::{AdminConfig, AdminSettings, AdminTlsConfig, ConnectionLimits};
 pub use cluster::{Assignment, ClusterConfig};
 
 use anyhow::{bail, Context, Result};
@@ -547,6 +547,35 @@ pub fn parse_size(text: &str) -> Result<usize> {
         .with_context(|| format!("`{text}` is too large"))
 }
 
+/// A TOML error as toml prints it (with the lines it points at), unless
+/// those lines may hold a secret (a password, token or key written in
+/// clear, or a connection string with a password): then only the
+/// message and the line number, so a refusal never repeats the secret.
+fn describe_toml_error(text: &str, e: &toml::de::Error) -> String {
+    let Some(span) = e.span() else {
+        return e.to_string();
+    };
+    let start = text[..span.start.min(text.len())]
+        .rfind('\n')
+        .map_or(0, |i| i + 1);
+    let end = text[span.end.min(text.len())..]
+        .find('\n')
+        .map_or(text.len(), |i| span.end + i);
+    let shown = text[start..end].to_ascii_lowercase();
+    let secret_like = ["password", "secret", "token", "passphrase", "private"]
+        .iter()
+        .any(|word| shown.contains(word))
+        || shown.contains("://") && shown.contains('@');
+    if !secret_like {
+        return e.to_string();
+    }
+    let line = text[..start].matches('\n').count() + 1;
+    format!(
+        "TOML error at line {line} (the line is not shown: it may hold a secret)\n{}",
+        e.message()
+    )
+}
+
 impl PipelineConfig {
     /// Reads and validates a pipeline file; relative paths are taken from the
     /// file's directory.
@@ -562,7 +591,8 @@ impl PipelineConfig {
 
     /// Parses and validates config text; relative paths are joined to `base`.
     pub fn parse(text: &str, base: &Path) -> Result<Self> {
-        let mut cfg: PipelineConfig = toml::from_str(text).map_err(|e| anyhow::anyhow!("{e}"))?;
+        let mut cfg: PipelineConfig = toml::from_str(text)
+            .map_err(|e| anyhow::anyhow!("{}", describe_toml_error(text, &e)))?;
         cfg.validate()?;
         cfg.take_checkpoint_url()?;
         cfg.check_cluster()?;
@@ -1092,6 +1122,28 @@ path = "out"
             "{:#}",
             PipelineConfig::parse(text, Path::new("/base")).unwrap_err()
         )
+    }
+
+    #[test]
+    fn a_refusal_never_shows_a_line_holding_a_secret() {
+        let text = "name = \"x\"\ncheckpoint = \"c\"\nsource = { kind = \"kafka\", \
+                    bootstrap_servers = \"b:1\", topics = [\"t\"], sasl = { mechanism = \"PLAIN\", \
+                    username = \"u\", password = \"hunter2-in-clear\" } }\n";
+        let err = format!(
+            "{:#}",
+            PipelineConfig::parse(text, Path::new(".")).unwrap_err()
+        );
+        assert!(!err.contains("hunter2-in-clear"), "{err}");
+        assert!(err.contains("line 3"), "{err}");
+        let plain = "name = 1\n";
+        let err = format!(
+            "{:#}",
+            PipelineConfig::parse(plain, Path::new(".")).unwrap_err()
+        );
+        assert!(
+            err.contains("name = 1"),
+            "other errors show their line: {err}"
+        );
     }
 
     #[test]
