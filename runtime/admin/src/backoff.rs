@@ -1,11 +1,15 @@
 //! Slowing down a client that keeps sending wrong tokens: after
-//! `free_failures` failed checks, each further one makes the client's
+//! `free_failures` wrong tokens, each further one makes the client's
 //! address wait (1s, 2s, 4s… up to `max_wait`) before any request of it
 //! is looked at again; its requests meanwhile are answered 429 with
 //! `Retry-After` without checking the token (so guessing goes no faster
-//! than the waits allow). An accepted token clears the count. Clients are
-//! told apart by IP address; the table is bounded, so addresses sprayed
-//! by an attacker cannot exhaust memory.
+//! than the waits allow). A request without a token is not a guess and
+//! is not counted. An accepted token does not clear the count (else one
+//! good token would buy unlimited guesses at another); a client quiet for
+//! twice the longest wait starts afresh. Clients are told apart by IPv4
+//! address or IPv6 /64 (one host usually holds a whole /64); the table is
+//! bounded, the oldest entries giving way, so addresses sprayed by an
+//! attacker cannot exhaust memory.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -46,6 +50,7 @@ impl Backoff {
 
     /// How long `client` must still wait, if it must.
     pub fn waiting(&self, client: IpAddr) -> Option<Duration> {
+        let client = group(client);
         let now = Instant::now();
         let wait = self
             .lock()
@@ -61,14 +66,21 @@ impl Backoff {
 
     /// Counts a failed check of `client`.
     pub fn failed(&self, client: IpAddr) {
+        let client = group(client);
         self.failures.fetch_add(1, Ordering::Relaxed);
         let now = Instant::now();
         let mut clients = self.lock();
         if clients.len() >= MAX_CLIENTS && !clients.contains_key(&client) {
-            // Keep those that must wait; forget the rest.
+            // Those that need not wait go first, then the one quiet longest.
             clients.retain(|_, f| f.until.is_some_and(|u| u > now));
             if clients.len() >= MAX_CLIENTS {
-                return;
+                let oldest = clients
+                    .iter()
+                    .min_by_key(|(_, f)| f.last)
+                    .map(|(ip, _)| *ip);
+                if let Some(ip) = oldest {
+                    clients.remove(&ip);
+                }
             }
         }
         let f = clients.entry(client).or_insert(Failures {
@@ -82,7 +94,10 @@ impl Backoff {
         }
         f.count = f.count.saturating_add(1);
         f.last = now;
-        if let Some(over) = f.count.checked_sub(self.cfg.free_failures + 1) {
+        if let Some(over) = f
+            .count
+            .checked_sub(self.cfg.free_failures.saturating_add(1))
+        {
             let wait = Duration::from_secs(1)
                 .saturating_mul(1u32 << over.min(20))
                 .min(self.cfg.max_wait);
@@ -90,16 +105,22 @@ impl Backoff {
         }
     }
 
-    /// Clears `client`'s count after an accepted token.
-    pub fn succeeded(&self, client: IpAddr) {
-        let mut clients = self.lock();
-        if !clients.is_empty() {
-            clients.remove(&client);
-        }
-    }
-
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<IpAddr, Failures>> {
         self.clients.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The key a client is counted under: its IPv4 address, or its IPv6 /64.
+fn group(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V4(_) => ip,
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => IpAddr::V4(v4),
+            None => {
+                let prefix = u128::from(v6) & !((1u128 << 64) - 1);
+                IpAddr::V6(prefix.into())
+            }
+        },
     }
 }
 
@@ -129,8 +150,15 @@ mod tests {
             "capped at 4s"
         );
         assert!(b.waiting(good).is_none());
-        b.succeeded(bad);
-        assert!(b.waiting(bad).is_none());
         assert_eq!(b.failures.load(Ordering::Relaxed), 13);
+        // One host's IPv6 /64 is one client.
+        let (one, other): (IpAddr, IpAddr) = (
+            "2001:db8::1".parse().unwrap(),
+            "2001:db8::ffff:2".parse().unwrap(),
+        );
+        for _ in 0..3 {
+            b.failed(one);
+        }
+        assert!(b.waiting(other).is_some());
     }
 }

@@ -288,14 +288,16 @@ fn check_caller(app: &App, request: &Request) -> Result<Caller, Denied> {
     let caller = match app.tokens.check(given) {
         Ok(caller) => caller,
         Err(refusal) => {
-            if let Some(ip) = ip {
+            // A request without a token is not a guess (a dashboard
+            // opened without one).
+            if let (Some(ip), Refusal::Wrong) = (ip, refusal) {
                 app.backoff.failed(ip);
             }
             return Err(Denied::Refused(unauthorised(refusal)));
         }
     };
-    if let Some(ip) = ip {
-        app.backoff.succeeded(ip);
+    if !app.tokens.required() {
+        check_same_origin(request).map_err(Denied::Refused)?;
     }
     let needed = required_scope(request.method(), &full_path(request));
     check_scope(&caller, needed, request).map_err(Denied::Refused)?;
@@ -310,6 +312,43 @@ fn full_path(request: &Request) -> String {
         .get::<axum::extract::OriginalUri>()
         .map_or(request.uri().path(), |u| u.0.path())
         .to_string()
+}
+
+/// Without a token the API trusts whoever reaches the loopback address
+/// it listens on; a web page the user visits reaches it too. Refused: a
+/// request a browser marks as coming from another site (`Origin`), and
+/// one addressed to a name other than an IP address or `localhost` (a
+/// DNS-rebinding page's own name).
+fn check_same_origin(request: &Request) -> ApiResult<()> {
+    let header = |name| request.headers().get(name).and_then(|v| v.to_str().ok());
+    let host = header(header::HOST).unwrap_or("");
+    let name = host
+        .rsplit_once(':')
+        .filter(|(_, port)| port.chars().all(|c| c.is_ascii_digit()))
+        .map_or(host, |(name, _)| name)
+        .trim_start_matches('[')
+        .trim_end_matches(']');
+    if !name.is_empty() && name != "localhost" && name.parse::<std::net::IpAddr>().is_err() {
+        return Err(ApiError(
+            StatusCode::FORBIDDEN,
+            format!(
+                "this admin API has no token, so it answers only requests addressed to an IP \
+                 address or localhost, not `{host}`; set tokens to reach it by name"
+            ),
+        ));
+    }
+    if let Some(origin) = header(header::ORIGIN) {
+        let same = ["http://", "https://"]
+            .iter()
+            .any(|scheme| origin.strip_prefix(scheme) == Some(host));
+        if !same {
+            return Err(ApiError(
+                StatusCode::FORBIDDEN,
+                format!("a request from the web page at {origin} is refused (cross-origin)"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn unauthorised(refusal: Refusal) -> ApiError {
@@ -410,14 +449,15 @@ async fn metrics(State(app): State<App>) -> impl IntoResponse {
             header::CONTENT_TYPE,
             "application/openmetrics-text; version=1.0.0; charset=utf-8",
         )],
-        with_auth_counters(app.telemetry.metrics_text(), &app.backoff),
+        with_auth_counters(app.telemetry.metrics_text(), &app),
     )
 }
 
 /// The pipeline's metrics with the admin API's failed token checks and
 /// throttled requests added before the closing `# EOF`.
-fn with_auth_counters(text: String, backoff: &Backoff) -> String {
+fn with_auth_counters(text: String, app: &App) -> String {
     use std::sync::atomic::Ordering::Relaxed;
+    let backoff = &app.backoff;
     let body = text.strip_suffix("# EOF\n").unwrap_or(&text);
     format!(
         "{body}# HELP weir_admin_auth_failures Requests to the admin API with a missing or wrong token.\n\
@@ -425,9 +465,13 @@ fn with_auth_counters(text: String, backoff: &Backoff) -> String {
          weir_admin_auth_failures_total {}\n\
          # HELP weir_admin_auth_throttled Requests answered 429 because their client sent too many wrong tokens.\n\
          # TYPE weir_admin_auth_throttled counter\n\
-         weir_admin_auth_throttled_total {}\n# EOF\n",
+         weir_admin_auth_throttled_total {}\n\
+         # HELP weir_admin_tokens_file_ok 1 if the tokens file read last was valid; 0: an edit is refused (the tokens before it stay) or the file is gone (every token revoked).\n\
+         # TYPE weir_admin_tokens_file_ok gauge\n\
+         weir_admin_tokens_file_ok {}\n# EOF\n",
         backoff.failures.load(Relaxed),
-        backoff.throttled.load(Relaxed)
+        backoff.throttled.load(Relaxed),
+        u8::from(app.tokens.file_ok.load(Relaxed))
     )
 }
 
@@ -609,13 +653,43 @@ async fn unshadow(
     State(app): State<App>,
     Extension(actor): Extension<Actor>,
 ) -> ApiResult<impl IntoResponse> {
-    app.control.unshadow(&actor)?;
+    let control = app.control.clone();
+    blocking(move || control.unshadow(&actor)).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn request(host: &str, origin: Option<&str>) -> Request {
+        let mut r = axum::http::Request::builder()
+            .method(Method::POST)
+            .uri("/v1/pipelines/p/rollback")
+            .header(header::HOST, host);
+        if let Some(o) = origin {
+            r = r.header(header::ORIGIN, o);
+        }
+        r.body(axum::body::Body::empty()).unwrap()
+    }
+
+    #[test]
+    fn without_a_token_only_requests_to_an_address_from_no_other_page_are_let_in() {
+        for host in [
+            "127.0.0.1:7878",
+            "localhost:7878",
+            "[::1]:7878",
+            "localhost",
+        ] {
+            assert!(check_same_origin(&request(host, None)).is_ok(), "{host}");
+        }
+        let same = request("127.0.0.1:7878", Some("http://127.0.0.1:7878"));
+        assert!(check_same_origin(&same).is_ok());
+        let other_page = request("127.0.0.1:7878", Some("https://evil.example"));
+        assert!(check_same_origin(&other_page).is_err());
+        let rebound = request("evil.example:7878", Some("http://evil.example:7878"));
+        assert!(check_same_origin(&rebound).is_err());
+    }
 
     #[test]
     fn reading_needs_read_changing_needs_deploy_and_rollback_needs_admin() {

@@ -90,6 +90,31 @@ pub struct Tokens {
     source: TokenSource,
     known: RwLock<Arc<Vec<Known>>>,
     watched: Mutex<Option<Watched>>,
+    /// Whether the tokens file read last was valid (for `/metrics`).
+    pub file_ok: std::sync::atomic::AtomicBool,
+}
+
+/// Names Weir gives actors itself in the audit trail: no token takes one.
+pub const RESERVED_NAMES: [&str; 5] = ["engine", "pipeline-file", "watch", "anonymous", "admin"];
+
+/// Whether `name` may name a token; the reason if not.
+pub fn check_name(name: &str) -> std::result::Result<(), String> {
+    if name.is_empty()
+        || name.len() > 64
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.@".contains(c))
+    {
+        return Err(format!(
+            "token name `{name}` must be 1 to 64 letters, digits and - _ . @"
+        ));
+    }
+    if RESERVED_NAMES.contains(&name) {
+        return Err(format!(
+            "token name `{name}` is reserved: the audit trail uses it for Weir's own changes"
+        ));
+    }
+    Ok(())
 }
 
 #[derive(Deserialize)]
@@ -131,6 +156,7 @@ impl Tokens {
             source,
             known: RwLock::new(Arc::new(known)),
             watched: Mutex::new(watched),
+            file_ok: std::sync::atomic::AtomicBool::new(true),
         })
     }
 
@@ -140,7 +166,8 @@ impl Tokens {
     }
 
     /// Reads the tokens file again if it changed. A file that became
-    /// invalid is reported and the tokens before are kept.
+    /// invalid (a half-made edit) is reported and the tokens before are
+    /// kept; a file that was removed revokes every token.
     pub fn reload_if_changed(&self) {
         let TokenSource::File(path) = &self.source else {
             return;
@@ -149,8 +176,20 @@ impl Tokens {
         if !watched.as_mut().is_some_and(Watched::changed) {
             return;
         }
+        if !path.exists() {
+            tracing::error!(
+                file = %path.display(),
+                "the admin tokens file is gone: every token is revoked until it is back"
+            );
+            *self.known.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(Vec::new());
+            self.file_ok
+                .store(false, std::sync::atomic::Ordering::Relaxed);
+            return;
+        }
         match read_file(path) {
             Ok(known) => {
+                self.file_ok
+                    .store(true, std::sync::atomic::Ordering::Relaxed);
                 let names: Vec<&str> = known.iter().map(|k| k.name.as_str()).collect();
                 tracing::info!(
                     file = %path.display(),
@@ -159,9 +198,14 @@ impl Tokens {
                 );
                 *self.known.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(known);
             }
-            Err(e) => tracing::error!(
-                "admin tokens file changed but cannot be used; the tokens before stay: {e:#}"
-            ),
+            Err(e) => {
+                self.file_ok
+                    .store(false, std::sync::atomic::Ordering::Relaxed);
+                tracing::error!(
+                    "admin tokens file changed but cannot be used; the tokens before stay (a \
+                     token removed from it is NOT yet revoked): {e:#}"
+                )
+            }
         }
     }
 
@@ -200,55 +244,61 @@ fn same_bytes(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-/// Reads and checks a tokens file. Errors never quote a `sha256` value
-/// (someone may have pasted the token itself there).
+/// Reads and checks a tokens file.
 fn read_file(path: &Path) -> Result<Vec<Known>> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("reading the admin tokens file {}", path.display()))?;
-    let file: File = toml::from_str(&text).map_err(|e| {
-        anyhow::anyhow!(
-            "{} is not a valid tokens file ({}): expected [[token]] entries with name, scope \
-             and sha256",
-            path.display(),
-            e.message()
-        )
-    })?;
-    let mut known: Vec<Known> = Vec::new();
-    for entry in file.token {
-        if entry.name.is_empty()
-            || !entry
-                .name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "-_.@".contains(c))
-        {
-            bail!(
-                "{}: token name `{}` must be letters, digits and - _ . @",
-                path.display(),
-                entry.name
-            );
-        }
-        if known.iter().any(|k| k.name == entry.name) {
-            bail!("{}: two tokens are named `{}`", path.display(), entry.name);
-        }
-        let digest: Digest = entry.sha256.parse().map_err(|_| {
-            anyhow::anyhow!(
-                "{}: token `{}`: `sha256` must be `sha256:` and 64 hex digits, the digest of \
-                 the token (`weir token new` prints it), never the token itself",
-                path.display(),
-                entry.name
-            )
-        })?;
-        known.push(Known {
-            name: entry.name,
-            scope: entry.scope,
-            digest,
-        });
-    }
+    let known = parse(&text, &path.display().to_string())?;
     if known.is_empty() {
         tracing::warn!(
             file = %path.display(),
             "the admin tokens file has no tokens: every request but /v1/health is refused"
         );
+    }
+    Ok(known)
+}
+
+/// Checks the text of a tokens file (`origin` names it in errors), e.g.
+/// before `weir token new` writes it. Errors never quote a `sha256`
+/// value or the line holding it (someone may have pasted the token
+/// itself there).
+pub fn check_text(text: &str, origin: &str) -> Result<()> {
+    parse(text, origin).map(drop)
+}
+
+fn parse(text: &str, origin: &str) -> Result<Vec<Known>> {
+    let file: File = toml::from_str(text).map_err(|e| {
+        anyhow::anyhow!(
+            "{origin} is not a valid tokens file ({}): expected [[token]] entries with name, \
+             scope and sha256",
+            e.message()
+        )
+    })?;
+    let mut known: Vec<Known> = Vec::new();
+    for entry in file.token {
+        check_name(&entry.name).map_err(|m| anyhow::anyhow!("{origin}: {m}"))?;
+        if known.iter().any(|k| k.name == entry.name) {
+            bail!("{origin}: two tokens are named `{}`", entry.name);
+        }
+        let digest: Digest = entry.sha256.parse().map_err(|_| {
+            anyhow::anyhow!(
+                "{origin}: token `{}`: `sha256` must be `sha256:` and 64 hex digits, the digest \
+                 of the token (`weir token new` prints it), never the token itself",
+                entry.name
+            )
+        })?;
+        if let Some(twin) = known.iter().find(|k| k.digest == digest) {
+            bail!(
+                "{origin}: tokens `{}` and `{}` are the same token",
+                twin.name,
+                entry.name
+            );
+        }
+        known.push(Known {
+            name: entry.name,
+            scope: entry.scope,
+            digest,
+        });
     }
     Ok(known)
 }
@@ -309,7 +359,35 @@ mod tests {
         assert!(text.contains("never the token itself"), "{text}");
         assert!(!text.contains("weir_pasted_secret"), "{text}");
         std::fs::write(&path, "[[token]]\nname = \"x\"\nscope = \"root\"\n").unwrap();
-        let text = format!("{:#}", Tokens::load(TokenSource::File(path)).err().unwrap());
+        let text = format!(
+            "{:#}",
+            Tokens::load(TokenSource::File(path.clone())).err().unwrap()
+        );
         assert!(text.contains("not a valid tokens file"), "{text}");
+        let unquoted = "[[token]]\nname = \"x\"\nscope = \"read\"\nsha256 = weir_pasted_bare\n";
+        let text = format!("{:#}", check_text(unquoted, "t.toml").unwrap_err());
+        assert!(!text.contains("weir_pasted_bare"), "{text}");
+        let engine = entry("engine", Scope::Admin, "weir_x");
+        let text = format!("{:#}", check_text(&engine, "t.toml").unwrap_err());
+        assert!(text.contains("reserved"), "{text}");
+    }
+
+    #[test]
+    fn removing_the_file_revokes_every_token_and_a_broken_edit_keeps_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tokens.toml");
+        let t = new_token().unwrap();
+        std::fs::write(&path, entry("ci", Scope::Deploy, &t)).unwrap();
+        let tokens = Tokens::load(TokenSource::File(path.clone())).unwrap();
+        std::fs::write(&path, "[[token]\n").unwrap();
+        tokens.reload_if_changed();
+        assert!(
+            tokens.check(Some(&t)).is_ok(),
+            "a half-made edit keeps the tokens"
+        );
+        assert!(!tokens.file_ok.load(std::sync::atomic::Ordering::Relaxed));
+        std::fs::remove_file(&path).unwrap();
+        tokens.reload_if_changed();
+        assert_eq!(tokens.check(Some(&t)), Err(Refusal::Wrong), "revoked");
     }
 }

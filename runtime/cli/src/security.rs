@@ -11,6 +11,7 @@ use weir_engine::registry::Event;
 /// digest to the tokens file (created readable by its owner only), which
 /// a running admin API takes up within a second.
 pub(crate) fn new_token(name: &str, scope: Scope, file: Option<&Path>) -> Result<()> {
+    tokens::check_name(name).map_err(anyhow::Error::msg)?;
     let token = tokens::new_token()?;
     let entry = tokens::entry(name, scope, &token);
     match file {
@@ -35,15 +36,25 @@ pub(crate) fn new_token(name: &str, scope: Scope, file: Option<&Path>) -> Result
     Ok(())
 }
 
-/// Appends `entry` to the tokens file, refusing a name it already has.
+/// Appends `entry` to the tokens file, refusing a name it already has;
+/// the file is checked whole before it replaces the old one (a running
+/// API must never be handed a file it refuses: it would keep the tokens
+/// it has, revocations included).
 fn append_entry(path: &Path, name: &str, entry: &str) -> Result<()> {
-    let existing = match std::fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+    let (existing, mode, owner) = match std::fs::read_to_string(path) {
+        Ok(text) => {
+            use std::os::unix::fs::MetadataExt;
+            let meta =
+                std::fs::metadata(path).with_context(|| format!("reading {}", path.display()))?;
+            (text, meta.mode() & 0o777, Some((meta.uid(), meta.gid())))
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => (String::new(), 0o600, None),
         Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
     };
+    let origin = path.display().to_string();
+    tokens::check_text(&existing, &origin)?;
     let doc: toml::Table = toml::from_str(&existing)
-        .with_context(|| format!("{} is not a valid tokens file", path.display()))?;
+        .map_err(|e| anyhow::anyhow!("{origin} is not a valid tokens file ({})", e.message()))?;
     let taken = doc
         .get("token")
         .and_then(|t| t.as_array())
@@ -53,9 +64,8 @@ fn append_entry(path: &Path, name: &str, entry: &str) -> Result<()> {
         });
     if taken {
         bail!(
-            "{} already has a token named `{name}`: remove its entry first (that revokes it), \
-             or choose another name",
-            path.display()
+            "{origin} already has a token named `{name}`: remove its entry first (that revokes \
+             it), or choose another name"
         );
     }
     let mut text = existing;
@@ -63,25 +73,35 @@ fn append_entry(path: &Path, name: &str, entry: &str) -> Result<()> {
         text.push_str(if text.ends_with('\n') { "\n" } else { "\n\n" });
     }
     text.push_str(entry);
-    write_private(path, text.as_bytes())
+    tokens::check_text(&text, &origin)?;
+    write_replacing(path, text.as_bytes(), mode, owner)
 }
 
-/// Writes `bytes` to `path` through a temporary file readable by its owner
-/// only, renamed into place (a running API never reads half a file).
-fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
+/// Writes `bytes` to `path` through a new temporary file with `mode` and
+/// `owner` (those of the file it replaces; never a file that was there,
+/// so no symlink is followed), renamed into place, so a running API
+/// never reads half a file.
+fn write_replacing(path: &Path, bytes: &[u8], mode: u32, owner: Option<(u32, u32)>) -> Result<()> {
     use std::os::unix::fs::OpenOptionsExt;
-    let tmp = path.with_extension("tmp");
+    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
     let mut f = std::fs::OpenOptions::new()
         .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
+        .create_new(true)
+        .mode(mode)
         .open(&tmp)
         .with_context(|| format!("creating {}", tmp.display()))?;
-    f.write_all(bytes)
+    if let Some((uid, gid)) = owner {
+        // Only root can give a file away; anyone else already owns it.
+        let _ = std::os::unix::fs::fchown(&f, Some(uid), Some(gid));
+    }
+    let written = f
+        .write_all(bytes)
         .and_then(|()| f.sync_all())
-        .with_context(|| format!("writing {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("replacing {}", path.display()))
+        .and_then(|()| std::fs::rename(&tmp, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written.with_context(|| format!("replacing {}", path.display()))
 }
 
 /// Prints the audit trail: a table, or JSON.

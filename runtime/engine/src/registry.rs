@@ -123,8 +123,8 @@ impl Actor {
 /// One change of what runs: an entry of the audit trail.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Event {
-    /// 1, 2, 3… in the order the changes were made (0: recorded before
-    /// events were numbered).
+    /// 1, 2, 3… in the order the changes were made (events recorded
+    /// before events were numbered get theirs when the registry is read).
     #[serde(default)]
     pub seq: u64,
     pub at_ms: i64,
@@ -176,6 +176,27 @@ struct Document {
     last_seq: u64,
 }
 
+impl Document {
+    /// Numbers events recorded before events were numbered (seq 0), in
+    /// their order, so every event has a `seq` of its own. Every reader of
+    /// the same document numbers them alike.
+    fn number_old_events(mut self) -> Self {
+        if self.events.iter().any(|e| e.seq == 0) {
+            let mut seq = 0;
+            for e in &mut self.events {
+                seq = if e.seq == 0 {
+                    seq + 1
+                } else {
+                    e.seq.max(seq + 1)
+                };
+                e.seq = seq;
+            }
+            self.last_seq = self.last_seq.max(seq);
+        }
+        self
+    }
+}
+
 /// The registry file, loaded; every change is written through atomically.
 pub struct Registry {
     path: PathBuf,
@@ -223,8 +244,9 @@ impl SharedSource {
         if known == Some(tag.as_str()) {
             return Ok(None);
         }
-        let doc = serde_json::from_slice(&bytes)
-            .with_context(|| format!("the shared registry {} is not valid", self.path.display()))?;
+        let doc = serde_json::from_slice::<Document>(&bytes)
+            .with_context(|| format!("the shared registry {} is not valid", self.path.display()))?
+            .number_old_events();
         Ok(Some(Fetched { doc, tag }))
     }
 }
@@ -281,8 +303,7 @@ pub fn audit_trail(root: &Path) -> Result<Vec<Event>> {
     }
     events.extend(registry.doc.events);
     let mut seen = std::collections::HashSet::new();
-    events.retain(|e| e.seq == 0 || seen.insert(e.seq));
-    // Stable: unnumbered events (the oldest) keep their order, first.
+    events.retain(|e| seen.insert(e.seq));
     events.sort_by_key(|e| e.seq);
     Ok(events)
 }
@@ -315,8 +336,9 @@ impl Registry {
         fsutil::create_dir_durable(&dir)?;
         let path = dir.join("registry.json");
         let doc = match std::fs::read(&path) {
-            Ok(bytes) => serde_json::from_slice(&bytes)
-                .with_context(|| format!("{} is not a valid registry", path.display()))?,
+            Ok(bytes) => serde_json::from_slice::<Document>(&bytes)
+                .with_context(|| format!("{} is not a valid registry", path.display()))?
+                .number_old_events(),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Document::default(),
             Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
         };
@@ -399,8 +421,9 @@ impl Registry {
         let path = root.join("operators").join("registry.json");
         match std::fs::read(&path) {
             Ok(bytes) => Ok(Some(Registry {
-                doc: serde_json::from_slice(&bytes)
-                    .with_context(|| format!("{} is not a valid registry", path.display()))?,
+                doc: serde_json::from_slice::<Document>(&bytes)
+                    .with_context(|| format!("{} is not a valid registry", path.display()))?
+                    .number_old_events(),
                 path,
                 actor: None,
                 mirror: None,
@@ -480,7 +503,10 @@ impl Registry {
             return Ok(());
         }
         let old: Vec<Event> = self.doc.events.drain(..ARCHIVED_AT_ONCE).collect();
-        let path = archive_dir(&self.path).join(format!("{:020}.json", old[0].seq));
+        // Named by the first and last `seq` it holds: unique, and the same
+        // name (and content) if a change that lost a race archives again.
+        let (first, last) = (old[0].seq, old[old.len() - 1].seq);
+        let path = archive_dir(&self.path).join(format!("{first:020}-{last:020}.json"));
         let mut bytes = serde_json::to_vec_pretty(&old)?;
         bytes.push(b'\n');
         if let Some(dir) = path.parent() {
@@ -851,6 +877,41 @@ mod tests {
         assert_eq!(trail.len(), EVENTS_KEPT + 4, "every event kept, once");
         let seqs: Vec<u64> = trail.iter().map(|e| e.seq).collect();
         assert_eq!(seqs, (1..=EVENTS_KEPT as u64 + 4).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn events_recorded_before_numbering_are_numbered_and_archived_without_loss() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut r = Registry::open(dir.path()).unwrap();
+        let a = r.register(version("a")).unwrap().number;
+        // A registry as older versions wrote it: a full list of events
+        // without `seq`.
+        let old = Event {
+            seq: 0,
+            at_ms: 1,
+            action: "activate".into(),
+            version: a,
+            digest: None,
+            config_digest: None,
+            replaced: None,
+            replaced_digest: None,
+            note: None,
+            by: None,
+        };
+        r.doc.events = vec![old; EVENTS_KEPT];
+        r.doc.last_seq = 0;
+        r.save().unwrap();
+        let mut r = Registry::open(dir.path()).unwrap();
+        assert_eq!(r.events()[EVENTS_KEPT - 1].seq, EVENTS_KEPT as u64);
+        for _ in 0..=ARCHIVED_AT_ONCE {
+            r.record(&Actor::engine(), "x", "n".into()).unwrap();
+        }
+        let trail = audit_trail(dir.path()).unwrap();
+        assert_eq!(trail.len(), EVENTS_KEPT + ARCHIVED_AT_ONCE + 1, "none lost");
+        let archives = std::fs::read_dir(dir.path().join("operators/audit"))
+            .unwrap()
+            .count();
+        assert_eq!(archives, 2);
     }
 
     #[test]

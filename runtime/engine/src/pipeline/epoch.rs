@@ -236,11 +236,13 @@ impl Pipeline {
     fn refresh_lookups(&mut self) {
         let failed_before = self.lookups.failed_refreshes;
         for failure in self.lookups.refresh(&self.checkpoint) {
+            // The whole cause is in the log; the trail keeps its start.
+            let cause: String = failure.error.chars().take(300).collect();
             self.control.record(
                 "lookup-refresh-failed",
                 format!(
-                    "lookup `{}` keeps version {}: {}",
-                    failure.lookup, failure.kept, failure.error
+                    "lookup `{}` keeps version {}: {cause}",
+                    failure.lookup, failure.kept
                 ),
             );
         }
