@@ -120,28 +120,39 @@ fn a_wrong_authority_or_host_name_is_refused_naming_the_broker_and_the_cause() {
 #[ignore = "needs tansu"]
 fn a_scram_login_over_tls_reads_and_writes_and_a_wrong_password_is_refused() {
     let pki = Pki::new("weir-test-ca", &["localhost"]);
-    let broker = Broker::start_sasl_ssl(
+    let broker = Broker::start_sasl_ssl_users(
         &pki,
-        "weir-fraud",
-        "correct-horse-battery",
+        &[
+            ("scram512", "weir-fraud", "correct-horse-battery"),
+            ("scram256", "weir-fraud-256", "correct-horse-battery"),
+        ],
         &[("payments", 2), ("alerts", 1)],
     );
     broker.produce("payments", &payments(120), |i| (i % 2) as i32);
     let dir = tempfile::tempdir().unwrap();
     let password = dir.path().join("kafka-password");
     std::fs::write(&password, "correct-horse-battery\n").unwrap();
-    let security = |password: &std::path::Path| {
+    let login_as = |mechanism: &str, user: &str, password: &std::path::Path| {
         format!(
-            "{}\nsasl = {{ mechanism = \"SCRAM-SHA-512\", username = \"weir-fraud\", password = {{ file = \"{}\" }} }}",
+            "{}\nsasl = {{ mechanism = \"{mechanism}\", username = \"{user}\", password = {{ file = \"{}\" }} }}",
             tls_table(&[("ca_file", &pki.ca())]),
             password.display()
         )
     };
+    let security = |password: &std::path::Path| login_as("SCRAM-SHA-512", "weir-fraud", password);
     let login = security(&password);
     let toml = pipeline(dir.path(), &broker.bootstrap(), &login, &login);
     let epochs = crate::common::run_epochs(dir.path(), &toml).unwrap();
     assert_eq!(epochs.iter().map(|e| e.rows_in).sum::<u64>(), 120);
     assert_eq!(broker.consume_all("alerts").len(), 120);
+
+    // SCRAM-SHA-256, another user: a pipeline of its own reads them all again.
+    let dir256 = tempfile::tempdir().unwrap();
+    let login = login_as("SCRAM-SHA-256", "weir-fraud-256", &password);
+    let toml = pipeline(dir256.path(), &broker.bootstrap(), &login, &login);
+    let epochs = crate::common::run_epochs(dir256.path(), &toml).unwrap();
+    assert_eq!(epochs.iter().map(|e| e.rows_in).sum::<u64>(), 120);
+    assert_eq!(broker.consume_all("alerts").len(), 240);
 
     let dir = tempfile::tempdir().unwrap();
     let wrong = dir.path().join("kafka-password");

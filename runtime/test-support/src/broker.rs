@@ -134,21 +134,35 @@ impl Broker {
         password: &str,
         topics: &[(&str, u32)],
     ) -> Broker {
+        Self::start_sasl_ssl_users(pki, &[("scram512", user, password)], topics)
+    }
+
+    /// [`Broker::start_sasl_ssl`] with several users, each `(mechanism,
+    /// name, password)`, the mechanism `scram512` or `scram256`; the test
+    /// helpers log in as the first, with SCRAM-SHA-512.
+    pub fn start_sasl_ssl_users(
+        pki: &crate::tls::Pki,
+        users: &[(&str, &str, &str)],
+        topics: &[(&str, u32)],
+    ) -> Broker {
         let mut b = Self::start_tls(pki, false);
         for (topic, partitions) in topics {
             b.create_topic(topic, *partitions);
         }
-        let out = Command::new(tansu())
-            .args(["user", "create", "--mechanism", "scram512", "--broker"])
-            .arg(format!("tcp://127.0.0.1:{}", b.port))
-            .args([user, password])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "user create: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        for (mechanism, user, password) in users {
+            let out = Command::new(tansu())
+                .args(["user", "create", "--mechanism", mechanism, "--broker"])
+                .arg(format!("tcp://127.0.0.1:{}", b.port))
+                .args([user, password])
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "user create: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        let (_, user, password) = users[0];
         b.authentication = true;
         b.restart();
         b.client[0].1 = "sasl_ssl".into();
