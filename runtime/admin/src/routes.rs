@@ -458,17 +458,23 @@ async fn metrics(State(app): State<App>) -> impl IntoResponse {
 fn with_auth_counters(text: String, app: &App) -> String {
     use std::sync::atomic::Ordering::Relaxed;
     let backoff = &app.backoff;
+    // Label values escape `\` and `"` (OpenMetrics).
+    let pipeline = app
+        .control
+        .pipeline()
+        .replace('\\', "\\\\")
+        .replace('"', "\\\"");
     let body = text.strip_suffix("# EOF\n").unwrap_or(&text);
     format!(
-        "{body}# HELP weir_admin_auth_failures Requests to the admin API with a missing or wrong token.\n\
+        "{body}# HELP weir_admin_auth_failures Requests to the admin API with a wrong token.\n\
          # TYPE weir_admin_auth_failures counter\n\
-         weir_admin_auth_failures_total {}\n\
+         weir_admin_auth_failures_total{{pipeline=\"{pipeline}\"}} {}\n\
          # HELP weir_admin_auth_throttled Requests answered 429 because their client sent too many wrong tokens.\n\
          # TYPE weir_admin_auth_throttled counter\n\
-         weir_admin_auth_throttled_total {}\n\
+         weir_admin_auth_throttled_total{{pipeline=\"{pipeline}\"}} {}\n\
          # HELP weir_admin_tokens_file_ok 1 if the tokens file read last was valid; 0: an edit is refused (the tokens before it stay) or the file is gone (every token revoked).\n\
          # TYPE weir_admin_tokens_file_ok gauge\n\
-         weir_admin_tokens_file_ok {}\n# EOF\n",
+         weir_admin_tokens_file_ok{{pipeline=\"{pipeline}\"}} {}\n# EOF\n",
         backoff.failures.load(Relaxed),
         backoff.throttled.load(Relaxed),
         u8::from(app.tokens.file_ok.load(Relaxed))
