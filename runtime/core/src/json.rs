@@ -340,8 +340,10 @@ fn decode_all(schema: &SchemaRef, data: &[u8], batch_rows: usize) -> Result<Vec<
 }
 
 /// Makes number columns exact: arrow-json alone truncates `1.9` into an
-/// int64 column and turns `-1e400` into -inf. Such values are malformed
-/// records here, like any other value that does not fit its column.
+/// int64 column, turns `-1e400` into -inf, and rounds `1.005` into a
+/// `decimal(18,2)` column. Such values are malformed records here, like any
+/// other value that does not fit its column. (A decimal is parsed from the
+/// number's text, never through a float.)
 #[derive(Debug)]
 struct ExactNumbers;
 
@@ -352,9 +354,12 @@ impl DecoderFactory for ExactNumbers {
         field: &FieldRef,
         is_nullable: bool,
     ) -> Result<Option<Box<dyn ArrayDecoder>>, ArrowError> {
-        let check: fn(&str) -> bool = match field.data_type() {
-            DataType::Int64 => |t| t.parse::<i64>().is_ok(),
-            DataType::Float64 => finite_f64,
+        let check: Check = match field.data_type() {
+            DataType::Int64 => Box::new(|t| t.parse::<i64>().is_ok()),
+            DataType::Float64 => Box::new(finite_f64),
+            &DataType::Decimal128(_, scale) => {
+                Box::new(move |t| fraction_digits(t) <= i64::from(scale))
+            }
             _ => return Ok(None),
         };
         let inner = ctx.make_builtin_decoder(field, is_nullable)?;
@@ -378,10 +383,27 @@ fn finite_f64(text: &str) -> bool {
     plain || text.parse::<f64>().is_ok_and(f64::is_finite)
 }
 
+/// Whether a value's text is exact in its column.
+type Check = Box<dyn Fn(&str) -> bool + Send + Sync>;
+
+/// The digits after the point `text` (a JSON number, or a decimal in a
+/// string) needs: `1.50` needs 1, `1.5e-3` 4, `15e2` none (negative).
+/// Text that is not a number gives 0 (the decimal parser refuses it).
+fn fraction_digits(text: &str) -> i64 {
+    let t = text.trim();
+    let (mantissa, exponent) = match t.find(['e', 'E']) {
+        Some(i) => (&t[..i], t[i + 1..].parse::<i64>().unwrap_or(0)),
+        None => (t, 0),
+    };
+    let fraction = mantissa.split_once('.').map_or("", |(_, f)| f);
+    let significant = fraction.trim_end_matches('0').len() as i64;
+    significant.saturating_sub(exponent)
+}
+
 /// The built-in decoder of a number column, after checking each value.
 struct Checked {
     inner: Box<dyn ArrayDecoder>,
-    check: fn(&str) -> bool,
+    check: Check,
     column: String,
     data_type: DataType,
 }
@@ -415,6 +437,100 @@ mod tests {
             Field::new("n", DataType::Int64, true),
         ]));
         JsonDecoder::new(schema, 10, MalformedPolicy::DeadLetter)
+    }
+
+    #[test]
+    fn decimals_are_read_exactly_and_a_value_finer_than_the_scale_is_malformed() {
+        let schema = Arc::new(Schema::new(vec![Field::new(
+            "amount",
+            DataType::Decimal128(18, 2),
+            false,
+        )]));
+        let d = JsonDecoder::new(schema, 10, MalformedPolicy::DeadLetter);
+        let data = b"{\"amount\":0.1}\n{\"amount\":\"0.20\"}\n{\"amount\":1.005}\n\
+                     {\"amount\":12.5e1}\n{\"amount\":1e-2}\n{\"amount\":1e-3}\n\
+                     {\"amount\":12345678901234567.89}\n{\"amount\":9999999999999999.99}\n";
+        let out = d.decode_lines(data, "in").unwrap();
+        let values: Vec<i128> = out
+            .batches
+            .iter()
+            .flat_map(|b| {
+                b.column(0)
+                    .as_any()
+                    .downcast_ref::<arrow_array::Decimal128Array>()
+                    .unwrap()
+                    .values()
+                    .to_vec()
+            })
+            .collect();
+        assert_eq!(values, [10, 20, 12500, 1, 999999999999999999]);
+        assert_eq!(
+            out.rejected,
+            [2, 5, 6],
+            "1.005, 1e-3 and a value past 18 digits"
+        );
+        assert!(
+            out.dead_letters[0]
+                .reason
+                .contains("column `amount`: 1.005"),
+            "{}",
+            out.dead_letters[0].reason
+        );
+        assert_eq!(fraction_digits("1.50"), 1);
+        assert_eq!(fraction_digits("15E2"), -2);
+    }
+
+    #[test]
+    fn timestamps_dates_structs_and_lists_are_read_from_their_json_forms() {
+        use crate::schema::{arrow_schema, ColumnConfig};
+        #[derive(serde::Deserialize)]
+        struct Doc {
+            schema: Vec<ColumnConfig>,
+        }
+        let doc: Doc = toml::from_str(
+            r#"schema = [
+              { name = "ts", type = "timestamp(ms, UTC)" },
+              { name = "day", type = "date" },
+              { name = "device", type = "struct", fields = [
+                  { name = "id", type = "utf8" }, { name = "ip", type = "utf8", nullable = true } ] },
+              { name = "tags", type = "list<utf8>", nullable = true },
+            ]"#,
+        )
+        .unwrap();
+        let d = JsonDecoder::new(arrow_schema(&doc.schema), 10, MalformedPolicy::DeadLetter);
+        let data = br#"{"ts":"2026-12-07T10:00:00.123Z","day":"2026-12-07","device":{"id":"d1","ip":"10.0.0.1"},"tags":["a","b"]}
+{"ts":1796637600123,"day":"2026-12-07","device":{"id":"d2"}}
+{"ts":"yesterday","day":"2026-12-07","device":{"id":"d3"}}
+"#;
+        let out = d.decode_lines(data, "in").unwrap();
+        assert_eq!(out.rejected, [2], "a timestamp that is not one");
+        let batch = &out.batches[0];
+        let ts = batch
+            .column(0)
+            .as_any()
+            .downcast_ref::<arrow_array::TimestampMillisecondArray>()
+            .unwrap();
+        assert_eq!(
+            ts.values().to_vec(),
+            [1796637600123, 1796637600123],
+            "RFC 3339 and epoch ms alike"
+        );
+        let day = batch
+            .column(1)
+            .as_any()
+            .downcast_ref::<arrow_array::Date32Array>()
+            .unwrap();
+        assert_eq!(day.value(0), 20794);
+        assert_eq!(
+            batch
+                .column(2)
+                .data_type()
+                .to_string()
+                .matches("Utf8")
+                .count(),
+            2
+        );
+        assert!(batch.column(3).is_null(1) && !batch.column(3).is_null(0));
     }
 
     #[test]

@@ -256,11 +256,7 @@ pub fn json_lines(seed: u64, start: u64, count: u64) -> Vec<u8> {
 
 /// The demo's input schema, as the `generator` source declares it.
 pub fn columns() -> Vec<ColumnConfig> {
-    let column = |name: &str, data_type, nullable| ColumnConfig {
-        name: name.into(),
-        data_type,
-        nullable,
-    };
+    let column = ColumnConfig::new;
     vec![
         column("txn_id", ColumnType::Utf8, false),
         column("card_id", ColumnType::Utf8, false),

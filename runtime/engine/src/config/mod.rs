@@ -795,10 +795,14 @@ impl PipelineConfig {
             bail!("`key` must name an input column (or be left out)");
         }
         self.source.validate()?;
+        weir_core::schema::check_reaches_operators(self.source.columns())
+            .context("`source.schema`")?;
         self.sink.validate()?;
         let mut names = std::collections::HashSet::new();
         for l in &self.lookups {
             l.validate()?;
+            weir_core::schema::check_reaches_operators(&l.schema)
+                .with_context(|| format!("lookup `{}`", l.name))?;
             if !names.insert(&l.name) {
                 bail!("two `[[lookup]]` tables are named `{}`", l.name);
             }
@@ -1122,6 +1126,19 @@ path = "out"
             "{:#}",
             PipelineConfig::parse(text, Path::new("/base")).unwrap_err()
         )
+    }
+
+    #[test]
+    fn a_column_operators_cannot_receive_is_refused_at_start_naming_it() {
+        let text = "name = \"x\"\ncheckpoint = \"c\"\n[source]\nkind = \"files\"\n\
+                    path = \"in\"\nschema = [ { name = \"amount\", type = \"decimal(18,2)\" } ]\n\
+                    [operator]\npath = \"op.wasm\"\n[sink]\nkind = \"files\"\npath = \"out\"\n";
+        let err = format!(
+            "{:#}",
+            PipelineConfig::parse(text, Path::new(".")).unwrap_err()
+        );
+        assert!(err.contains("column `amount` is a decimal(18,2)"), "{err}");
+        assert!(err.contains("operators receive only"), "{err}");
     }
 
     #[test]
