@@ -6,7 +6,11 @@
 
 use super::table::{ColumnPlan, Target};
 use anyhow::{bail, Context, Result};
-use arrow_array::{Array, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray};
+use arrow_array::{
+    Array, BinaryArray, BooleanArray, Date32Array, Decimal128Array, Float64Array, Int64Array,
+    RecordBatch, StringArray,
+};
+use arrow_schema::{DataType, TimeUnit};
 use bytes::{BufMut, BytesMut};
 use postgres::types::{to_sql_checked, IsNull, ToSql, Type};
 use std::error::Error;
@@ -24,6 +28,9 @@ pub enum Cell<'a> {
     Bool(bool),
     Text(&'a str),
     Jsonb(&'a str),
+    Bytes(&'a [u8]),
+    /// `numeric`: an unscaled value and its scale.
+    Numeric(i128, i8),
 }
 
 impl ToSql for Cell<'_> {
@@ -45,6 +52,8 @@ impl ToSql for Cell<'_> {
                 out.put_u8(1);
                 out.put_slice(s.as_bytes());
             }
+            Cell::Bytes(b) => out.put_slice(b),
+            Cell::Numeric(v, scale) => put_numeric(v, scale, out),
         }
         Ok(IsNull::No)
     }
@@ -60,6 +69,55 @@ impl ToSql for Cell<'_> {
 
 /// Milliseconds from the Unix epoch to PostgreSQL's (2000-01-01).
 const PG_EPOCH_UNIX_MS: i64 = 946_684_800_000;
+/// Days from the Unix epoch to PostgreSQL's.
+const PG_EPOCH_UNIX_DAYS: i32 = 10_957;
+
+/// `numeric`'s binary form (as PostgreSQL's `numeric_send` writes it): the
+/// count of base-10000 digits, the weight of the first, the sign, the
+/// display scale, then the digits. `value` is unscaled (`12345` at scale
+/// 2 is 123.45); exact, never through a float.
+fn put_numeric(value: i128, scale: i8, out: &mut BytesMut) {
+    let scale = scale.max(0) as usize;
+    let abs = value.unsigned_abs();
+    let digits = abs.to_string();
+    let (int_part, frac_part) = if digits.len() > scale {
+        digits.split_at(digits.len() - scale)
+    } else {
+        ("", digits.as_str())
+    };
+    let frac = format!("{frac_part:0>scale$}");
+    let int_pad = format!("{}{int_part}", "0".repeat((4 - int_part.len() % 4) % 4));
+    let frac_pad = format!("{frac}{}", "0".repeat((4 - frac.len() % 4) % 4));
+    let group = |s: &str| -> Vec<i16> {
+        s.as_bytes()
+            .chunks(4)
+            .map(|c| c.iter().fold(0i16, |n, d| n * 10 + i16::from(d - b'0')))
+            .collect()
+    };
+    let int_groups = group(&int_pad);
+    let mut weight = int_groups.len() as i16 - 1;
+    let mut groups: Vec<i16> = int_groups.into_iter().chain(group(&frac_pad)).collect();
+    let leading = groups.iter().take_while(|&&g| g == 0).count();
+    groups.drain(..leading);
+    weight -= leading as i16;
+    while groups.last() == Some(&0) {
+        groups.pop();
+    }
+    if groups.is_empty() {
+        weight = 0;
+    }
+    out.put_i16(groups.len() as i16);
+    out.put_i16(weight);
+    out.put_u16(if value < 0 && !groups.is_empty() {
+        0x4000
+    } else {
+        0
+    });
+    out.put_i16(scale as i16);
+    for g in groups {
+        out.put_i16(g);
+    }
+}
 
 /// An output column downcast once, converting row by row.
 pub struct ColumnReader<'a> {
@@ -73,6 +131,12 @@ enum Values<'a> {
     Float(&'a Float64Array),
     Bool(&'a BooleanArray),
     Utf8(&'a StringArray),
+    Binary(&'a BinaryArray),
+    Date(&'a Date32Array),
+    Decimal(&'a Decimal128Array, i8),
+    /// A timestamp column's values and how many microseconds one of its
+    /// units is (`None`: nanoseconds, divided by 1,000).
+    Timestamp(&'a [i64], &'a dyn Array, Option<i64>),
 }
 
 fn downcast<'a, T: 'static>(array: &'a dyn Array, name: &str) -> Result<&'a T> {
@@ -96,6 +160,13 @@ impl<'a> ColumnReader<'a> {
                     Target::Float8 | Target::Float4 => Values::Float(downcast(array, &p.name)?),
                     Target::Bool => Values::Bool(downcast(array, &p.name)?),
                     Target::Text | Target::Jsonb => Values::Utf8(downcast(array, &p.name)?),
+                    Target::Bytea => Values::Binary(downcast(array, &p.name)?),
+                    Target::Date => Values::Date(downcast(array, &p.name)?),
+                    Target::Numeric => {
+                        let a: &Decimal128Array = downcast(array, &p.name)?;
+                        Values::Decimal(a, a.scale())
+                    }
+                    Target::TypedTimestamp => timestamps(array, &p.name)?,
                 };
                 Ok(ColumnReader {
                     name: &p.name,
@@ -114,6 +185,10 @@ impl<'a> ColumnReader<'a> {
             Values::Float(a) => a.is_null(row),
             Values::Bool(a) => a.is_null(row),
             Values::Utf8(a) => a.is_null(row),
+            Values::Binary(a) => a.is_null(row),
+            Values::Date(a) => a.is_null(row),
+            Values::Decimal(a, _) => a.is_null(row),
+            Values::Timestamp(_, a, _) => a.is_null(row),
         };
         if is_null {
             return Ok(Cell::Null);
@@ -141,6 +216,32 @@ impl<'a> ColumnReader<'a> {
             (Values::Bool(a), _) => Cell::Bool(a.value(row)),
             (Values::Utf8(a), Target::Jsonb) => Cell::Jsonb(a.value(row)),
             (Values::Utf8(a), _) => Cell::Text(a.value(row)),
+            (Values::Binary(a), _) => Cell::Bytes(a.value(row)),
+            (Values::Date(a), _) => {
+                let days = a.value(row);
+                Cell::I32(days.checked_sub(PG_EPOCH_UNIX_DAYS).ok_or_else(|| {
+                    self.out_of_range(i64::from(days), "a date (days since 1970)")
+                })?)
+            }
+            (Values::Decimal(a, scale), _) => Cell::Numeric(a.value(row), *scale),
+            (Values::Timestamp(values, _, micros_per_unit), _) => {
+                let v = values[row];
+                let micros = match micros_per_unit {
+                    Some(m) => v.checked_mul(*m),
+                    None if v % 1000 == 0 => Some(v / 1000),
+                    None => {
+                        bail!(
+                            "column `{}`: {v} ns is finer than PostgreSQL's timestamps \
+                             (microseconds) keep",
+                            self.name
+                        )
+                    }
+                };
+                let pg = micros
+                    .and_then(|m| m.checked_sub(PG_EPOCH_UNIX_MS * 1000))
+                    .ok_or_else(|| self.out_of_range(v, "a PostgreSQL timestamp"))?;
+                Cell::I64(pg)
+            }
             (Values::Int(_), _) => bail!(
                 "column `{}`: integer output planned as {:?}",
                 self.name,
@@ -154,10 +255,43 @@ impl<'a> ColumnReader<'a> {
     }
 }
 
+/// A timestamp column of any unit, with its conversion to microseconds.
+fn timestamps<'a>(array: &'a dyn Array, name: &str) -> Result<Values<'a>> {
+    use arrow_array::types::*;
+    use arrow_array::{ArrowPrimitiveType, PrimitiveArray};
+    fn raw<'a, T: ArrowPrimitiveType<Native = i64>>(
+        array: &'a dyn Array,
+        name: &str,
+    ) -> Result<&'a [i64]> {
+        Ok(downcast::<PrimitiveArray<T>>(array, name)?.values())
+    }
+    Ok(match array.data_type() {
+        DataType::Timestamp(TimeUnit::Second, _) => Values::Timestamp(
+            raw::<TimestampSecondType>(array, name)?,
+            array,
+            Some(1_000_000),
+        ),
+        DataType::Timestamp(TimeUnit::Millisecond, _) => Values::Timestamp(
+            raw::<TimestampMillisecondType>(array, name)?,
+            array,
+            Some(1_000),
+        ),
+        DataType::Timestamp(TimeUnit::Microsecond, _) => Values::Timestamp(
+            raw::<TimestampMicrosecondType>(array, name)?,
+            array,
+            Some(1),
+        ),
+        DataType::Timestamp(TimeUnit::Nanosecond, _) => {
+            Values::Timestamp(raw::<TimestampNanosecondType>(array, name)?, array, None)
+        }
+        _ => bail!("output column `{name}` changed type since the table was checked"),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use arrow_schema::{DataType, Field, Schema};
+    use arrow_schema::{Field, Schema};
     use std::sync::Arc;
 
     fn batch() -> RecordBatch {
@@ -211,5 +345,27 @@ mod tests {
         let mut buf = BytesMut::new();
         Cell::Jsonb("{}").to_sql(&Type::JSONB, &mut buf).unwrap();
         assert_eq!(&buf[..], b"\x01{}");
+    }
+
+    #[test]
+    fn numeric_is_sent_in_postgres_base_10000_form() {
+        let encode = |v: i128, scale: i8| {
+            let mut buf = BytesMut::new();
+            put_numeric(v, scale, &mut buf);
+            buf.chunks(2)
+                .map(|c| i16::from_be_bytes([c[0], c[1]]))
+                .collect::<Vec<i16>>()
+        };
+        // ndigits, weight, sign, dscale, digits…
+        assert_eq!(encode(12345, 2), [2, 0, 0, 2, 123, 4500], "123.45");
+        assert_eq!(encode(-1, 2), [1, -1, 0x4000, 2, 100], "-0.01");
+        assert_eq!(encode(0, 2), [0, 0, 0, 2], "0.00");
+        assert_eq!(encode(100_000_000, 0), [1, 2, 0, 0, 1], "10^8");
+        assert_eq!(
+            encode(123_456_789, 4),
+            [3, 1, 0, 4, 1, 2345, 6789],
+            "12345.6789"
+        );
+        assert_eq!(encode(5, 5), [1, -2, 0, 5, 5000], "0.00005");
     }
 }

@@ -51,6 +51,14 @@ pub enum Target {
     Int2,
     /// Unix milliseconds into `timestamp`/`timestamptz`.
     Timestamp,
+    /// A typed timestamp column (any unit) into `timestamp`/`timestamptz`.
+    TypedTimestamp,
+    /// Days since 1970-01-01 into `date`.
+    Date,
+    /// An exact decimal into `numeric`.
+    Numeric,
+    /// Bytes into `bytea`.
+    Bytea,
     Float8,
     Float4,
     Bool,
@@ -62,14 +70,22 @@ pub enum Target {
 
 impl Target {
     /// The column type a created table gets for an output type.
-    fn created(data_type: &DataType) -> Option<(Target, &'static str)> {
-        Some(match data_type {
+    fn created(data_type: &DataType) -> Option<(Target, String)> {
+        let (target, sql) = match data_type {
             DataType::Int64 => (Target::Int8, "bigint"),
             DataType::Float64 => (Target::Float8, "double precision"),
             DataType::Boolean => (Target::Bool, "boolean"),
             DataType::Utf8 => (Target::Text, "text"),
+            DataType::Binary => (Target::Bytea, "bytea"),
+            DataType::Date32 => (Target::Date, "date"),
+            DataType::Timestamp(_, Some(_)) => (Target::TypedTimestamp, "timestamptz"),
+            DataType::Timestamp(_, None) => (Target::TypedTimestamp, "timestamp"),
+            &DataType::Decimal128(p, s) => {
+                return Some((Target::Numeric, format!("numeric({p},{s})")))
+            }
             _ => return None,
-        })
+        };
+        Some((target, sql.to_string()))
     }
 
     /// How values of `data_type` are written into a column of type `pg`, if they can be.
@@ -86,6 +102,12 @@ impl Target {
                 Target::Text
             }
             (DataType::Utf8, &Type::JSONB) => Target::Jsonb,
+            (DataType::Decimal128(..), &Type::NUMERIC) => Target::Numeric,
+            (DataType::Timestamp(..), &Type::TIMESTAMPTZ | &Type::TIMESTAMP) => {
+                Target::TypedTimestamp
+            }
+            (DataType::Date32, &Type::DATE) => Target::Date,
+            (DataType::Binary, &Type::BYTEA) => Target::Bytea,
             _ => return None,
         })
     }
@@ -95,6 +117,10 @@ impl Target {
             DataType::Int64 => "bigint, integer, smallint, timestamptz or timestamp",
             DataType::Float64 => "double precision or real",
             DataType::Boolean => "boolean",
+            DataType::Decimal128(..) => "numeric",
+            DataType::Timestamp(..) => "timestamptz or timestamp",
+            DataType::Date32 => "date",
+            DataType::Binary => "bytea",
             _ => "text, varchar, char, json or jsonb",
         }
     }
@@ -204,7 +230,8 @@ pub fn plan(
     let mut plans = Vec::with_capacity(output.fields().len());
     for (index, f) in output.fields().iter().enumerate() {
         let Some(col) = columns.iter().find(|c| c.name == *f.name()) else {
-            let created = Target::created(f.data_type()).map_or("text", |(_, t)| t);
+            let created =
+                Target::created(f.data_type()).map_or_else(|| "text".to_string(), |(_, t)| t);
             bail!(
                 "the operator outputs column `{name}` ({dt}), but table {table} has no column \
                  `{name}` (it has: {have}); add it, e.g. ALTER TABLE {sql} ADD COLUMN {q} {created}",
