@@ -38,7 +38,9 @@ def main():
                 "rows": rows,
                 "txns": {app: table.transaction_version(app) for app in apps},
                 "files": len(table.file_uris()),
-            }
+            },
+            # Decimals, timestamps and dates as their exact text.
+            default=str,
         )
     )
 

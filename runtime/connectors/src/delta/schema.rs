@@ -2,9 +2,11 @@
 //! form of a struct type) made from the operator's Arrow output, and the
 //! check that an existing table can take that output.
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
+use arrow_array::RecordBatch;
 use arrow_schema::{DataType, Schema, TimeUnit};
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 /// A table's columns, as `schemaString` holds them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -27,10 +29,12 @@ pub struct DeltaField {
     pub metadata: serde_json::Map<String, serde_json::Value>,
 }
 
-/// The Delta type of an Arrow column type, for the types a Parquet file
-/// of Weir's writes as Delta readers expect them.
-fn delta_type(data_type: &DataType) -> Option<&'static str> {
-    Some(match data_type {
+/// The Delta type of an Arrow column type (a primitive's name, or a nested
+/// type's object), for the types a Parquet file of Weir's writes as Delta
+/// readers expect them; timestamps with a zone of any unit are written as
+/// microseconds ([`for_delta`]). `None`: Delta cannot hold it as written.
+fn delta_type(data_type: &DataType) -> Option<serde_json::Value> {
+    let name = match data_type {
         DataType::Utf8 | DataType::LargeUtf8 => "string",
         DataType::Int64 => "long",
         DataType::Int32 => "integer",
@@ -41,9 +45,76 @@ fn delta_type(data_type: &DataType) -> Option<&'static str> {
         DataType::Boolean => "boolean",
         DataType::Binary | DataType::LargeBinary => "binary",
         DataType::Date32 => "date",
-        DataType::Timestamp(TimeUnit::Microsecond, Some(_)) => "timestamp",
+        DataType::Timestamp(_, Some(_)) => "timestamp",
+        &DataType::Decimal128(p, s) if p <= 38 && s >= 0 => {
+            return Some(format!("decimal({p},{s})").into())
+        }
+        DataType::List(item) => {
+            return Some(serde_json::json!({
+                "type": "array",
+                "elementType": delta_type(item.data_type())?,
+                "containsNull": item.is_nullable(),
+            }))
+        }
+        DataType::Struct(fields) => {
+            let fields = fields
+                .iter()
+                .map(|f| {
+                    Some(serde_json::json!({
+                        "name": f.name(),
+                        "type": delta_type(f.data_type())?,
+                        "nullable": f.is_nullable(),
+                        "metadata": {},
+                    }))
+                })
+                .collect::<Option<Vec<_>>>()?;
+            return Some(serde_json::json!({"type": "struct", "fields": fields}));
+        }
         _ => return None,
-    })
+    };
+    Some(name.into())
+}
+
+/// `batch` as the Delta sink writes it: top-level timestamp columns of a
+/// unit other than microseconds converted to microseconds (Delta's
+/// timestamps); nanoseconds that microseconds cannot hold are refused,
+/// naming the column.
+pub fn for_delta(batch: &RecordBatch) -> Result<RecordBatch> {
+    let schema = batch.schema();
+    let mut fields = Vec::with_capacity(schema.fields().len());
+    let mut columns = Vec::with_capacity(schema.fields().len());
+    for (f, column) in schema.fields().iter().zip(batch.columns()) {
+        match f.data_type() {
+            DataType::Timestamp(unit, tz) if *unit != TimeUnit::Microsecond => {
+                if *unit == TimeUnit::Nanosecond {
+                    let ns = column
+                        .as_any()
+                        .downcast_ref::<arrow_array::TimestampNanosecondArray>()
+                        .context("a nanosecond timestamp column")?;
+                    if let Some(v) = ns.iter().flatten().find(|v| v % 1000 != 0) {
+                        bail!(
+                            "column `{}`: {v} ns is finer than Delta's timestamps \
+                             (microseconds) keep",
+                            f.name()
+                        );
+                    }
+                }
+                let micros = DataType::Timestamp(TimeUnit::Microsecond, tz.clone());
+                columns.push(arrow_cast::cast(column, &micros).with_context(|| {
+                    format!("column `{}`: converting to microseconds", f.name())
+                })?);
+                fields.push(f.as_ref().clone().with_data_type(micros));
+            }
+            _ => {
+                columns.push(column.clone());
+                fields.push(f.as_ref().clone());
+            }
+        }
+    }
+    Ok(RecordBatch::try_new(
+        Arc::new(Schema::new(fields)),
+        columns,
+    )?)
 }
 
 /// The table schema of the operator's output `schema`; a column of a type
@@ -55,12 +126,13 @@ pub fn from_arrow(schema: &Schema) -> Result<DeltaSchema> {
         .map(|f| match delta_type(f.data_type()) {
             Some(t) => Ok(DeltaField {
                 name: f.name().clone(),
-                data_type: t.into(),
+                data_type: t,
                 nullable: f.is_nullable(),
                 metadata: serde_json::Map::new(),
             }),
             None => bail!(
-                "output column `{}` is {}, which the Delta sink cannot write",
+                "output column `{}` is {}, which the Delta sink cannot write (a timestamp \
+                 needs a time zone: Delta's are instants)",
                 f.name(),
                 f.data_type()
             ),

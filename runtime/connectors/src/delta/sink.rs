@@ -78,7 +78,11 @@ impl DeltaSink {
         if let Some(table) = &self.state.schema {
             schema::check(table, &ours, &self.url)?;
         }
-        let Some(bytes) = crate::parquet::sink::encode(batches)? else {
+        let batches = batches
+            .iter()
+            .map(schema::for_delta)
+            .collect::<Result<Vec<_>>>()?;
+        let Some(bytes) = crate::parquet::sink::encode(&batches)? else {
             return Ok(());
         };
         // Named by epoch and writer: a replay before the commit rewrites
@@ -101,7 +105,7 @@ impl DeltaSink {
                 &self.app_id,
                 &path,
                 bytes.len() as u64,
-                row_count(batches),
+                row_count(&batches),
                 create,
             );
             let version = self.state.version.map_or(0, |v| v + 1);
