@@ -7,13 +7,85 @@ use anyhow::Result;
 use arrow_array::RecordBatch;
 
 /// Serialises batches as JSON lines (one object per row, nulls omitted).
+/// Decimals are written as strings of their exact digits (`"123.45"`): a
+/// JSON number is read as a float by most consumers, which money must not
+/// be; Weir's JSON sources read such strings back exactly.
 pub fn to_json_lines(batches: &[RecordBatch]) -> Result<Vec<u8>> {
-    let mut writer = arrow_json::LineDelimitedWriter::new(Vec::new());
+    let mut writer = arrow_json::WriterBuilder::new()
+        .with_encoder_factory(std::sync::Arc::new(DecimalsAsText))
+        .build::<_, arrow_json::writer::LineDelimited>(Vec::new());
     for batch in batches {
         writer.write(batch)?;
     }
     writer.finish()?;
     Ok(writer.into_inner())
+}
+
+/// Encodes decimal values as JSON strings of their exact digits.
+#[derive(Debug)]
+struct DecimalsAsText;
+
+impl arrow_json::EncoderFactory for DecimalsAsText {
+    fn make_default_encoder<'a>(
+        &self,
+        _field: &'a arrow_schema::FieldRef,
+        array: &'a dyn arrow_array::Array,
+        _options: &'a arrow_json::EncoderOptions,
+    ) -> std::result::Result<
+        Option<arrow_json::writer::NullableEncoder<'a>>,
+        arrow_schema::ArrowError,
+    > {
+        let Some(decimals) = array
+            .as_any()
+            .downcast_ref::<arrow_array::Decimal128Array>()
+        else {
+            return Ok(None);
+        };
+        Ok(Some(arrow_json::writer::NullableEncoder::new(
+            Box::new(DecimalText(decimals)),
+            arrow_array::Array::nulls(decimals).cloned(),
+        )))
+    }
+}
+
+struct DecimalText<'a>(&'a arrow_array::Decimal128Array);
+
+impl arrow_json::Encoder for DecimalText<'_> {
+    fn encode(&mut self, idx: usize, out: &mut Vec<u8>) {
+        out.push(b'"');
+        out.extend_from_slice(self.0.value_as_string(idx).as_bytes());
+        out.push(b'"');
+    }
+}
+
+#[cfg(test)]
+mod json_tests {
+    use super::*;
+    use arrow_array::{Array, Decimal128Array};
+    use std::sync::Arc;
+
+    #[test]
+    fn decimals_are_written_as_their_exact_digits_in_strings() {
+        let amounts = Decimal128Array::from(vec![
+            Some(12345),
+            None,
+            Some(-1),
+            Some(i128::from(i64::MAX)),
+        ])
+        .with_precision_and_scale(38, 2)
+        .unwrap();
+        let schema = arrow_schema::Schema::new(vec![arrow_schema::Field::new(
+            "amount",
+            amounts.data_type().clone(),
+            true,
+        )]);
+        let batch = RecordBatch::try_new(Arc::new(schema), vec![Arc::new(amounts)]).unwrap();
+        let text = String::from_utf8(to_json_lines(&[batch]).unwrap()).unwrap();
+        assert_eq!(
+            text,
+            "{\"amount\":\"123.45\"}\n{}\n{\"amount\":\"-0.01\"}\n{\"amount\":\"92233720368547758.07\"}\n"
+        );
+    }
 }
 
 /// A destination for operator output.
