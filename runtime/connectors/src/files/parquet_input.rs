@@ -6,13 +6,16 @@
 //! Only the declared columns are read. A column stored as another type is
 //! cast to the declared one (an `int32` into `int64`, say) when every value
 //! fits; a declared column the file lacks is all null if it is nullable.
+//! Into a declared decimal only exact values go: an integer, or a decimal
+//! whose digits past the declared scale are zeros; a float never (money
+//! that was stored as a float is already inexact).
 //! Anything else is an error naming the file and the column: a Parquet
 //! file has no lines to set aside one by one, so the epoch fails.
 
 use anyhow::{anyhow, bail, Context, Result};
 use arrow_array::{new_null_array, ArrayRef, RecordBatch};
 use arrow_cast::cast::{cast_with_options, CastOptions};
-use arrow_schema::SchemaRef;
+use arrow_schema::{DataType, SchemaRef};
 use bytes::Bytes;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ProjectionMask;
@@ -75,6 +78,8 @@ fn conform(batch: &RecordBatch, schema: &SchemaRef, origin: &str) -> Result<Reco
             let column: ArrayRef = if column.data_type() == field.data_type() {
                 column.clone()
             } else {
+                exact_decimal(column, field.data_type())
+                    .map_err(|why| anyhow!("{origin}: column `{name}` {why}"))?;
                 cast_with_options(column, field.data_type(), &strict).map_err(|e| {
                     anyhow!(
                         "{origin}: column `{name}` is {} in the file and cannot be read as {}: {e}",
@@ -90,6 +95,42 @@ fn conform(batch: &RecordBatch, schema: &SchemaRef, origin: &str) -> Result<Reco
         })
         .collect::<Result<Vec<_>>>()?;
     RecordBatch::try_new(schema.clone(), columns).with_context(|| format!("reading {origin}"))
+}
+
+/// Refuses a cast into a decimal that would not be exact: from a float,
+/// or from a decimal with a finer scale whose extra digits are not zeros
+/// (the cast would round them).
+fn exact_decimal(column: &ArrayRef, to: &DataType) -> std::result::Result<(), String> {
+    let &DataType::Decimal128(_, scale) = to else {
+        return Ok(());
+    };
+    match column.data_type() {
+        DataType::Float16 | DataType::Float32 | DataType::Float64 => Err(format!(
+            "is {} in the file: a float is not read as {to} (it is not exact); declare it \
+             float64, or store it as a decimal",
+            column.data_type()
+        )),
+        &DataType::Decimal128(_, from) if from > scale => {
+            let step = 10i128.pow(u32::from((from - scale) as u8));
+            let values = column
+                .as_any()
+                .downcast_ref::<arrow_array::Decimal128Array>()
+                .ok_or_else(|| "is not a decimal array".to_string())?;
+            match values.iter().flatten().find(|v| v % step != 0) {
+                Some(v) => Err(format!(
+                    "holds {} ({}), which {to} cannot hold without rounding",
+                    <arrow_array::types::Decimal128Type as arrow_array::types::DecimalType>::format_decimal(
+                        v,
+                        values.precision(),
+                        from,
+                    ),
+                    column.data_type()
+                )),
+                None => Ok(()),
+            }
+        }
+        _ => Ok(()),
+    }
 }
 
 #[cfg(test)]
@@ -189,6 +230,52 @@ mod tests {
         let err = decode(b"not parquet".to_vec().into(), &declared(), 10, "f.parquet").unwrap_err();
         assert!(
             format!("{err:#}").contains("not a readable Parquet file"),
+            "{err:#}"
+        );
+    }
+
+    #[test]
+    fn a_decimal_is_read_only_when_exact() {
+        use arrow_array::{Array, Decimal128Array};
+        let stored = |values: Vec<i128>, scale: i8| {
+            let array = Decimal128Array::from(values)
+                .with_precision_and_scale(20, scale)
+                .unwrap();
+            let schema = Arc::new(Schema::new(vec![Field::new(
+                "amount",
+                array.data_type().clone(),
+                false,
+            )]));
+            let batch = RecordBatch::try_new(schema, vec![Arc::new(array)]).unwrap();
+            Bytes::from(crate::parquet::sink::encode(&[batch]).unwrap().unwrap())
+        };
+        let money = Arc::new(Schema::new(vec![Field::new(
+            "amount",
+            DataType::Decimal128(18, 2),
+            false,
+        )]));
+        // 1.2300 and 5.0000 at scale 4 are 1.23 and 5.00 exactly.
+        let batches = decode(stored(vec![12300, 50000], 4), &money, 10, "f.parquet").unwrap();
+        let read = batches[0]
+            .column(0)
+            .as_any()
+            .downcast_ref::<Decimal128Array>()
+            .unwrap();
+        assert_eq!(read.values().to_vec(), [123, 500]);
+        let err = decode(stored(vec![12345], 4), &money, 10, "f.parquet").unwrap_err();
+        assert!(
+            format!("{err:#}").contains("column `amount` holds 1.2345"),
+            "{err:#}"
+        );
+        let floats = file(vec![Some(1)]);
+        let as_money = Arc::new(Schema::new(vec![Field::new(
+            "extra",
+            DataType::Decimal128(18, 2),
+            false,
+        )]));
+        let err = decode(floats.into(), &as_money, 10, "f.parquet").unwrap_err();
+        assert!(
+            format!("{err:#}").contains("a float is not read as"),
             "{err:#}"
         );
     }
