@@ -117,14 +117,9 @@ pub fn all_rows_except(total: u64, excluded: &[u64]) -> Vec<u64> {
 /// One row of `batches` as a JSON object, for the dead-letter record.
 pub fn row_as_json(batches: &[RecordBatch], row: u64) -> Result<String> {
     let one = select_rows(batches, &[row])?;
-    let mut writer = arrow_json::LineDelimitedWriter::new(Vec::new());
-    for b in &one {
-        writer.write(b).context("writing a row as JSON")?;
-    }
-    writer.finish().context("writing a row as JSON")?;
-    Ok(String::from_utf8_lossy(&writer.into_inner())
-        .trim_end()
-        .to_string())
+    // As every JSON Weir writes: decimals as their exact digits.
+    let text = weir_core::sink::to_json_lines(&one).context("writing a row as JSON")?;
+    Ok(String::from_utf8_lossy(&text).trim_end().to_string())
 }
 
 #[cfg(test)]
