@@ -114,7 +114,11 @@ phase doctests env WEIR_TEST_HERMETIC=1 cargo --config "$wrapper" test "${select
 # processes (measured warm: 128 s instead of 177 s for two at a time, for
 # 4% more CPU); .config/nextest.toml starts the slowest first.
 await services
-phase service-tests "${nextest[@]}" --test-threads 4 --run-ignored only -E 'not test(=cluster::group_member_process)'
+# Every fuzz target for a bounded time from the checked-in corpus, beside
+# the service tests: they mostly wait, and the fuzzers (CPU-bound for a
+# fixed time) take, at niceness 19, the CPU the tests leave. After them,
+# the fuzzers added a minute to every run.
 await fuzz-build
-# Every fuzz target for a bounded time from the checked-in corpus.
-phase fuzz bash scripts/fuzz.sh "${WEIR_FUZZ_SECONDS:-30}"
+background fuzz 19 bash scripts/fuzz.sh "${WEIR_FUZZ_SECONDS:-30}"
+phase service-tests "${nextest[@]}" --test-threads 4 --run-ignored only -E 'not test(=cluster::group_member_process)'
+await fuzz
