@@ -110,6 +110,24 @@ fn files(root: &Path, except: &[&Path]) -> Vec<(PathBuf, Vec<u8>)> {
     found
 }
 
+/// A child process killed if the test fails before it stops it.
+struct KillOnDrop(Option<std::process::Child>);
+
+impl KillOnDrop {
+    fn get(&mut self) -> &mut std::process::Child {
+        self.0.as_mut().expect("the child is still held")
+    }
+}
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.0.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
 /// Rows in the sink's table (none before the sink made it).
 fn alerts(pg: &PgServer) -> i64 {
     match pg.count("SELECT count(*) FROM pg_tables WHERE tablename = 'alerts'") {
@@ -176,7 +194,7 @@ fn no_secret_appears_in_logs_output_checkpoint_metrics_or_status() {
 
     // The run, with debug logs, to a file.
     let log = d.join("run.log");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_weir"))
+    let child = Command::new(env!("CARGO_BIN_EXE_weir"))
         .args(["run"])
         .arg(&pipeline)
         .env("WEIR_TEST_PG_URL", pg_url(&pg_password))
@@ -186,10 +204,11 @@ fn no_secret_appears_in_logs_output_checkpoint_metrics_or_status() {
         .stderr(std::fs::File::create(&log).unwrap())
         .spawn()
         .unwrap();
+    let mut child = KillOnDrop(Some(child));
     let url_file = d.join("checkpoint/admin-url");
     crate::common::wait_for("the admin API", || {
         assert!(
-            child.try_wait().unwrap().is_none(),
+            child.get().try_wait().unwrap().is_none(),
             "{}",
             std::fs::read_to_string(&log).unwrap()
         );
@@ -253,6 +272,7 @@ fn no_secret_appears_in_logs_output_checkpoint_metrics_or_status() {
         printed += &r.text().unwrap();
     }
     // SAFETY: signalling our own child process.
+    let mut child = child.0.take().unwrap();
     unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
     assert!(child.wait().unwrap().success());
     let (ok, text) = weir(
