@@ -18,11 +18,14 @@ use weir_engine::observe::ProgressReport;
 #[derive(Clone)]
 pub struct Target {
     /// `http://host:port` or `https://host:port`
-    pub url: String,
-    pub pipeline: String,
-    pub token: Option<String>,
+    url: String,
+    pipeline: String,
+    token: Option<String>,
     /// For `https://`: whom to trust, and the client certificate.
-    pub tls: ClientTls,
+    tls: ClientTls,
+    /// The HTTP client, made once (it reads the TLS files) and used for
+    /// every call, the polls of [`Target::wait_for_epoch_on`] included.
+    client: std::sync::OnceLock<Client>,
 }
 
 impl std::fmt::Debug for Target {
@@ -70,7 +73,27 @@ pub struct DeployRequest {
 }
 
 impl Target {
+    /// The pipeline `pipeline` at `url` (`http://` or `https://`), with
+    /// `token` if the API needs one and `tls` for an `https://` one.
+    pub fn new(url: String, pipeline: String, token: Option<String>, tls: ClientTls) -> Self {
+        Target {
+            url,
+            pipeline,
+            token,
+            tls,
+            client: std::sync::OnceLock::new(),
+        }
+    }
+
     fn client(&self) -> Result<Client> {
+        if let Some(client) = self.client.get() {
+            return Ok(client.clone());
+        }
+        let client = self.make_client()?;
+        Ok(self.client.get_or_init(|| client).clone())
+    }
+
+    fn make_client(&self) -> Result<Client> {
         // Validation compiles the component; give it time.
         let mut builder = Client::builder().timeout(Duration::from_secs(300));
         if let Some(ca) = &self.tls.ca_file {

@@ -9,7 +9,8 @@
 //! `[admin.tls]` it serves HTTPS (optionally requiring client
 //! certificates), and the tokens file and certificate are read again
 //! whenever they change. Every change it makes is recorded in the audit
-//! trail with the token's name and the client's address. It runs on its own thread with a small tokio runtime, and
+//! trail with the token's name and the client's address. It runs on its
+//! own thread with a small tokio runtime, and
 //! everything slow (compiling and checking an upload) runs on tokio's
 //! blocking pool, so neither the API nor the epoch loop waits on the other:
 //! the API only changes what the [`Control`] says the *next* epoch runs.

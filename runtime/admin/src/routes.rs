@@ -453,32 +453,37 @@ async fn metrics(State(app): State<App>) -> impl IntoResponse {
     )
 }
 
-/// The pipeline's metrics with the admin API's failed token checks and
-/// throttled requests added before the closing `# EOF`.
+/// The pipeline's metrics with the admin API's failed token checks,
+/// throttled requests and tokens-file state, merged into one exposition.
 fn with_auth_counters(text: String, app: &App) -> String {
+    use prometheus_client::metrics::counter::ConstCounter;
+    use prometheus_client::metrics::gauge::ConstGauge;
     use std::sync::atomic::Ordering::Relaxed;
-    let backoff = &app.backoff;
-    // Label values escape `\` and `"` (OpenMetrics).
-    let pipeline = app
-        .control
-        .pipeline()
-        .replace('\\', "\\\\")
-        .replace('"', "\\\"");
-    let body = text.strip_suffix("# EOF\n").unwrap_or(&text);
-    format!(
-        "{body}# HELP weir_admin_auth_failures Requests to the admin API with a wrong token.\n\
-         # TYPE weir_admin_auth_failures counter\n\
-         weir_admin_auth_failures_total{{pipeline=\"{pipeline}\"}} {}\n\
-         # HELP weir_admin_auth_throttled Requests answered 429 because their client sent too many wrong tokens.\n\
-         # TYPE weir_admin_auth_throttled counter\n\
-         weir_admin_auth_throttled_total{{pipeline=\"{pipeline}\"}} {}\n\
-         # HELP weir_admin_tokens_file_ok 1 if the tokens file read last was valid; 0: an edit is refused (the tokens before it stay) or the file is gone (every token revoked).\n\
-         # TYPE weir_admin_tokens_file_ok gauge\n\
-         weir_admin_tokens_file_ok{{pipeline=\"{pipeline}\"}} {}\n# EOF\n",
-        backoff.failures.load(Relaxed),
-        backoff.throttled.load(Relaxed),
-        u8::from(app.tokens.file_ok.load(Relaxed))
-    )
+    let mut registry = prometheus_client::registry::Registry::default();
+    let r = registry
+        .sub_registry_with_prefix("weir")
+        .sub_registry_with_label(("pipeline".into(), app.control.pipeline().to_string().into()));
+    r.register(
+        "admin_auth_failures",
+        "Requests to the admin API with a wrong token",
+        ConstCounter::new(app.backoff.failures.load(Relaxed)),
+    );
+    r.register(
+        "admin_auth_throttled",
+        "Requests answered 429 because their client sent too many wrong tokens",
+        ConstCounter::new(app.backoff.throttled.load(Relaxed)),
+    );
+    r.register(
+        "admin_tokens_file_ok",
+        "1 if the tokens file read last was valid; 0: an edit is refused (the tokens before it \
+         stay) or the file is gone (every token revoked)",
+        ConstGauge::new(i64::from(app.tokens.file_ok.load(Relaxed))),
+    );
+    let mut admin = String::new();
+    if let Err(e) = prometheus_client::encoding::text::encode(&mut admin, &registry) {
+        tracing::warn!("encoding the admin API's metrics failed: {e}");
+    }
+    weir_engine::observe::metrics::merge(&[text, admin])
 }
 
 #[derive(Deserialize)]

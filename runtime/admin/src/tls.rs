@@ -5,22 +5,21 @@
 //! that does not match, a half-written file) is reported and the
 //! configuration before kept.
 
-use crate::reload::Watched;
+use crate::reload::Reloaded;
 use anyhow::{Context, Result};
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::WebPkiClientVerifier;
 use rustls::ServerConfig;
 use std::path::Path;
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::Arc;
 use tokio_rustls::TlsAcceptor;
 use weir_engine::config::admin::AdminTlsConfig;
 
 /// The TLS side of the admin API's listener.
 pub struct Tls {
     cfg: AdminTlsConfig,
-    current: RwLock<Arc<ServerConfig>>,
-    watched: Mutex<Watched>,
+    config: Reloaded<ServerConfig>,
 }
 
 impl Tls {
@@ -28,45 +27,24 @@ impl Tls {
     pub fn load(cfg: AdminTlsConfig) -> Result<Self> {
         let mut paths = vec![cfg.cert_file.clone(), cfg.key_file.clone()];
         paths.extend(cfg.client_ca_file.clone());
-        let mut watched = Watched::new(paths);
-        watched.changed();
-        let config = server_config(&cfg)?;
-        Ok(Tls {
-            cfg,
-            current: RwLock::new(Arc::new(config)),
-            watched: Mutex::new(watched),
-        })
+        let config = Reloaded::new(paths, || server_config(&cfg))?;
+        Ok(Tls { cfg, config })
     }
 
     /// What a new connection's handshake uses.
     pub fn acceptor(&self) -> TlsAcceptor {
-        TlsAcceptor::from(
-            self.current
-                .read()
-                .unwrap_or_else(PoisonError::into_inner)
-                .clone(),
-        )
+        TlsAcceptor::from(self.config.current())
     }
 
     /// Reads the files again if one changed.
     pub fn reload_if_changed(&self) {
-        if !self
-            .watched
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .changed()
-        {
-            return;
-        }
-        match server_config(&self.cfg) {
-            Ok(config) => {
-                *self.current.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(config);
-                tracing::info!(
-                    cert = %self.cfg.cert_file.display(),
-                    "admin API certificate read again; new connections use it"
-                );
-            }
-            Err(e) => tracing::error!(
+        match self.config.reload(|| server_config(&self.cfg)) {
+            None => {}
+            Some(Ok(_)) => tracing::info!(
+                cert = %self.cfg.cert_file.display(),
+                "admin API certificate read again; new connections use it"
+            ),
+            Some(Err(e)) => tracing::error!(
                 "admin API certificate files changed but cannot be used; the ones before stay: \
                  {e:#}"
             ),

@@ -16,12 +16,11 @@
 //! passwords (a slow password hash protects guessable secrets; these are
 //! not).
 
-use crate::reload::Watched;
+use crate::reload::Reloaded;
 use anyhow::{bail, Context, Result};
 use serde::Deserialize;
 use std::io::Read;
 use std::path::Path;
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use weir_core::Digest;
 use weir_engine::config::admin::TokenSource;
 
@@ -88,8 +87,9 @@ struct Known {
 /// The tokens the API accepts now.
 pub struct Tokens {
     source: TokenSource,
-    known: RwLock<Arc<Vec<Known>>>,
-    watched: Mutex<Option<Watched>>,
+    /// Read again from the tokens file when it changes (never, for the
+    /// other sources: they watch no file).
+    known: Reloaded<Vec<Known>>,
     /// Whether the tokens file read last was valid (for `/metrics`).
     pub file_ok: std::sync::atomic::AtomicBool,
 }
@@ -136,26 +136,20 @@ impl Tokens {
     /// The tokens of `source`: for a file, read now (an error if it cannot
     /// be read or is not valid).
     pub fn load(source: TokenSource) -> Result<Self> {
-        let (known, watched) = match &source {
-            TokenSource::None => (Vec::new(), None),
-            TokenSource::Single(token) => (
-                vec![Known {
+        let known = match &source {
+            TokenSource::None => Reloaded::new(Vec::new(), || anyhow::Ok(Vec::new()))?,
+            TokenSource::Single(token) => Reloaded::new(Vec::new(), || {
+                anyhow::Ok(vec![Known {
                     name: "admin".into(),
                     scope: Scope::Admin,
                     digest: Digest::of(token.as_bytes()),
-                }],
-                None,
-            ),
-            TokenSource::File(path) => {
-                let mut watched = Watched::new(vec![path.clone()]);
-                watched.changed();
-                (read_file(path)?, Some(watched))
-            }
+                }])
+            })?,
+            TokenSource::File(path) => Reloaded::new(vec![path.clone()], || read_file(path))?,
         };
         Ok(Tokens {
             source,
-            known: RwLock::new(Arc::new(known)),
-            watched: Mutex::new(watched),
+            known,
             file_ok: std::sync::atomic::AtomicBool::new(true),
         })
     }
@@ -172,41 +166,37 @@ impl Tokens {
         let TokenSource::File(path) = &self.source else {
             return;
         };
-        let mut watched = self.watched.lock().unwrap_or_else(PoisonError::into_inner);
-        if !watched.as_mut().is_some_and(Watched::changed) {
-            return;
-        }
-        if !path.exists() {
-            tracing::error!(
-                file = %path.display(),
-                "the admin tokens file is gone: every token is revoked until it is back"
-            );
-            *self.known.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(Vec::new());
-            self.file_ok
-                .store(false, std::sync::atomic::Ordering::Relaxed);
-            return;
-        }
-        match read_file(path) {
-            Ok(known) => {
-                self.file_ok
-                    .store(true, std::sync::atomic::Ordering::Relaxed);
+        let reloaded = self.known.reload(|| match path.exists() {
+            true => read_file(path),
+            false => Ok(Vec::new()),
+        });
+        let ok = match reloaded {
+            None => return,
+            Some(Ok(_)) if !path.exists() => {
+                tracing::error!(
+                    file = %path.display(),
+                    "the admin tokens file is gone: every token is revoked until it is back"
+                );
+                false
+            }
+            Some(Ok(known)) => {
                 let names: Vec<&str> = known.iter().map(|k| k.name.as_str()).collect();
                 tracing::info!(
                     file = %path.display(),
                     "admin tokens read again: {}",
                     names.join(", ")
                 );
-                *self.known.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(known);
+                true
             }
-            Err(e) => {
-                self.file_ok
-                    .store(false, std::sync::atomic::Ordering::Relaxed);
+            Some(Err(e)) => {
                 tracing::error!(
                     "admin tokens file changed but cannot be used; the tokens before stay (a \
                      token removed from it is NOT yet revoked): {e:#}"
-                )
+                );
+                false
             }
-        }
+        };
+        self.file_ok.store(ok, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// The caller a bearer token (`None`: no `Authorization` header)
@@ -219,16 +209,11 @@ impl Tokens {
             });
         }
         let given = Digest::of(given.ok_or(Refusal::Missing)?.trim().as_bytes());
-        let known = self
-            .known
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone();
         // Every entry is compared, in time independent of where digests
         // differ.
         let mut found = None;
-        for k in known.iter() {
-            if same_bytes(k.digest.hex().as_bytes(), given.hex().as_bytes()) {
+        for k in self.known.current().iter() {
+            if same_bytes(k.digest.as_bytes(), given.as_bytes()) {
                 found = Some(Caller {
                     name: k.name.clone(),
                     scope: k.scope,
@@ -259,11 +244,11 @@ fn read_file(path: &Path) -> Result<Vec<Known>> {
 }
 
 /// Checks the text of a tokens file (`origin` names it in errors), e.g.
-/// before `weir token new` writes it. Errors never quote a `sha256`
-/// value or the line holding it (someone may have pasted the token
-/// itself there).
-pub fn check_text(text: &str, origin: &str) -> Result<()> {
-    parse(text, origin).map(drop)
+/// before `weir token new` writes it; the names of its tokens. Errors
+/// never quote a `sha256` value or the line holding it (someone may have
+/// pasted the token itself there).
+pub fn check_text(text: &str, origin: &str) -> Result<Vec<String>> {
+    Ok(parse(text, origin)?.into_iter().map(|k| k.name).collect())
 }
 
 fn parse(text: &str, origin: &str) -> Result<Vec<Known>> {

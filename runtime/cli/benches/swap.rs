@@ -91,12 +91,12 @@ fn main() {
     .unwrap();
     let server =
         AdminServer::start(settings, pipeline.control(), pipeline.telemetry(), None).unwrap();
-    let target = Target {
-        url: server.url().to_string(),
-        pipeline: cfg.name.clone(),
-        token: None,
-        tls: Default::default(),
-    };
+    let target = Target::new(
+        server.url().to_string(),
+        cfg.name.clone(),
+        None,
+        Default::default(),
+    );
 
     let finished: Arc<Mutex<Vec<Finished>>> = Arc::default();
     let stop = Arc::new(AtomicBool::new(false));

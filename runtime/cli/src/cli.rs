@@ -228,16 +228,16 @@ impl TargetArgs {
         } else {
             format!("http://{}", self.admin)
         };
-        client::Target {
+        client::Target::new(
             url,
-            pipeline: self.pipeline,
-            token: self.token,
-            tls: client::ClientTls {
+            self.pipeline,
+            self.token,
+            client::ClientTls {
                 ca_file: self.ca_file,
                 cert_file: self.client_cert,
                 key_file: self.client_key,
             },
-        }
+        )
     }
 }
 
@@ -1169,6 +1169,19 @@ fn show_checkpoint(dir: PathBuf, json: bool) -> Result<()> {
     Ok(())
 }
 
+/// Unix milliseconds as an RFC 3339 UTC time to the second, for tables
+/// (empty before 1970).
+pub(crate) fn utc_seconds(ms: i64) -> String {
+    u64::try_from(ms)
+        .map(|ms| {
+            humantime::format_rfc3339_seconds(
+                std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms),
+            )
+            .to_string()
+        })
+        .unwrap_or_default()
+}
+
 fn print_versions(list: &[Listed], json: bool) -> Result<()> {
     if json {
         println!("{}", serde_json::to_string_pretty(list)?);
@@ -1187,14 +1200,7 @@ fn print_versions(list: &[Listed], json: bool) -> Result<()> {
         } else {
             ""
         };
-        let when = u64::try_from(v.registered_ms)
-            .map(|ms| {
-                humantime::format_rfc3339_seconds(
-                    std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms),
-                )
-                .to_string()
-            })
-            .unwrap_or_default();
+        let when = utc_seconds(v.registered_ms);
         let origin = match &v.origin {
             Origin::File { path } => format!("file {}", path.display()),
             Origin::Watch { .. } => "watch".to_string(),

@@ -52,17 +52,10 @@ fn append_entry(path: &Path, name: &str, entry: &str) -> Result<()> {
         Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
     };
     let origin = path.display().to_string();
-    tokens::check_text(&existing, &origin)?;
-    let doc: toml::Table = toml::from_str(&existing)
-        .map_err(|e| anyhow::anyhow!("{origin} is not a valid tokens file ({})", e.message()))?;
-    let taken = doc
-        .get("token")
-        .and_then(|t| t.as_array())
-        .is_some_and(|list| {
-            list.iter()
-                .any(|t| t.get("name").and_then(|n| n.as_str()) == Some(name))
-        });
-    if taken {
+    if tokens::check_text(&existing, &origin)?
+        .iter()
+        .any(|n| n == name)
+    {
         bail!(
             "{origin} already has a token named `{name}`: remove its entry first (that revokes \
              it), or choose another name"
@@ -115,14 +108,7 @@ pub(crate) fn print_audit(events: &[Event], json: bool) -> Result<()> {
         "seq", "when (UTC)", "action", "version", "component", "by", "client"
     );
     for e in events {
-        let when = u64::try_from(e.at_ms)
-            .map(|ms| {
-                humantime::format_rfc3339_seconds(
-                    std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms),
-                )
-                .to_string()
-            })
-            .unwrap_or_default();
+        let when = crate::cli::utc_seconds(e.at_ms);
         let by = e.by.as_ref().map_or("", |a| a.name.as_str());
         let client =
             e.by.as_ref()

@@ -33,6 +33,11 @@ impl Digest {
         hex::encode(self.0)
     }
 
+    /// The 32 bytes, for comparing digests without formatting them.
+    pub fn as_bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
+
     /// The first 12 hex digits, for tables meant for people.
     pub fn short(&self) -> String {
         format!("{}{}", Self::PREFIX, &self.hex()[..12])

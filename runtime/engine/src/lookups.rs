@@ -157,24 +157,22 @@ impl LookupSet {
             if d.cfg.path.is_some() && stamp == d.stamp {
                 continue;
             }
-            match load(&d.cfg, &d.schema, checkpoint, Some(d.current.digest())) {
-                Ok(table) if table.digest() == d.current.digest() => {
-                    d.stamp = stamp;
-                    d.failing = false;
-                }
+            let loaded = load(&d.cfg, &d.schema, checkpoint, Some(d.current.digest()));
+            // Whatever came of it, looked at again only once the file
+            // changes again.
+            d.stamp = stamp;
+            let was_failing = std::mem::replace(&mut d.failing, loaded.is_err());
+            match loaded {
+                Ok(table) if table.digest() == d.current.digest() => {}
                 Ok(table) => {
-                    d.failing = false;
                     tracing::info!(lookup = %d.cfg.name, rows = table.len(), version = %table.digest(), "lookup table refreshed; the next epoch reads it");
                     let table = Arc::new(table);
                     self.versions.insert(table.digest(), table.clone());
                     d.current = table;
-                    d.stamp = stamp;
                 }
                 Err(e) => {
                     self.failed_refreshes += 1;
-                    // Looked at again only once the file changes again.
-                    d.stamp = stamp;
-                    if !std::mem::replace(&mut d.failing, true) {
+                    if !was_failing {
                         began_failing.push(RefreshFailure {
                             lookup: d.cfg.name.clone(),
                             kept: d.current.digest(),

@@ -169,21 +169,21 @@ struct Document {
     /// The version the pipeline file named at the last start.
     #[serde(default)]
     file_version: Option<u32>,
+    /// The newest events (trimming keeps at least the newest
+    /// `EVENTS_KEPT - ARCHIVED_AT_ONCE`, so the last one numbers the next).
     #[serde(default)]
     events: Vec<Event>,
-    /// The `seq` of the newest event ever recorded (trimmed ones included).
-    #[serde(default)]
-    last_seq: u64,
 }
 
 impl Document {
-    /// Numbers events recorded before events were numbered (seq 0), in
-    /// their order, so every event has a `seq` of its own. Every reader of
-    /// the same document numbers them alike.
-    fn number_old_events(mut self) -> Self {
-        if self.events.iter().any(|e| e.seq == 0) {
+    /// A registry file's document, with the events recorded before events
+    /// were numbered (seq 0) numbered in their order, so every event has a
+    /// `seq` of its own; every reader of the same bytes numbers them alike.
+    fn read(bytes: &[u8]) -> serde_json::Result<Self> {
+        let mut doc: Document = serde_json::from_slice(bytes)?;
+        if doc.events.iter().any(|e| e.seq == 0) {
             let mut seq = 0;
-            for e in &mut self.events {
+            for e in &mut doc.events {
                 seq = if e.seq == 0 {
                     seq + 1
                 } else {
@@ -191,9 +191,8 @@ impl Document {
                 };
                 e.seq = seq;
             }
-            self.last_seq = self.last_seq.max(seq);
         }
-        self
+        Ok(doc)
     }
 }
 
@@ -244,9 +243,8 @@ impl SharedSource {
         if known == Some(tag.as_str()) {
             return Ok(None);
         }
-        let doc = serde_json::from_slice::<Document>(&bytes)
-            .with_context(|| format!("the shared registry {} is not valid", self.path.display()))?
-            .number_old_events();
+        let doc = Document::read(&bytes)
+            .with_context(|| format!("the shared registry {} is not valid", self.path.display()))?;
         Ok(Some(Fetched { doc, tag }))
     }
 }
@@ -336,9 +334,8 @@ impl Registry {
         fsutil::create_dir_durable(&dir)?;
         let path = dir.join("registry.json");
         let doc = match std::fs::read(&path) {
-            Ok(bytes) => serde_json::from_slice::<Document>(&bytes)
-                .with_context(|| format!("{} is not a valid registry", path.display()))?
-                .number_old_events(),
+            Ok(bytes) => Document::read(&bytes)
+                .with_context(|| format!("{} is not a valid registry", path.display()))?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Document::default(),
             Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
         };
@@ -421,9 +418,8 @@ impl Registry {
         let path = root.join("operators").join("registry.json");
         match std::fs::read(&path) {
             Ok(bytes) => Ok(Some(Registry {
-                doc: serde_json::from_slice::<Document>(&bytes)
-                    .with_context(|| format!("{} is not a valid registry", path.display()))?
-                    .number_old_events(),
+                doc: Document::read(&bytes)
+                    .with_context(|| format!("{} is not a valid registry", path.display()))?,
                 path,
                 actor: None,
                 mirror: None,
@@ -467,13 +463,8 @@ impl Registry {
         let of = |n: u32| self.get(n).map(|v| (v.digest, v.config_digest));
         let (digest, config_digest) = of(version).unzip();
         let replaced_digest = replaced.and_then(of).map(|(d, _)| d);
-        self.doc.last_seq = self
-            .doc
-            .last_seq
-            .max(self.doc.events.last().map_or(0, |e| e.seq))
-            + 1;
         self.doc.events.push(Event {
-            seq: self.doc.last_seq,
+            seq: self.doc.events.last().map_or(0, |e| e.seq) + 1,
             at_ms: now_ms(),
             action: action.into(),
             version,
@@ -899,7 +890,6 @@ mod tests {
             by: None,
         };
         r.doc.events = vec![old; EVENTS_KEPT];
-        r.doc.last_seq = 0;
         r.save().unwrap();
         let mut r = Registry::open(dir.path()).unwrap();
         assert_eq!(r.events()[EVENTS_KEPT - 1].seq, EVENTS_KEPT as u64);
