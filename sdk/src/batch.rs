@@ -1,11 +1,14 @@
 use crate::bindings::weir::operator::types as wit;
 use crate::columns::{BoolColumn, Float64Column, Int64Column, Utf8Column};
-use crate::Error;
+use crate::typed::{AnyColumn, BinaryColumn, DateColumn, DecimalColumn, TimestampColumn};
+use crate::{Error, TimeUnit};
 
-/// Logical column type, mirroring the WIT `data-type`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A column's type: one of the four basic types, or a decimal, timestamp,
+/// date, bytes, list or struct (the pipeline file's spelling is its
+/// `Display`: `decimal(18,2)`, `timestamp(ms, UTC)`, `list<utf8>`).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DataType {
-    /// 64-bit signed integers (also epoch-millisecond timestamps).
+    /// 64-bit signed integers.
     Int64,
     /// 64-bit floats.
     Float64,
@@ -13,20 +16,61 @@ pub enum DataType {
     Boolean,
     /// UTF-8 strings.
     Utf8,
+    /// Bytes.
+    Binary,
+    /// Days since 1970-01-01 ([`crate::Date`]).
+    Date,
+    /// Exact decimals ([`crate::Decimal`]): `precision` digits, `scale`
+    /// after the point.
+    Decimal {
+        /// Digits in all (1 to 38).
+        precision: u8,
+        /// Digits after the point.
+        scale: u8,
+    },
+    /// Instants ([`crate::Timestamp`]) in `unit`s since the epoch;
+    /// `timezone` is `UTC` or `+HH:MM` (none: a wall-clock time).
+    Timestamp {
+        /// The unit.
+        unit: TimeUnit,
+        /// The zone, if any.
+        timezone: Option<String>,
+    },
+    /// Lists whose elements are described by the field.
+    List(Box<Field>),
+    /// Records of these fields.
+    Struct(Vec<Field>),
 }
 
-impl From<wit::DataType> for DataType {
-    fn from(t: wit::DataType) -> Self {
-        match t {
-            wit::DataType::Int64 => DataType::Int64,
-            wit::DataType::Float64 => DataType::Float64,
-            wit::DataType::Boolean => DataType::Boolean,
-            wit::DataType::Utf8 => DataType::Utf8,
+impl std::fmt::Display for DataType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DataType::Int64 => f.write_str("int64"),
+            DataType::Float64 => f.write_str("float64"),
+            DataType::Boolean => f.write_str("boolean"),
+            DataType::Utf8 => f.write_str("utf8"),
+            DataType::Binary => f.write_str("binary"),
+            DataType::Date => f.write_str("date"),
+            DataType::Decimal { precision, scale } => write!(f, "decimal({precision},{scale})"),
+            DataType::Timestamp { unit, timezone } => {
+                let unit = match unit {
+                    TimeUnit::Second => "s",
+                    TimeUnit::Millisecond => "ms",
+                    TimeUnit::Microsecond => "us",
+                    TimeUnit::Nanosecond => "ns",
+                };
+                match timezone {
+                    Some(z) => write!(f, "timestamp({unit}, {z})"),
+                    None => write!(f, "timestamp({unit})"),
+                }
+            }
+            DataType::List(item) => write!(f, "list<{}>", item.data_type),
+            DataType::Struct(_) => f.write_str("struct"),
         }
     }
 }
 
-/// One column of the input schema.
+/// One column of the input schema (or a struct's field, a list's element).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Field {
     /// Column name as declared in the pipeline's source schema.
@@ -35,6 +79,52 @@ pub struct Field {
     pub data_type: DataType,
     /// Whether rows may be null.
     pub nullable: bool,
+}
+
+impl Field {
+    /// The field a flattened WIT type describes (node `index` and its
+    /// children).
+    pub(crate) fn from_nodes(
+        nodes: &[wit::TypeNode],
+        index: u32,
+        depth: usize,
+    ) -> Result<Self, Error> {
+        let bad = || Error::failed(format!("the host sent a malformed type (node {index})"));
+        let node = nodes.get(index as usize).ok_or_else(bad)?;
+        if depth > 64 {
+            return Err(bad());
+        }
+        let data_type = match &node.kind {
+            wit::NodeKind::Int64 => DataType::Int64,
+            wit::NodeKind::Float64 => DataType::Float64,
+            wit::NodeKind::Boolean => DataType::Boolean,
+            wit::NodeKind::Utf8 => DataType::Utf8,
+            wit::NodeKind::Binary => DataType::Binary,
+            wit::NodeKind::Date32 => DataType::Date,
+            wit::NodeKind::Decimal128(d) => DataType::Decimal {
+                precision: d.precision,
+                scale: d.scale,
+            },
+            wit::NodeKind::Timestamp(t) => DataType::Timestamp {
+                unit: crate::time::from_wit(t.unit),
+                timezone: t.timezone.clone(),
+            },
+            wit::NodeKind::List(child) => {
+                DataType::List(Box::new(Field::from_nodes(nodes, *child, depth + 1)?))
+            }
+            wit::NodeKind::Struct(children) => DataType::Struct(
+                children
+                    .iter()
+                    .map(|c| Field::from_nodes(nodes, *c, depth + 1))
+                    .collect::<Result<_, _>>()?,
+            ),
+        };
+        Ok(Field {
+            name: node.name.clone(),
+            data_type,
+            nullable: node.nullable,
+        })
+    }
 }
 
 /// The micro-batch of one epoch. Columns are fetched from the host on demand,
@@ -46,21 +136,17 @@ pub struct Batch<'a> {
 }
 
 impl<'a> Batch<'a> {
-    pub(crate) fn new(raw: &'a wit::Batch) -> Self {
+    pub(crate) fn new(raw: &'a wit::Batch) -> Result<Self, Error> {
         let schema = raw
-            .schema()
-            .into_iter()
-            .map(|f| Field {
-                name: f.name,
-                data_type: f.data_type.into(),
-                nullable: f.nullable,
-            })
-            .collect();
-        Batch {
+            .typed_schema()
+            .iter()
+            .map(|t| Field::from_nodes(&t.nodes, 0, 0))
+            .collect::<Result<_, _>>()?;
+        Ok(Batch {
             rows: raw.num_rows() as usize,
             raw,
             schema,
-        }
+        })
     }
 
     /// Number of rows in the batch.
@@ -83,13 +169,69 @@ impl<'a> Batch<'a> {
 
     fn typed_index(&self, name: &str, want: DataType) -> Result<u32, Error> {
         let index = self.index_of(name)?;
-        let found = self.schema[index].data_type;
-        if found != want {
+        let found = &self.schema[index].data_type;
+        if *found != want {
             return Err(Error::failed(format!(
-                "column `{name}` is {found:?}, not {want:?}"
+                "column `{name}` is {found}, not {want}"
             )));
         }
         Ok(index as u32)
+    }
+
+    /// Column `name` of any type, nested ones included (only `rows`, in
+    /// that order, if given).
+    fn fetch_any(&self, name: &str, rows: Option<&[u32]>) -> Result<AnyColumn, Error> {
+        let index = self.index_of(name)?;
+        let field = &self.schema[index];
+        let arrays = match rows {
+            None => self.raw.typed_column(index as u32),
+            Some(rows) => {
+                self.check_rows(name, rows)?;
+                self.raw.typed_take(index as u32, rows)
+            }
+        };
+        AnyColumn::from_wit(field, arrays.nodes)
+    }
+
+    fn check_rows(&self, name: &str, rows: &[u32]) -> Result<(), Error> {
+        match rows.iter().find(|&&r| r as usize >= self.rows) {
+            Some(bad) => Err(Error::failed(format!(
+                "row {bad} of column `{name}` asked for, but the batch has {} rows",
+                self.rows
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    /// Column `name`, of any type: for structs (`.field("ip")`), lists
+    /// (`.items()`), or to pass a column through to the output unchanged.
+    pub fn column(&self, name: &str) -> Result<AnyColumn, Error> {
+        self.fetch_any(name, None)
+    }
+
+    /// Only `rows` of column `name`, of any type, in that order (a gather).
+    pub fn column_rows(&self, name: &str, rows: &[u32]) -> Result<AnyColumn, Error> {
+        self.fetch_any(name, Some(rows))
+    }
+
+    /// Reads a `decimal(P,S)` column.
+    pub fn decimal(&self, name: &str) -> Result<DecimalColumn, Error> {
+        self.column(name)?.decimals()
+    }
+
+    /// Reads a `timestamp` column (any unit and zone).
+    pub fn timestamp(&self, name: &str) -> Result<TimestampColumn, Error> {
+        self.column(name)?.timestamps()
+    }
+
+    /// Reads a `date` column.
+    pub fn date(&self, name: &str) -> Result<DateColumn, Error> {
+        self.column(name)?.dates()
+    }
+
+    /// Reads a `binary` column.
+    pub fn binary(&self, name: &str) -> Result<BinaryColumn, Error> {
+        self.column(name)?.binaries()
     }
 
     fn fetch(&self, name: &str, want: DataType) -> Result<wit::Column, Error> {
@@ -97,12 +239,7 @@ impl<'a> Batch<'a> {
     }
 
     fn fetch_rows(&self, name: &str, want: DataType, rows: &[u32]) -> Result<wit::Column, Error> {
-        if let Some(bad) = rows.iter().find(|&&r| r as usize >= self.rows) {
-            return Err(Error::failed(format!(
-                "row {bad} of column `{name}` asked for, but the batch has {} rows",
-                self.rows
-            )));
-        }
+        self.check_rows(name, rows)?;
         Ok(self.raw.take(self.typed_index(name, want)?, rows))
     }
 

@@ -5,18 +5,18 @@ use crate::Error;
 
 /// An Arrow validity bitmap: bit `i` set means row `i` holds a value.
 #[derive(Debug, Clone, Default)]
-struct Validity(Option<Vec<u8>>);
+pub(crate) struct Validity(pub(crate) Option<Vec<u8>>);
 
 impl Validity {
     #[inline]
-    fn is_valid(&self, row: usize) -> bool {
+    pub(crate) fn is_valid(&self, row: usize) -> bool {
         match &self.0 {
             None => true,
             Some(bits) => bit(bits, row),
         }
     }
 
-    fn check_len(&self, name: &str, rows: usize) -> Result<(), Error> {
+    pub(crate) fn check_len(&self, name: &str, rows: usize) -> Result<(), Error> {
         match &self.0 {
             Some(bits) if bits.len() * 8 < rows => Err(Error::failed(format!(
                 "column `{name}`: validity bitmap too short for {rows} rows"
@@ -27,7 +27,7 @@ impl Validity {
 }
 
 #[inline]
-fn bit(bits: &[u8], i: usize) -> bool {
+pub(crate) fn bit(bits: &[u8], i: usize) -> bool {
     bits.get(i / 8).is_some_and(|b| b & (1 << (i % 8)) != 0)
 }
 

@@ -42,8 +42,12 @@ mod batch;
 mod byte_set;
 mod bytes;
 mod columns;
+mod decimal;
 mod error;
 mod output;
+mod time;
+mod typed;
+mod typed_output;
 
 pub mod artifacts;
 pub mod log;
@@ -71,9 +75,13 @@ pub use batch::{Batch, DataType, Field};
 pub use byte_set::ByteSet;
 pub use bytes::same_bytes;
 pub use columns::{BoolColumn, Float64Column, Int64Column, Utf8Column};
+pub use decimal::{Decimal, ParseDecimalError};
 pub use error::Error;
 pub use output::{BoolBuilder, ColumnBuilder, Float64Builder, Int64Builder, Output, Utf8Builder};
+pub use time::{Date, TimeUnit, Timestamp};
 pub use timers::Timer;
+pub use typed::{AnyColumn, BinaryColumn, DateColumn, DecimalColumn, TimestampColumn, Value};
+pub use typed_output::{BinaryBuilder, DateBuilder, DecimalBuilder, TimestampBuilder};
 
 /// What the host tells an operator about the epoch being processed. The time
 /// comes from the offset WAL, never from a clock, so a replay sees the same value.
@@ -221,8 +229,8 @@ pub mod __private {
         let ctx = context(ctx);
         with_operator::<O, _>("process", |operator| {
             operator
-                .process(&ctx, &Batch::new(input))
-                .map(Output::into_wit)
+                .process(&ctx, &Batch::new(input)?)
+                .map(Output::into_returned)
         })
     }
 
@@ -233,7 +241,7 @@ pub mod __private {
         let ctx = context(ctx);
         let fired = crate::timers::from_wit(fired);
         with_operator::<O, _>("on-timers", |operator| {
-            operator.on_timers(&ctx, &fired).map(Output::into_wit)
+            operator.on_timers(&ctx, &fired).map(Output::into_returned)
         })
     }
 }

@@ -29,7 +29,17 @@ impl From<&[&str]> for Keys {
     fn from(keys: &[&str]) -> Self {
         let mut out = crate::Utf8Builder::new();
         keys.iter().for_each(|k| out.push(k));
-        Keys(crate::ColumnBuilder::from(out).column)
+        Keys(
+            crate::ColumnBuilder::from(out)
+                .into_basic()
+                .unwrap_or(wit::Column {
+                    values: wit::Values::Utf8(wit::Utf8Values {
+                        offsets: vec![0],
+                        data: Vec::new(),
+                    }),
+                    validity: None,
+                }),
+        )
     }
 }
 

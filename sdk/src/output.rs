@@ -98,10 +98,10 @@ macro_rules! primitive_builder {
             fn from(b: $name) -> Self {
                 ColumnBuilder {
                     rows: b.values.len(),
-                    column: wit::Column {
+                    built: Built::Basic(wit::Column {
                         values: wit::Values::$variant(b.values),
                         validity: b.validity.finish(),
-                    },
+                    }),
                 }
             }
         }
@@ -177,13 +177,13 @@ impl From<Utf8Builder> for ColumnBuilder {
     fn from(b: Utf8Builder) -> Self {
         ColumnBuilder {
             rows: b.offsets.len() - 1,
-            column: wit::Column {
+            built: Built::Basic(wit::Column {
                 values: wit::Values::Utf8(wit::Utf8Values {
                     offsets: b.offsets,
                     data: b.data,
                 }),
                 validity: b.validity.finish(),
-            },
+            }),
         }
     }
 }
@@ -231,10 +231,10 @@ impl From<BoolBuilder> for ColumnBuilder {
     fn from(b: BoolBuilder) -> Self {
         ColumnBuilder {
             rows: b.len,
-            column: wit::Column {
+            built: Built::Basic(wit::Column {
                 values: wit::Values::Boolean(b.bits),
                 validity: b.validity.finish(),
-            },
+            }),
         }
     }
 }
@@ -242,8 +242,39 @@ impl From<BoolBuilder> for ColumnBuilder {
 /// A finished column of any type, ready to be put into an [`Output`].
 #[derive(Debug, Clone)]
 pub struct ColumnBuilder {
-    rows: usize,
-    pub(crate) column: wit::Column,
+    pub(crate) rows: usize,
+    pub(crate) built: Built,
+}
+
+/// A column as it will cross to the host: in the basic `column` form
+/// when it is one of the four basic types, else as a type tree and one
+/// array per node (the element's and fields' nodes after their parent's;
+/// node 0's name is set when the column is named in an [`Output`]).
+#[derive(Debug, Clone)]
+pub(crate) enum Built {
+    Basic(wit::Column),
+    Typed {
+        nodes: Vec<wit::TypeNode>,
+        arrays: Vec<wit::ArrayNode>,
+    },
+}
+
+impl ColumnBuilder {
+    /// The basic WIT column, if it is one (lookup keys).
+    pub(crate) fn into_basic(self) -> Option<wit::Column> {
+        match self.built {
+            Built::Basic(c) => Some(c),
+            Built::Typed { .. } => None,
+        }
+    }
+
+    /// The column as a type tree and arrays, whatever its type.
+    pub(crate) fn into_typed(self) -> (Vec<wit::TypeNode>, Vec<wit::ArrayNode>) {
+        match self.built {
+            Built::Typed { nodes, arrays } => (nodes, arrays),
+            Built::Basic(c) => crate::typed_output::basic_as_typed(c, self.rows),
+        }
+    }
 }
 
 /// The rows an operator returns for a batch, as named columns of equal length.
@@ -296,17 +327,70 @@ impl Output {
         self.columns.first().map_or(0, |(_, c)| c.rows)
     }
 
-    pub(crate) fn into_wit(self) -> wit::Output {
-        wit::Output {
-            num_rows: self.num_rows() as u32,
+    /// The rows as they cross to the host: the basic `output` record when
+    /// every column is of a basic type (what every host reads), else the
+    /// typed one (`emit-typed`).
+    pub(crate) fn into_wire(self) -> Wire {
+        let num_rows = self.num_rows() as u32;
+        if self
+            .columns
+            .iter()
+            .all(|(_, c)| matches!(c.built, Built::Basic(_)))
+        {
+            return Wire::Basic(wit::Output {
+                num_rows,
+                columns: self
+                    .columns
+                    .into_iter()
+                    .filter_map(|(name, c)| {
+                        Some(wit::OutputColumn {
+                            name,
+                            column: c.into_basic()?,
+                        })
+                    })
+                    .collect(),
+            });
+        }
+        Wire::Typed(wit::TypedOutput {
+            num_rows,
             columns: self
                 .columns
                 .into_iter()
-                .map(|(name, c)| wit::OutputColumn {
-                    name,
-                    column: c.column,
+                .map(|(name, c)| {
+                    let (mut nodes, arrays) = c.into_typed();
+                    if let Some(root) = nodes.first_mut() {
+                        root.name = name;
+                    }
+                    wit::TypedOutputColumn {
+                        type_: wit::ColumnType { nodes },
+                        column: wit::ArrayColumn { nodes: arrays },
+                    }
                 })
                 .collect(),
+        })
+    }
+
+    /// The rows in the form `process` returns: typed rows go to the
+    /// `default` output through `emit-typed`, and the call returns none.
+    pub(crate) fn into_returned(self) -> wit::Output {
+        match self.into_wire() {
+            Wire::Basic(output) => output,
+            Wire::Typed(typed) => {
+                crate::bindings::weir::operator::outputs::emit_typed(
+                    crate::outputs::DEFAULT,
+                    &typed,
+                );
+                wit::Output {
+                    num_rows: 0,
+                    columns: Vec::new(),
+                }
+            }
         }
     }
+}
+
+/// An [`Output`] ready to cross to the host.
+pub(crate) enum Wire {
+    Basic(wit::Output),
+    Typed(wit::TypedOutput),
 }

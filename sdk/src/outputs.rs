@@ -9,7 +9,11 @@
 //! weir_sdk::outputs::emit("scores", scores);
 //! ```
 
+use crate::output::Wire;
 use crate::Output;
+
+/// The output the rows `process` returns go to.
+pub const DEFAULT: &str = "default";
 
 /// Sends `rows` to output `name` (1 to 64 lowercase letters, digits, `_`
 /// or `-`, starting with a letter; `"default"` is the returned rows'
@@ -20,5 +24,8 @@ pub fn emit(name: &str, rows: Output) {
     if rows.num_rows() == 0 {
         return;
     }
-    crate::bindings::weir::operator::outputs::emit(name, &rows.into_wit());
+    match rows.into_wire() {
+        Wire::Basic(rows) => crate::bindings::weir::operator::outputs::emit(name, &rows),
+        Wire::Typed(rows) => crate::bindings::weir::operator::outputs::emit_typed(name, &rows),
+    }
 }

@@ -49,6 +49,7 @@ mod scaffold;
 mod secrets;
 mod state;
 mod streaming;
+mod types;
 mod window_kinds;
 mod windows;
 mod workers;

@@ -684,3 +684,59 @@ fn decimals_timestamps_dates_and_bytes_land_in_their_native_types_exactly() {
         );
     }
 }
+
+/// An operator's decimal, timestamp, date, bytes, list and struct columns
+/// (the Rust `types-check` over the types test's payments) land in a
+/// created table as `numeric`, `timestamptz`, `date`, `bytea` and `jsonb`,
+/// and read back exactly: decimals inside `jsonb` as exact strings.
+#[test]
+#[ignore = "needs PostgreSQL"]
+fn an_operators_typed_and_nested_columns_land_in_native_types_and_jsonb() {
+    let pg = PgServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let sink = format!(
+        "kind = \"postgres\"\nurl = \"{}\"\ntable = \"typed\"",
+        pg.url("postgres")
+    );
+    let host = WasmHost::new(None).unwrap();
+    crate::types::run_types_into(dir.path(), &guest("types_check"), Some(&sink), &host);
+    let mut client = pg.client();
+    let text = |client: &mut postgres::Client, sql: &str| -> Vec<String> {
+        client
+            .query(sql, &[])
+            .unwrap()
+            .iter()
+            .map(|r| r.get::<_, String>(0))
+            .collect()
+    };
+    let types = text(
+        &mut client,
+        "SELECT string_agg(attname || ' ' || format_type(atttypid, atttypmod), ', ' ORDER BY attnum) \
+         FROM pg_attribute WHERE attrelid = 'typed'::regclass AND attnum > 0",
+    );
+    assert_eq!(
+        types,
+        [
+            "txn_id text, amount numeric(18,2), double numeric(19,2), total numeric(18,2), \
+          over boolean, ts timestamp with time zone, ts_text text, day_text text, next_day date, \
+          raw bytea, raw_len bigint, device jsonb, device_ip text, tags jsonb, tag_count bigint, \
+          lines jsonb, device_in jsonb"
+        ]
+    );
+    client.batch_execute("SET TIME ZONE 'UTC'").unwrap();
+    let rows = text(
+        &mut client,
+        "SELECT format('%s|%s|%s|%s|%s|%s|%s|%s', txn_id, amount, double, ts, next_day, \
+         encode(raw, 'hex'), device, lines) FROM typed ORDER BY txn_id",
+    );
+    assert_eq!(
+        rows,
+        [
+            r#"t1|19.99|39.98|2026-12-07 09:30:00.25+00|2026-12-08|00ff10|{"id": "d1", "ip": "10.0.0.1", "score": 7}|[{"sku": "a", "price": "0.10"}, {"sku": "b", "price": "0.20"}]"#,
+            r#"t2|-0.05|-0.10|1969-12-31 23:59:59.999+00|1970-01-01||{"id": "d2"}|[]"#,
+            r#"t3|9999999999999999.99|19999999999999999.98|2026-12-07 09:30:00+00|||{"id": "d3", "score": -1}|"#,
+            r#"t4||||2000-03-01||{"id": "d4", "ip": "::1"}|[{"sku": "c", "price": "100.01"}]"#,
+            r#"t5|100.00|200.00|1970-01-01 00:00:00+00|1970-01-02|7765697220|{"id": "d5", "ip": "192.168.1.1", "score": 0}|[{"sku": "d", "price": "-1.50"}, {"sku": "e", "price": "2.00"}]"#,
+        ]
+    );
+}

@@ -417,8 +417,10 @@ impl ArrayDecoder for Checked {
             };
             if !(self.check)(text) {
                 return Err(ArrowError::JsonError(format!(
-                    "column `{}`: {text} is not exactly representable as {}",
-                    self.column, self.data_type
+                    "column `{}`: {text} is not exactly representable as {} (more digits \
+                     than the type holds; it is never rounded)",
+                    self.column,
+                    crate::schema::type_name(&self.data_type)
                 )));
             }
         }

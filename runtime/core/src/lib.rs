@@ -26,6 +26,7 @@ pub mod artifacts;
 pub mod backoff;
 pub mod checkpoint;
 pub mod clock;
+pub mod column_tree;
 pub mod digest;
 pub mod duration;
 pub mod faults;

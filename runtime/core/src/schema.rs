@@ -149,7 +149,7 @@ fn timestamp(args: &str, whole: &str) -> Result<ColumnType, String> {
 
 /// The zone as Arrow takes it: `UTC` (or `Z`) as the offset `+00:00`
 /// (Arrow knows names only with the IANA database, not built in).
-fn arrow_zone(zone: &str) -> &str {
+pub(crate) fn arrow_zone(zone: &str) -> &str {
     match zone {
         "UTC" | "Z" | "utc" => "+00:00",
         other => other,
@@ -185,9 +185,9 @@ impl fmt::Display for ColumnType {
 }
 
 impl ColumnType {
-    /// Whether operators can receive columns of this type today (the
-    /// `weir:operator` contract carries int64, float64, boolean and utf8).
-    pub fn reaches_operators(&self) -> bool {
+    /// Whether it is one of the four basic types every operator reads
+    /// (`batch.column`, lookups): int64, float64, boolean, utf8.
+    pub fn is_basic(&self) -> bool {
         matches!(
             self,
             ColumnType::Int64 | ColumnType::Float64 | ColumnType::Boolean | ColumnType::Utf8
@@ -203,6 +203,43 @@ impl ColumnType {
             _ => false,
         }
     }
+}
+
+impl ColumnType {
+    /// The declared type an Arrow type comes from (a struct's fields are
+    /// the column's own `fields`); `None` for types no schema declares.
+    pub fn of_arrow(t: &DataType) -> Option<ColumnType> {
+        Some(match t {
+            DataType::Int64 => ColumnType::Int64,
+            DataType::Float64 => ColumnType::Float64,
+            DataType::Boolean => ColumnType::Boolean,
+            DataType::Utf8 => ColumnType::Utf8,
+            DataType::Binary => ColumnType::Binary,
+            DataType::Date32 => ColumnType::Date,
+            DataType::Decimal128(precision, scale) if *scale >= 0 => ColumnType::Decimal {
+                precision: *precision,
+                scale: *scale,
+            },
+            DataType::Timestamp(unit, zone) => ColumnType::Timestamp {
+                unit: *unit,
+                timezone: zone.as_deref().map(|z| match z {
+                    "+00:00" => "UTC".to_string(),
+                    other => other.to_string(),
+                }),
+            },
+            DataType::List(item) => {
+                ColumnType::List(Box::new(ColumnType::of_arrow(item.data_type())?))
+            }
+            DataType::Struct(_) => ColumnType::Struct,
+            _ => return None,
+        })
+    }
+}
+
+/// How the pipeline file spells Arrow type `t` (`decimal(18,2)`), for
+/// messages; Arrow's own name for a type no schema declares.
+pub fn type_name(t: &DataType) -> String {
+    ColumnType::of_arrow(t).map_or_else(|| t.to_string(), |c| c.to_string())
 }
 
 /// One declared column of the source schema.
@@ -315,12 +352,13 @@ fn check_columns(columns: &[ColumnConfig], path: &str) -> Result<()> {
     Ok(())
 }
 
-/// Refuses columns operators cannot receive yet, naming the first.
-pub fn check_reaches_operators(schema: &[ColumnConfig]) -> Result<()> {
-    if let Some(c) = schema.iter().find(|c| !c.data_type.reaches_operators()) {
+/// Refuses a lookup table's column of a type other than the four basic
+/// ones (`lookup.get` answers in basic columns), naming the first.
+pub fn check_lookup_columns(schema: &[ColumnConfig]) -> Result<()> {
+    if let Some(c) = schema.iter().find(|c| !c.data_type.is_basic()) {
         bail!(
-            "column `{}` is a {}: sources can read it, but operators receive only int64, \
-             float64, boolean and utf8 columns in this version",
+            "column `{}` is a {}: lookup tables hold only int64, float64, boolean and utf8 \
+             columns",
             c.name,
             c.data_type
         );
@@ -407,9 +445,7 @@ mod tests {
         };
         assert_eq!(device.len(), 2);
         assert!(schema.field(1).is_nullable());
-        let err = check_reaches_operators(&doc.schema)
-            .unwrap_err()
-            .to_string();
+        let err = check_lookup_columns(&doc.schema).unwrap_err().to_string();
         assert!(err.contains("column `amount` is a decimal(18,2)"), "{err}");
         let missing = vec![ColumnConfig::new("device", ColumnType::Struct, false)];
         let err = check(&missing).unwrap_err().to_string();

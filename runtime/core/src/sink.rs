@@ -21,6 +21,29 @@ pub fn to_json_lines(batches: &[RecordBatch]) -> Result<Vec<u8>> {
     Ok(writer.into_inner())
 }
 
+/// Each value of `array` (a list or struct column, say) as JSON text, in
+/// the form [`to_json_lines`] writes it (decimals as exact strings); null
+/// where the value is null.
+pub fn json_texts(array: &arrow_array::ArrayRef) -> Result<arrow_array::StringArray> {
+    let field = arrow_schema::Field::new("v", array.data_type().clone(), true);
+    let batch = RecordBatch::try_new(
+        std::sync::Arc::new(arrow_schema::Schema::new(vec![field])),
+        vec![array.clone()],
+    )?;
+    let lines = to_json_lines(&[batch])?;
+    let text = std::str::from_utf8(&lines)?;
+    text.lines()
+        .map(|line| match line {
+            "{}" => Ok(None),
+            _ => line
+                .strip_prefix("{\"v\":")
+                .and_then(|l| l.strip_suffix('}'))
+                .map(Some)
+                .ok_or_else(|| anyhow::anyhow!("unexpected JSON line from the writer: {line}")),
+        })
+        .collect()
+}
+
 /// Encodes decimal values as JSON strings of their exact digits.
 #[derive(Debug)]
 struct DecimalsAsText;
@@ -63,6 +86,22 @@ mod json_tests {
     use super::*;
     use arrow_array::{Array, Decimal128Array};
     use std::sync::Arc;
+
+    #[test]
+    fn nested_values_become_json_texts_with_exact_decimals() {
+        use arrow_array::builder::{Decimal128Builder, ListBuilder};
+        let mut lines = ListBuilder::new(
+            Decimal128Builder::new().with_data_type(arrow_schema::DataType::Decimal128(18, 2)),
+        );
+        lines.append_value([Some(10), Some(-250)]);
+        lines.append_null();
+        lines.append_value::<[Option<i128>; 0], _>([]);
+        let array: arrow_array::ArrayRef = Arc::new(lines.finish());
+        let texts = json_texts(&array).unwrap();
+        assert_eq!(texts.value(0), r#"["0.10","-2.50"]"#);
+        assert!(texts.is_null(1));
+        assert_eq!(texts.value(2), "[]");
+    }
 
     #[test]
     fn decimals_are_written_as_their_exact_digits_in_strings() {

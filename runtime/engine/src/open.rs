@@ -357,6 +357,10 @@ impl FileOperator {
         let loaded = host
             .load(&wasm, cfg.operator.grants)
             .with_context(|| format!("loading operator {}", path.display()))?;
+        checks
+            .check_input_types(&loaded)
+            .map_err(anyhow::Error::msg)
+            .with_context(|| format!("operator {}", path.display()))?;
         let artifacts = weir_core::artifacts::store(blobs, &cfg.operator_artifacts()?)?;
         let setup = Setup {
             config_json: cfg.operator_config_json()?,

@@ -16,6 +16,10 @@ wasmtime::component::bindgen!({
     imports: {
         "weir:operator/types.[method]batch.column": trappable,
         "weir:operator/types.[method]batch.take": trappable,
+        "weir:operator/types.[method]batch.schema": trappable,
+        "weir:operator/types.[method]batch.typed-schema": trappable,
+        "weir:operator/types.[method]batch.typed-column": trappable,
+        "weir:operator/types.[method]batch.typed-take": trappable,
         "weir:operator/state.get": trappable,
         "weir:operator/state.put": trappable,
         "weir:operator/state.delete": trappable,
@@ -31,6 +35,7 @@ wasmtime::component::bindgen!({
         "weir:operator/timers.delete": trappable,
         "weir:operator/timers.pending": trappable,
         "weir:operator/outputs.emit": trappable,
+        "weir:operator/outputs.emit-typed": trappable,
     },
 });
 
@@ -91,18 +96,32 @@ impl weir::operator::types::HostBatch for HostState {
         self.batch(&handle).map_or(0, |b| b.batch.num_rows() as u32)
     }
 
-    fn schema(&mut self, handle: Resource<InputBatch>) -> Vec<weir::operator::types::Field> {
+    /// Traps rather than leave out a column it cannot describe: the
+    /// guest addresses columns by their position in this list.
+    fn schema(
+        &mut self,
+        handle: Resource<InputBatch>,
+    ) -> wasmtime::Result<Vec<weir::operator::types::Field>> {
         let Some(b) = self.batch(&handle) else {
-            return Vec::new();
+            return Ok(Vec::new());
         };
         b.batch
             .schema()
             .fields()
             .iter()
-            .filter_map(|f| {
-                Some(weir::operator::types::Field {
+            .map(|f| {
+                let data_type = super::columns::wit_type(f.data_type()).ok_or_else(|| {
+                    wasmtime::format_err!(
+                        "the operator read the schema with `batch.schema`, which cannot describe \
+                         column `{}` ({}): it must read it with `batch.typed-schema`, as the \
+                         current SDKs do",
+                        f.name(),
+                        weir_core::schema::type_name(f.data_type())
+                    )
+                })?;
+                Ok(weir::operator::types::Field {
                     name: f.name().clone(),
-                    data_type: super::columns::wit_type(f.data_type())?,
+                    data_type,
                     nullable: f.is_nullable(),
                 })
             })
@@ -129,6 +148,41 @@ impl weir::operator::types::HostBatch for HostState {
     ) -> wasmtime::Result<weir::operator::types::Column> {
         let taken = self.take_rows(&handle, index, rows)?;
         column_to_wit(taken.as_ref()).map_err(|e| wasmtime::format_err!("{e:#}"))
+    }
+
+    fn typed_schema(
+        &mut self,
+        handle: Resource<InputBatch>,
+    ) -> wasmtime::Result<Vec<weir::operator::types::ColumnType>> {
+        let Some(b) = self.batch(&handle) else {
+            return Ok(Vec::new());
+        };
+        b.batch
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| super::typed::column_type(f).map_err(|e| wasmtime::format_err!("{e:#}")))
+            .collect()
+    }
+
+    // Shadowed in the linker by `lowering`'s, like `column` and `take`.
+    fn typed_column(
+        &mut self,
+        handle: Resource<InputBatch>,
+        index: u32,
+    ) -> wasmtime::Result<weir::operator::types::ArrayColumn> {
+        let array = self.input_column(&handle, index)?;
+        super::typed::array_column(array.as_ref()).map_err(|e| wasmtime::format_err!("{e:#}"))
+    }
+
+    fn typed_take(
+        &mut self,
+        handle: Resource<InputBatch>,
+        index: u32,
+        rows: Vec<u32>,
+    ) -> wasmtime::Result<weir::operator::types::ArrayColumn> {
+        let taken = self.take_rows(&handle, index, rows)?;
+        super::typed::array_column(taken.as_ref()).map_err(|e| wasmtime::format_err!("{e:#}"))
     }
 
     fn drop(&mut self, handle: Resource<InputBatch>) -> wasmtime::Result<()> {
@@ -179,12 +233,38 @@ impl weir::operator::outputs::Host for HostState {
             wasmtime::format_err!(message)
         })
     }
+
+    /// Like `emit`, for rows of any column types (`default` included).
+    fn emit_typed(
+        &mut self,
+        name: String,
+        rows: weir::operator::types::TypedOutput,
+    ) -> wasmtime::Result<()> {
+        self.keep_emitted_typed(&name, rows).map_err(|e| {
+            let message = format!("emitted to output `{name}`: {e:#}");
+            self.emit_error = Some(message.clone());
+            wasmtime::format_err!(message)
+        })
+    }
 }
 
 impl HostState {
     fn keep_emitted(&mut self, name: &str, rows: WitOutput) -> anyhow::Result<()> {
         weir_core::outputs::check_name(name)?;
-        let batch = super::columns::output_to_batch(rows)?;
+        self.keep_batch(name, super::columns::output_to_batch(rows)?)
+    }
+
+    fn keep_emitted_typed(
+        &mut self,
+        name: &str,
+        rows: weir::operator::types::TypedOutput,
+    ) -> anyhow::Result<()> {
+        weir_core::outputs::check_name(name)?;
+        let batch = weir_core::column_tree::to_batch(super::typed::output(rows))?;
+        self.keep_batch(name, batch)
+    }
+
+    fn keep_batch(&mut self, name: &str, batch: RecordBatch) -> anyhow::Result<()> {
         if batch.num_rows() == 0 {
             return Ok(());
         }

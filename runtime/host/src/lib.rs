@@ -61,6 +61,7 @@ mod lowering;
 mod sandbox;
 mod state_host;
 mod store;
+mod typed;
 
 pub use cache::default_cache_root;
 pub use columns::wit_type;
@@ -281,8 +282,15 @@ impl WasmHost {
             .component_type()
             .exports(&self.engine)
             .any(|(name, _)| name == ON_TIMERS);
+        let reads_every_type = imports_function(
+            &self.engine,
+            &component,
+            "weir:operator/types@0.1.0",
+            "[method]batch.typed-schema",
+        );
         Ok(LoadedOperator {
             on_timers,
+            reads_every_type,
             digest,
             pre,
             engine: self.engine.clone(),
@@ -342,6 +350,20 @@ fn import_names(engine: &Engine, component: &Component) -> Vec<String> {
         .collect()
 }
 
+/// Whether `component` imports function `func` of instance `instance`.
+fn imports_function(engine: &Engine, component: &Component, instance: &str, func: &str) -> bool {
+    use wasmtime::component::types::ComponentItem;
+    component
+        .component_type()
+        .imports(engine)
+        .any(|(name, item)| match item.ty {
+            ComponentItem::ComponentInstance(i) if name == instance => {
+                i.exports(engine).any(|(f, _)| f == func)
+            }
+            _ => false,
+        })
+}
+
 /// What `weir operator check` prints.
 #[derive(Debug, Clone, Serialize)]
 pub struct ComponentReport {
@@ -379,6 +401,9 @@ pub struct LoadedOperator {
     digest: Digest,
     /// Whether the component exports `on-timers` (world `timer-operator`).
     on_timers: bool,
+    /// Whether it reads columns through `batch.typed-schema`, and so
+    /// takes columns of every type.
+    reads_every_type: bool,
     pre: OperatorPre<HostState>,
     engine: Engine,
     grants: Grants,
@@ -397,6 +422,15 @@ impl LoadedOperator {
     /// epoch without input to fire them.
     pub fn handles_timers(&self) -> bool {
         self.on_timers
+    }
+
+    /// Whether the component can receive columns of every type (decimal,
+    /// timestamp, date, binary, list, struct): it reads its input through
+    /// `batch.typed-schema`, as every current SDK does. A component built
+    /// before those types existed gets only int64, float64, boolean and
+    /// utf8 columns, and is refused an input with others.
+    pub fn reads_every_type(&self) -> bool {
+        self.reads_every_type
     }
 
     /// The component's imports (for reports).

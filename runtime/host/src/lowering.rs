@@ -190,8 +190,46 @@ fn utf8(strings: &StringArray) -> Utf8Values {
     }
 }
 
-/// Replaces the generated `batch.column` and `batch.take` imports of the
-/// `types` interface with versions that lower from Arrow buffers.
+/// WIT `array-node`, over one node's Arrow buffers.
+#[derive(ComponentType, Lower)]
+#[component(record)]
+pub struct ArrayNode {
+    len: u32,
+    validity: Option<BufferList<u8>>,
+    offsets: BufferList<i32>,
+    values: BufferList<u8>,
+}
+
+/// WIT `array-column`: what `batch.typed-column` and `batch.typed-take`
+/// return.
+#[derive(ComponentType, Lower)]
+#[component(record)]
+pub struct ArrayColumn {
+    nodes: Vec<ArrayNode>,
+}
+
+/// The WIT array column over `array`'s own buffers, any type (the
+/// rebasing of sliced arrays is [`weir_core::column_tree::visit`]'s).
+pub fn array_column(array: &dyn Array) -> Result<ArrayColumn> {
+    let mut nodes = Vec::new();
+    let empty = || BufferList::new(Buffer::from_vec(Vec::<u8>::new()));
+    weir_core::column_tree::visit(array, &mut |view| {
+        nodes.push(ArrayNode {
+            len: view.len as u32,
+            validity: view.validity.map(BufferList::new),
+            offsets: BufferList::new(
+                view.offsets
+                    .unwrap_or_else(|| Buffer::from_vec(Vec::<i32>::new())),
+            ),
+            values: view.values.map_or_else(empty, BufferList::new),
+        })
+    })?;
+    Ok(ArrayColumn { nodes })
+}
+
+/// Replaces the generated `batch.column`, `batch.take`, `batch.typed-column`
+/// and `batch.typed-take` imports of the `types` interface with versions
+/// that lower from Arrow buffers.
 pub fn add_to_linker(linker: &mut Linker<HostState>) -> Result<()> {
     linker.allow_shadowing(true);
     let mut types = linker.instance("weir:operator/types@0.1.0")?;
@@ -209,6 +247,25 @@ pub fn add_to_linker(linker: &mut Linker<HostState>) -> Result<()> {
          (batch, index, rows): (Resource<InputBatch>, u32, Vec<u32>)| {
             let taken = store.data().take_rows(&batch, index, rows)?;
             let column = column(taken.as_ref()).map_err(|e| wasmtime::format_err!("{e:#}"))?;
+            Ok((column,))
+        },
+    )?;
+    types.func_wrap(
+        "[method]batch.typed-column",
+        |store: StoreContextMut<'_, HostState>, (batch, index): (Resource<InputBatch>, u32)| {
+            let array = store.data().input_column(&batch, index)?;
+            let column =
+                array_column(array.as_ref()).map_err(|e| wasmtime::format_err!("{e:#}"))?;
+            Ok((column,))
+        },
+    )?;
+    types.func_wrap(
+        "[method]batch.typed-take",
+        |store: StoreContextMut<'_, HostState>,
+         (batch, index, rows): (Resource<InputBatch>, u32, Vec<u32>)| {
+            let taken = store.data().take_rows(&batch, index, rows)?;
+            let column =
+                array_column(taken.as_ref()).map_err(|e| wasmtime::format_err!("{e:#}"))?;
             Ok((column,))
         },
     )?;

@@ -15,6 +15,10 @@ const TEST_GUESTS: &[&str] = &[
     "fraud-windows-by-hand",
     "window-kinds",
     "card-home",
+    "types-check",
+    "basic-types-only",
+    "decimal-sum",
+    "amount-rule",
 ];
 
 /// The directory the bundled guests were built into.

@@ -21,6 +21,9 @@ path (``weir operator new --lang python`` sets that up)::
 
 - ``Batch`` / ``Utf8Column`` / ``Int64Column`` / ``Float64Column`` /
   ``BoolColumn``: the input, column by column (``weir.columns``);
+  ``batch.decimal``, ``timestamp``, ``date``, ``binary`` and ``column``
+  (any type, nested ones too): ``weir.Column`` of ``Decimal``,
+  ``datetime``, ``date``, ``bytes``, lists and dicts (``weir.values``);
 - ``Output`` and ``emit``: rows out, to the default or a named output;
 - ``weir.state``: keyed state; ``weir.watermark()``: event time;
 - ``weir.log``: the host's log (``print`` goes there too);
@@ -45,10 +48,13 @@ from . import log, state
 from .columns import Batch, BoolColumn, ColumnError, Field, Float64Column, Int64Column, Utf8Column
 from .operator import ConfigError, EpochContext, Operator, describe, export
 from .output import Output, emit
+from .values import Column, DataType, decimal_type, list_of, struct_of, timestamp_type
 
 __all__ = [
     "Batch",
     "BoolColumn",
+    "Column",
+    "DataType",
     "ColumnError",
     "ConfigError",
     "EpochContext",
@@ -58,12 +64,16 @@ __all__ = [
     "Operator",
     "Output",
     "Utf8Column",
+    "decimal_type",
     "describe",
     "emit",
     "export",
+    "list_of",
     "log",
     "previous_watermark",
     "state",
+    "struct_of",
+    "timestamp_type",
     "watermark",
 ]
 

@@ -9,6 +9,8 @@ is converted until you ask (``to_list``).
 
 from wit_world.imports import types as _t
 
+from . import values as _values
+
 __all__ = [
     "Batch",
     "BoolColumn",
@@ -19,26 +21,22 @@ __all__ = [
     "Utf8Column",
 ]
 
-_TYPE_NAMES = {
-    _t.DataType.INT64: "int64",
-    _t.DataType.FLOAT64: "float64",
-    _t.DataType.BOOLEAN: "bool",
-    _t.DataType.UTF8: "utf8",
-}
-
-
 class ColumnError(Exception):
     """A column that is missing or has another type than asked for."""
 
 
 class Field:
-    """One column of the input schema: ``name``, ``data_type`` (``"int64"``,
-    ``"float64"``, ``"bool"`` or ``"utf8"``) and ``nullable``."""
+    """One column of the input schema: ``name``, ``data_type`` (spelled
+    ``"int64"``, ``"float64"``, ``"bool"``, ``"utf8"``, ``"binary"``,
+    ``"date"``, ``"decimal(18,2)"``, ``"timestamp(ms, UTC)"``,
+    ``"list<utf8>"`` or ``"struct"``), ``type`` (the ``weir.DataType``,
+    with a struct's fields and a list's element) and ``nullable``."""
 
-    __slots__ = ("name", "data_type", "nullable")
+    __slots__ = ("name", "data_type", "nullable", "type")
 
-    def __init__(self, name, data_type, nullable):
+    def __init__(self, name, data_type, nullable, type_=None):
         self.name, self.data_type, self.nullable = name, data_type, nullable
+        self.type = type_
 
     def __repr__(self):
         return f"Field({self.name!r}, {self.data_type!r}, nullable={self.nullable})"
@@ -188,7 +186,11 @@ class Batch:
         self._raw = raw
         self.num_rows = raw.num_rows()
         #: The input schema, in column order (a list of ``Field``).
-        self.schema = [Field(f.name, _TYPE_NAMES[f.data_type], f.nullable) for f in raw.schema()]
+        self.schema = []
+        for column_type in raw.typed_schema():
+            name, t, nullable = _values.type_from_nodes(column_type.nodes)
+            spelled = "bool" if t.kind == "bool" else str(t)
+            self.schema.append(Field(name, spelled, nullable, t))
         self._index = {f.name: i for i, f in enumerate(self.schema)}
 
     def __len__(self):
@@ -232,3 +234,34 @@ class Batch:
     def bool(self, name, rows=None):
         """Column ``name`` as a ``BoolColumn`` (only ``rows`` if given)."""
         return self._fetch(name, "bool", rows)
+
+    def column(self, name, rows=None):
+        """Column ``name`` of any type as a ``weir.Column`` of Python values
+        (``Decimal``, ``datetime``, ``date``, ``bytes``, ``list``,
+        ``dict``); only ``rows``, in that order, if given."""
+        i = self.index_of(name)
+        raw = self._raw.typed_column(i) if rows is None else self._raw.typed_take(i, list(rows))
+        return _values.Column(name, self.schema[i].type, iter(raw.nodes))
+
+    def _kind(self, name, kind, rows):
+        column = self.column(name, rows)
+        if column.type.kind != kind:
+            raise ColumnError(f"column `{name}` is {column.type}, not {kind}")
+        return column
+
+    def decimal(self, name, rows=None):
+        """A ``decimal(P,S)`` column: ``decimal.Decimal`` values, exact."""
+        return self._kind(name, "decimal", rows)
+
+    def timestamp(self, name, rows=None):
+        """A ``timestamp`` column: ``datetime`` values (aware when the
+        column has a zone)."""
+        return self._kind(name, "timestamp", rows)
+
+    def date(self, name, rows=None):
+        """A ``date`` column: ``datetime.date`` values."""
+        return self._kind(name, "date", rows)
+
+    def binary(self, name, rows=None):
+        """A ``binary`` column: ``bytes`` values."""
+        return self._kind(name, "binary", rows)

@@ -67,6 +67,10 @@ fn files(lang: Lang) -> Vec<(&'static str, &'static str)> {
                 "weir/state.py",
                 include_str!("../../../../sdk/python/weir/state.py"),
             ),
+            (
+                "weir/values.py",
+                include_str!("../../../../sdk/python/weir/values.py"),
+            ),
             // The helper modules beside the package: windows, lookups
             // (which need the column helpers), artifacts, named outputs.
             (
@@ -98,6 +102,10 @@ fn files(lang: Lang) -> Vec<(&'static str, &'static str)> {
             (
                 "weir_columns.js",
                 include_str!("../../../../sdk/js/weir_columns.js"),
+            ),
+            (
+                "weir_types.js",
+                include_str!("../../../../sdk/js/weir_types.js"),
             ),
             (
                 "weir_window.js",

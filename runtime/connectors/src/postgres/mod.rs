@@ -508,7 +508,7 @@ fn column_list(schema: &SchemaRef) -> String {
     schema
         .fields()
         .iter()
-        .map(|f| format!("{} {}", f.name(), table::type_name(f.data_type())))
+        .map(|f| format!("{} {}", f.name(), table::type_name(f)))
         .collect::<Vec<_>>()
         .join(", ")
 }
@@ -666,7 +666,12 @@ impl PostgresSink {
     /// Writes `batches` in one transaction that first claims `claim`;
     /// waits out outages, fails on what the server refuses.
     fn write_claimed(&mut self, epoch: u64, claim: Claim, batches: &[RecordBatch]) -> Result<()> {
-        let batches: Vec<&RecordBatch> = batches.iter().filter(|b| b.num_rows() > 0).collect();
+        let batches = batches
+            .iter()
+            .filter(|b| b.num_rows() > 0)
+            .map(table::nested_as_json)
+            .collect::<Result<Vec<_>>>()?;
+        let batches: Vec<&RecordBatch> = batches.iter().collect();
         let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
         // An epoch without output writes nothing, but a fenced writer must
         // still hear that it lost the partition before it commits.

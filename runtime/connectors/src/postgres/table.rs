@@ -11,9 +11,19 @@
 //! | `float64`       | `double precision` | `real`                                  |
 //! | `boolean`       | `boolean`          |                                         |
 //! | `utf8`          | `text`             | `varchar`, `char`, `json`, `jsonb`      |
+//! | `binary`        | `bytea`            |                                         |
+//! | `date`          | `date`             |                                         |
+//! | `decimal(P,S)`  | `numeric(P,S)`     | `numeric`                               |
+//! | `timestamp(…, ZONE)` | `timestamptz` | `timestamp`                             |
+//! | `timestamp(…)`  | `timestamp`        | `timestamptz`                           |
+//! | `list<T>`, `struct` | `jsonb` (decimals as exact strings) | `json`, `text`    |
 
-use anyhow::{bail, Result};
-use arrow_schema::{DataType, Schema};
+use anyhow::{bail, Context, Result};
+use arrow_array::{ArrayRef, RecordBatch};
+use arrow_schema::{DataType, Field, Schema};
+use std::collections::HashMap;
+use std::sync::Arc;
+
 use postgres::types::Type;
 use postgres::GenericClient;
 use std::fmt;
@@ -69,9 +79,12 @@ pub enum Target {
 }
 
 impl Target {
-    /// The column type a created table gets for an output type.
-    fn created(data_type: &DataType) -> Option<(Target, String)> {
-        let (target, sql) = match data_type {
+    /// The column type a created table gets for an output column.
+    fn created(field: &Field) -> Option<(Target, String)> {
+        if field.metadata().contains_key(JSON_OF) {
+            return Some((Target::Jsonb, "jsonb".to_string()));
+        }
+        let (target, sql) = match field.data_type() {
             DataType::Int64 => (Target::Int8, "bigint"),
             DataType::Float64 => (Target::Float8, "double precision"),
             DataType::Boolean => (Target::Bool, "boolean"),
@@ -112,8 +125,11 @@ impl Target {
         })
     }
 
-    fn accepted(data_type: &DataType) -> &'static str {
-        match data_type {
+    fn accepted(field: &Field) -> &'static str {
+        if field.metadata().contains_key(JSON_OF) {
+            return "jsonb, json or text";
+        }
+        match field.data_type() {
             DataType::Int64 => "bigint, integer, smallint, timestamptz or timestamp",
             DataType::Float64 => "double precision or real",
             DataType::Boolean => "boolean",
@@ -126,15 +142,53 @@ impl Target {
     }
 }
 
-/// An output type as the operator contract (WIT) names it.
-pub fn type_name(data_type: &DataType) -> String {
-    match data_type {
-        DataType::Int64 => "int64".into(),
-        DataType::Float64 => "float64".into(),
-        DataType::Boolean => "boolean".into(),
-        DataType::Utf8 => "utf8".into(),
-        other => other.to_string(),
+/// An output column's type as the pipeline file spells it (`decimal(18,2)`,
+/// `list<utf8>`); a list or struct column sent as JSON keeps its own.
+pub fn type_name(field: &Field) -> String {
+    match field.metadata().get(JSON_OF) {
+        Some(original) => original.clone(),
+        None => weir_core::schema::type_name(field.data_type()),
     }
+}
+
+/// The field metadata key marking a column of JSON texts made from a list
+/// or struct column (its value: that column's type); such a column goes
+/// into `jsonb`.
+const JSON_OF: &str = "weir.postgres.json_of";
+
+/// `batch` with every list and struct column as JSON text (decimals as
+/// exact strings), for `jsonb` columns; the same batch when it has none.
+pub fn nested_as_json(batch: &RecordBatch) -> Result<RecordBatch> {
+    let nested = |t: &DataType| matches!(t, DataType::List(_) | DataType::Struct(_));
+    if !batch
+        .schema()
+        .fields()
+        .iter()
+        .any(|f| nested(f.data_type()))
+    {
+        return Ok(batch.clone());
+    }
+    let mut fields = Vec::with_capacity(batch.num_columns());
+    let mut columns = Vec::with_capacity(batch.num_columns());
+    for (f, column) in batch.schema().fields().iter().zip(batch.columns()) {
+        if nested(f.data_type()) {
+            let texts = weir_core::sink::json_texts(column)
+                .with_context(|| format!("output column `{}` as JSON", f.name()))?;
+            let metadata = HashMap::from([(
+                JSON_OF.to_string(),
+                weir_core::schema::type_name(f.data_type()),
+            )]);
+            fields.push(Field::new(f.name(), DataType::Utf8, true).with_metadata(metadata));
+            columns.push(Arc::new(texts) as ArrayRef);
+        } else {
+            fields.push(f.as_ref().clone());
+            columns.push(column.clone());
+        }
+    }
+    Ok(RecordBatch::try_new(
+        Arc::new(Schema::new(fields)),
+        columns,
+    )?)
 }
 
 /// One column of an existing table, as `pg_catalog` describes it.
@@ -204,11 +258,11 @@ pub fn columns<C: GenericClient>(
 pub fn create_sql(table: &TableName, schema: &Schema) -> Result<String> {
     let mut cols = Vec::new();
     for f in schema.fields() {
-        let Some((_, sql_type)) = Target::created(f.data_type()) else {
+        let Some((_, sql_type)) = Target::created(f) else {
             bail!(
                 "output column `{}` has type {}, which the PostgreSQL sink cannot store",
                 f.name(),
-                type_name(f.data_type())
+                type_name(f)
             );
         };
         cols.push(format!("{} {sql_type}", quote_ident(f.name())));
@@ -230,13 +284,12 @@ pub fn plan(
     let mut plans = Vec::with_capacity(output.fields().len());
     for (index, f) in output.fields().iter().enumerate() {
         let Some(col) = columns.iter().find(|c| c.name == *f.name()) else {
-            let created =
-                Target::created(f.data_type()).map_or_else(|| "text".to_string(), |(_, t)| t);
+            let created = Target::created(f).map_or_else(|| "text".to_string(), |(_, t)| t);
             bail!(
                 "the operator outputs column `{name}` ({dt}), but table {table} has no column \
                  `{name}` (it has: {have}); add it, e.g. ALTER TABLE {sql} ADD COLUMN {q} {created}",
                 name = f.name(),
-                dt = type_name(f.data_type()),
+                dt = type_name(f),
                 have = columns
                     .iter()
                     .map(|c| c.name.as_str())
@@ -255,11 +308,11 @@ pub fn plan(
                 "column `{}`: the operator outputs {}, which cannot be written into {table}.{} \
                  of type {}; {} output goes into {}",
                 f.name(),
-                type_name(f.data_type()),
+                type_name(f),
                 col.name,
                 col.type_name,
-                type_name(f.data_type()),
-                Target::accepted(f.data_type())
+                type_name(f),
+                Target::accepted(f)
             );
         };
         plans.push(ColumnPlan {

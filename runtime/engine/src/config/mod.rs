@@ -795,13 +795,11 @@ impl PipelineConfig {
             bail!("`key` must name an input column (or be left out)");
         }
         self.source.validate()?;
-        weir_core::schema::check_reaches_operators(self.source.columns())
-            .context("`source.schema`")?;
         self.sink.validate()?;
         let mut names = std::collections::HashSet::new();
         for l in &self.lookups {
             l.validate()?;
-            weir_core::schema::check_reaches_operators(&l.schema)
+            weir_core::schema::check_lookup_columns(&l.schema)
                 .with_context(|| format!("lookup `{}`", l.name))?;
             if !names.insert(&l.name) {
                 bail!("two `[[lookup]]` tables are named `{}`", l.name);
@@ -1129,16 +1127,23 @@ path = "out"
     }
 
     #[test]
-    fn a_column_operators_cannot_receive_is_refused_at_start_naming_it() {
-        let text = "name = \"x\"\ncheckpoint = \"c\"\n[source]\nkind = \"files\"\n\
-                    path = \"in\"\nschema = [ { name = \"amount\", type = \"decimal(18,2)\" } ]\n\
-                    [operator]\npath = \"op.wasm\"\n[sink]\nkind = \"files\"\npath = \"out\"\n";
+    fn sources_take_every_type_and_lookups_the_basic_ones() {
+        let source = "name = \"x\"\ncheckpoint = \"c\"\n[source]\nkind = \"files\"\n\
+                      path = \"in\"\nschema = [ { name = \"amount\", type = \"decimal(18,2)\" } ]\n\
+                      [operator]\npath = \"op.wasm\"\n[sink]\nkind = \"files\"\npath = \"out\"\n";
+        PipelineConfig::parse(source, Path::new(".")).unwrap();
+        let lookup = format!(
+            "{source}[[lookup]]\nname = \"limits\"\nkey = \"card_id\"\npath = \"limits.jsonl\"\n\
+             schema = [ {{ name = \"card_id\", type = \"utf8\" }}, \
+             {{ name = \"limit\", type = \"decimal(18,2)\" }} ]\n"
+        );
         let err = format!(
             "{:#}",
-            PipelineConfig::parse(text, Path::new(".")).unwrap_err()
+            PipelineConfig::parse(&lookup, Path::new(".")).unwrap_err()
         );
-        assert!(err.contains("column `amount` is a decimal(18,2)"), "{err}");
-        assert!(err.contains("operators receive only"), "{err}");
+        assert!(err.contains("lookup `limits`"), "{err}");
+        assert!(err.contains("column `limit` is a decimal(18,2)"), "{err}");
+        assert!(err.contains("lookup tables hold only"), "{err}");
     }
 
     #[test]

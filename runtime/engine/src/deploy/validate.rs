@@ -80,6 +80,34 @@ impl Checks {
             .init(operator, &setup.config_json, self.env(setup))
     }
 
+    /// Refuses an operator built for the four basic column types when the
+    /// input has a column of another type (it could not read it).
+    pub fn check_input_types(&self, operator: &LoadedOperator) -> Result<(), String> {
+        if operator.reads_every_type() {
+            return Ok(());
+        }
+        let basic = |t: &arrow_schema::DataType| {
+            use arrow_schema::DataType::*;
+            matches!(t, Int64 | Float64 | Boolean | Utf8)
+        };
+        match self
+            .input_schema
+            .fields()
+            .iter()
+            .find(|f| !basic(f.data_type()))
+        {
+            None => Ok(()),
+            Some(f) => Err(format!(
+                "operator {} reads only int64, float64, boolean and utf8 columns (it was built \
+                 with an SDK from before decimals, timestamps, dates, binary, lists and structs), \
+                 but the input's column `{}` is {}: rebuild it with the current SDK",
+                operator.digest(),
+                f.name(),
+                weir_core::schema::type_name(f.data_type())
+            )),
+        }
+    }
+
     /// Compiles and links `wasm` and runs its `init` with `setup`. The
     /// error is the reason, ready for the person who uploaded it.
     pub fn component(&self, wasm: &[u8], setup: &Setup) -> Result<LoadedOperator, String> {
@@ -94,6 +122,7 @@ impl Checks {
             .host
             .load_in_background(wasm, self.grants)
             .map_err(|e| format!("the upload is not a usable operator component: {e:#}"))?;
+        self.check_input_types(&loaded)?;
         match self.init(&loaded, setup) {
             Ok(()) => Ok(loaded),
             Err(OperatorFailure::InvalidConfig(m)) => {
