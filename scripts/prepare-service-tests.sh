@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs and builds what only the service tests need (the tests marked
 # `#[ignore = "needs …"]`, which scripts/test.sh runs too): Chromium, delta-rs's Python
-# reader, the tansu and s3s-fs servers built from crates.io, and the Python
+# reader, fastavro (an Avro writer independent of the one Weir reads with),
+# the tansu and s3s-fs servers built from crates.io, and the Python
 # and JavaScript operator components (with the componentize-py/-js that
 # scripts/install.sh installed). Idempotent, like each script it calls;
 # scripts/test.sh runs it in the background while the workspace compiles.
@@ -17,6 +18,7 @@ fi
 # The network-bound installs first, then the builds.
 bash install-chromium.sh
 bash install-delta-reader.sh
+bash install-avro-writer.sh
 bash install-tansu.sh
 bash install-s3s.sh
 bash build-polyglot.sh

@@ -18,6 +18,7 @@
 mod common;
 
 mod admin_security;
+mod avro;
 mod bad_input;
 mod batch_parity;
 mod cli;

@@ -97,6 +97,26 @@ fn misbehaving_guests_fail_their_epoch_and_the_host_stays_healthy() {
         );
         assert!(text.contains("output column `b`"), "{text}");
 
+        // A gather of one row millions of times is refused before the
+        // host allocates it; so are rows that cost a bit each.
+        let (text, f) =
+            failure_of(run_mode(&host, "gather-bomb", r#"memory = "64MiB""#).unwrap_err());
+        assert!(matches!(f.cause, OperatorFailure::Trap { .. }), "{text}");
+        assert!(
+            text.contains("asked for 4000000 rows of column") && text.contains("memory limit"),
+            "{text}"
+        );
+        let (text, f) =
+            failure_of(run_mode(&host, "free-rows", r#"memory = "64MiB""#).unwrap_err());
+        assert!(
+            matches!(f.cause, OperatorFailure::InvalidOutput(_)),
+            "{text}"
+        );
+        assert!(
+            text.contains("more than the operator's memory limit"),
+            "{text}"
+        );
+
         run_mode(&host, "echo", "").expect("host healthy at the end");
     });
 }

@@ -29,6 +29,8 @@ enum Mode {
     Panic,
     Fail,
     BadOutput,
+    GatherBomb,
+    FreeRows,
 }
 
 /// The operator; behaviour chosen at `init`.
@@ -72,6 +74,8 @@ fn parse_mode(config: &str) -> Result<Mode, Error> {
         "panic" => Mode::Panic,
         "fail" => Mode::Fail,
         "bad-output" => Mode::BadOutput,
+        "gather-bomb" => Mode::GatherBomb,
+        "free-rows" => Mode::FreeRows,
         other => return Err(Error::config(format!("unknown mode `{other}`"))),
     })
 }
@@ -225,6 +229,44 @@ fn misbehave(mode: Mode, batch: &Batch) -> Result<Output, Error> {
             let mut a = Int64Builder::new();
             a.push(1);
             Ok(Output::new().with("a", a).with("b", Int64Builder::new()))
+        }
+        Mode::GatherBomb => {
+            // Row 0 four million times: 16 MB of indices asking the host
+            // for far more than the guest's memory limit.
+            let rows = vec![0u32; 4_000_000];
+            let ids = batch.column_rows("txn_id", &rows)?;
+            Ok(Output::new().with("txn_id", ids))
+        }
+        Mode::FreeRows => {
+            // 400 million booleans in 50 MB: rows that cost the guest a
+            // bit each but the sinks far more to write.
+            use weir_sdk::bindings::weir::operator::types as wit;
+            let rows = 400_000_000u32;
+            let column = wit::TypedOutputColumn {
+                type_: wit::ColumnType {
+                    nodes: vec![wit::TypeNode {
+                        name: "flag".into(),
+                        kind: wit::NodeKind::Boolean,
+                        nullable: true,
+                    }],
+                },
+                column: wit::ArrayColumn {
+                    nodes: vec![wit::ArrayNode {
+                        len: rows,
+                        validity: None,
+                        offsets: Vec::new(),
+                        values: vec![0u8; rows as usize / 8],
+                    }],
+                },
+            };
+            weir_sdk::bindings::weir::operator::outputs::emit_typed(
+                "default",
+                &wit::TypedOutput {
+                    num_rows: rows,
+                    columns: vec![column],
+                },
+            );
+            Output::empty()
         }
         _ => Err(Error::failed("sandbox-tests was told to fail")),
     }

@@ -21,6 +21,7 @@
 //! listed once in [`registry`]. The engine owns progress and exactly-once.
 //! `docs/connectors.md` walks through adding one.
 
+pub mod avro;
 pub mod connector;
 pub mod console;
 pub mod delta;

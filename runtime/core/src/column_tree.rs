@@ -21,6 +21,21 @@ use std::sync::Arc;
 /// The deepest nesting a guest may declare (a list of structs of lists…).
 pub const MAX_DEPTH: usize = 32;
 
+/// The most type nodes one output may declare, all columns together: the
+/// host's work per node is larger than the guest's.
+pub const MAX_NODES: usize = 10_000;
+
+/// The longest name of a column, field or list element, in bytes.
+pub const MAX_NAME: usize = 255;
+
+/// The earliest and latest instants and dates a guest may emit
+/// (0001-01-01 and 9999-12-31T23:59:59.999999999): what RFC 3339 text,
+/// PostgreSQL and Delta all hold.
+const FIRST_SECOND: i64 = -62_135_596_800;
+const LAST_SECOND: i64 = 253_402_300_799;
+const FIRST_DAY: i32 = -719_162;
+const LAST_DAY: i32 = 2_932_896;
+
 /// What one node of a column's type is (WIT `node-kind`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum NodeKind {
@@ -163,6 +178,11 @@ fn wit_zone(zone: &str) -> String {
 /// and timestamp parameters. Every level is made nullable, as the basic
 /// output columns are.
 pub fn field_of(nodes: &[TypeNode]) -> Result<Field> {
+    ensure!(
+        nodes.len() <= MAX_NODES,
+        "the type has {} nodes, more than {MAX_NODES}",
+        nodes.len()
+    );
     let mut next = 0;
     let field = field_at(nodes, 0, &mut next, 0)?;
     ensure!(
@@ -185,6 +205,11 @@ fn field_at(nodes: &[TypeNode], index: u32, next: &mut usize, depth: usize) -> R
         .get(index as usize)
         .with_context(|| format!("type node {index} does not exist"))?;
     *next += 1;
+    ensure!(
+        node.name.len() <= MAX_NAME,
+        "a name of {} bytes is longer than {MAX_NAME}",
+        node.name.len()
+    );
     let data_type = match &node.kind {
         NodeKind::Int64 => DataType::Int64,
         NodeKind::Float64 => DataType::Float64,
@@ -209,11 +234,17 @@ fn field_at(nodes: &[TypeNode], index: u32, next: &mut usize, depth: usize) -> R
             DataType::List(Arc::new(field_at(nodes, *child, next, depth + 1)?))
         }
         NodeKind::Struct(children) => {
+            ensure!(
+                !children.is_empty(),
+                "struct `{}` has no fields (rows of nothing would cost nothing to emit)",
+                node.name
+            );
             let mut fields = Vec::with_capacity(children.len());
+            let mut names = std::collections::HashSet::with_capacity(children.len());
             for child in children {
                 let field = field_at(nodes, *child, next, depth + 1)?;
                 ensure!(
-                    !fields.iter().any(|f: &Field| f.name() == field.name()),
+                    names.insert(field.name().clone()),
                     "struct `{}` has field `{}` twice",
                     node.name,
                     field.name()
@@ -226,13 +257,64 @@ fn field_at(nodes: &[TypeNode], index: u32, next: &mut usize, depth: usize) -> R
     Ok(Field::new(&node.name, data_type, true))
 }
 
+/// `UTC` (or `Z`) as `+00:00`, an offset `±HH:MM` as it is (`-00:00` as
+/// `+00:00`): one spelling per zone, so that two emits of the same type
+/// give the same Arrow type.
 fn checked_zone(zone: &str) -> Result<Arc<str>> {
     let arrow = arrow_zone(zone);
+    let b = arrow.as_bytes();
+    let spelled = b.len() == 6
+        && matches!(b[0], b'+' | b'-')
+        && b[1..3].iter().chain(&b[4..6]).all(u8::is_ascii_digit)
+        && b[3] == b':';
     ensure!(
-        arrow.parse::<arrow_array::timezone::Tz>().is_ok(),
+        spelled && arrow.parse::<arrow_array::timezone::Tz>().is_ok(),
         "`{zone}` is not a time zone: UTC or an offset such as +01:00"
     );
-    Ok(Arc::from(arrow))
+    Ok(Arc::from(if arrow == "-00:00" { "+00:00" } else { arrow }))
+}
+
+/// Refuses an instant or date outside years 1 to 9999, which sinks cannot
+/// write (their text would be an error message, not a time).
+fn check_range(data: &ArrayData) -> Result<()> {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{Date32Type, Int64Type};
+    let array = make_array(data.clone());
+    let (first, last) = match data.data_type() {
+        DataType::Date32 => {
+            let days = array.as_primitive::<Date32Type>();
+            return match days
+                .iter()
+                .flatten()
+                .find(|d| !(FIRST_DAY..=LAST_DAY).contains(d))
+            {
+                Some(d) => bail!("a date {d} days from 1970-01-01 is outside years 1 to 9999"),
+                None => Ok(()),
+            };
+        }
+        DataType::Timestamp(TimeUnit::Second, _) => (FIRST_SECOND, LAST_SECOND),
+        DataType::Timestamp(TimeUnit::Millisecond, _) => {
+            (FIRST_SECOND * 1_000, LAST_SECOND * 1_000 + 999)
+        }
+        DataType::Timestamp(TimeUnit::Microsecond, _) => {
+            (FIRST_SECOND * 1_000_000, LAST_SECOND * 1_000_000 + 999_999)
+        }
+        // i64 nanoseconds reach only 1677 to 2262.
+        _ => return Ok(()),
+    };
+    let counts = arrow_cast::cast(&array, &DataType::Int64)?;
+    match counts
+        .as_primitive::<Int64Type>()
+        .iter()
+        .flatten()
+        .find(|c| !(first..=last).contains(c))
+    {
+        Some(c) => bail!(
+            "a timestamp of {c} {} is outside years 1 to 9999",
+            data.data_type()
+        ),
+        None => Ok(()),
+    }
 }
 
 /// The Arrow array of type `field` from a guest's arrays, one per type
@@ -312,10 +394,12 @@ fn data_of(
         }
     };
     let data = builder.align_buffers(true).build()?;
-    if let DataType::Decimal128(precision, _) = data_type {
-        arrow_array::Decimal128Array::from(data.clone())
+    match data_type {
+        DataType::Decimal128(precision, _) => arrow_array::Decimal128Array::from(data.clone())
             .validate_decimal_precision(*precision)
-            .context("a decimal has more digits than its precision")?;
+            .context("a decimal has more digits than its precision")?,
+        DataType::Date32 | DataType::Timestamp(..) => check_range(&data)?,
+        _ => {}
     }
     Ok(data)
 }
@@ -355,7 +439,13 @@ fn no_offsets(offsets: &[i32], data_type: &DataType) -> Result<()> {
 /// Validates a guest's typed rows and turns them into an Arrow batch.
 pub fn to_batch(output: TypedOutput) -> Result<RecordBatch> {
     let rows = output.num_rows as usize;
+    let nodes: usize = output.columns.iter().map(|c| c.nodes.len()).sum();
+    ensure!(
+        nodes <= MAX_NODES,
+        "the output's types have {nodes} nodes, more than {MAX_NODES}"
+    );
     let mut fields = Vec::with_capacity(output.columns.len());
+    let mut names = std::collections::HashSet::with_capacity(output.columns.len());
     let mut arrays = Vec::with_capacity(output.columns.len());
     for (i, column) in output.columns.into_iter().enumerate() {
         let name = column
@@ -363,7 +453,7 @@ pub fn to_batch(output: TypedOutput) -> Result<RecordBatch> {
             .first()
             .map_or_else(|| format!("#{i}"), |n| n.name.clone());
         let field = field_of(&column.nodes).with_context(|| format!("output column `{name}`"))?;
-        if fields.iter().any(|f: &Field| f.name() == field.name()) {
+        if !names.insert(field.name().clone()) {
             bail!("output column `{name}` appears twice");
         }
         let array = array_of(&field, column.arrays, rows)
@@ -377,6 +467,38 @@ pub fn to_batch(output: TypedOutput) -> Result<RecordBatch> {
         return Ok(RecordBatch::new_empty(schema));
     }
     Ok(RecordBatch::try_new(schema, arrays)?)
+}
+
+/// About how many bytes row `row` of `array` takes (its values, offsets
+/// and validity; a list's items at their column's average size): what a
+/// gather of it costs the host.
+pub fn row_bytes(array: &dyn Array, row: usize) -> usize {
+    use arrow_array::cast::AsArray;
+    let bytes = match array.data_type() {
+        DataType::Utf8 => {
+            let o = array.as_string::<i32>().offsets();
+            (o[row + 1] - o[row]) as usize + 4
+        }
+        DataType::Binary => {
+            let o = array.as_binary::<i32>().offsets();
+            (o[row + 1] - o[row]) as usize + 4
+        }
+        DataType::List(_) => {
+            let list = array.as_list::<i32>();
+            let items = list.values();
+            let per_item = items.get_array_memory_size() / items.len().max(1);
+            let o = list.offsets();
+            (o[row + 1] - o[row]) as usize * per_item.max(1) + 4
+        }
+        DataType::Struct(_) => array
+            .as_struct()
+            .columns()
+            .iter()
+            .map(|c| row_bytes(c.as_ref(), row))
+            .sum(),
+        other => other.primitive_width().unwrap_or(1),
+    };
+    bytes + 1
 }
 
 /// `array`'s own arrays as the guest receives them: one node per type
@@ -645,11 +767,40 @@ mod tests {
                 "not a time zone",
             ),
             (vec![], "does not exist"),
+            (vec![node("s", NodeKind::Struct(vec![]))], "has no fields"),
+            (
+                vec![node(&"n".repeat(256), NodeKind::Int64)],
+                "longer than 255",
+            ),
+            (
+                vec![node(
+                    "a",
+                    NodeKind::Timestamp {
+                        unit: TimeUnit::Second,
+                        timezone: Some("+0100".into()),
+                    },
+                )],
+                "not a time zone",
+            ),
         ];
         for (nodes, want) in cases {
             let err = format!("{:#}", field_of(&nodes).unwrap_err());
             assert!(err.contains(want), "{nodes:?}: {err}");
         }
+        let minus_zero = vec![node(
+            "a",
+            NodeKind::Timestamp {
+                unit: TimeUnit::Second,
+                timezone: Some("-00:00".into()),
+            },
+        )];
+        assert_eq!(
+            field_of(&minus_zero).unwrap().data_type(),
+            &DataType::Timestamp(TimeUnit::Second, Some("+00:00".into())),
+            "one spelling per zone"
+        );
+        let wide = vec![node("a", NodeKind::Int64); MAX_NODES + 1];
+        assert!(format!("{:#}", field_of(&wide).unwrap_err()).contains("more than 10000"));
         let deep: Vec<TypeNode> = (0..40)
             .map(|i| node("l", NodeKind::List(i + 1)))
             .chain([node("x", NodeKind::Int64)])
@@ -714,6 +865,36 @@ mod tests {
                 decimal(),
                 vec![ok.clone(), ok.clone()],
                 "more than its type has nodes",
+            ),
+            (
+                vec![node(
+                    "ts",
+                    NodeKind::Timestamp {
+                        unit: TimeUnit::Second,
+                        timezone: None,
+                    },
+                )],
+                vec![ArrayNode {
+                    len: 2,
+                    values: [0i64, i64::MAX]
+                        .iter()
+                        .flat_map(|v| v.to_le_bytes())
+                        .collect(),
+                    ..Default::default()
+                }],
+                "outside years 1 to 9999",
+            ),
+            (
+                vec![node("day", NodeKind::Date32)],
+                vec![ArrayNode {
+                    len: 2,
+                    values: [0i32, i32::MAX]
+                        .iter()
+                        .flat_map(|v| v.to_le_bytes())
+                        .collect(),
+                    ..Default::default()
+                }],
+                "outside years 1 to 9999",
             ),
             (decimal(), vec![], "fewer arrays"),
             (

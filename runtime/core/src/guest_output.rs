@@ -127,9 +127,17 @@ fn array_from_guest(column: Column, rows: usize) -> Result<(DataType, ArrayRef)>
 pub fn to_batch(output: Output) -> Result<RecordBatch> {
     let rows = output.num_rows as usize;
     let mut fields = Vec::with_capacity(output.columns.len());
+    let mut names = std::collections::HashSet::with_capacity(output.columns.len());
     let mut arrays = Vec::with_capacity(output.columns.len());
     for col in output.columns {
-        if fields.iter().any(|f: &Field| f.name() == &col.name) {
+        if col.name.len() > crate::column_tree::MAX_NAME {
+            bail!(
+                "an output column's name of {} bytes is longer than {}",
+                col.name.len(),
+                crate::column_tree::MAX_NAME
+            );
+        }
+        if !names.insert(col.name.clone()) {
             bail!("output column `{}` appears twice", col.name);
         }
         let (data_type, array) = array_from_guest(col.column, rows)

@@ -52,6 +52,20 @@ pub struct InputBatch {
 
 impl weir::operator::types::Host for HostState {}
 
+/// What emitted rows count against the memory limit: their buffers, their
+/// names, and at least 16 bytes a row per column — what the sinks spend
+/// writing a row out, so that rows of nearly nothing (bits) cannot make
+/// them write gigabytes.
+fn emitted_cost(batch: &RecordBatch) -> usize {
+    let names: usize = batch
+        .schema()
+        .flattened_fields()
+        .iter()
+        .map(|f| f.name().len())
+        .sum();
+    batch.get_array_memory_size() + names + batch.num_rows() * batch.num_columns() * 16
+}
+
 impl HostState {
     pub(crate) fn input_column(
         &self,
@@ -84,6 +98,23 @@ impl HostState {
         let len = array.len();
         if let Some(bad) = rows.iter().find(|&&r| r as usize >= len) {
             wasmtime::bail!("operator asked for row {bad} of a batch with {len} rows");
+        }
+        // Rows may repeat: a gather of one large row many times would
+        // make the host allocate far more than the guest could hold.
+        let mut cost = 0usize;
+        for &r in &rows {
+            cost = cost.saturating_add(weir_core::column_tree::row_bytes(
+                array.as_ref(),
+                r as usize,
+            ));
+            if cost > self.limiter.memory_limit {
+                wasmtime::bail!(
+                    "operator asked for {} rows of column {index}, more than {} bytes, its \
+                     memory limit",
+                    rows.len(),
+                    self.limiter.memory_limit
+                );
+            }
         }
         let indices = arrow_array::UInt32Array::from(rows);
         arrow_select::take::take(array.as_ref(), &indices, None)
@@ -268,7 +299,7 @@ impl HostState {
         if batch.num_rows() == 0 {
             return Ok(());
         }
-        self.emitted_bytes += batch.get_array_memory_size();
+        self.emitted_bytes += emitted_cost(&batch);
         if self.emitted_bytes > self.limiter.memory_limit {
             anyhow::bail!(
                 "the rows emitted in one call hold more than the operator's memory limit of {} \

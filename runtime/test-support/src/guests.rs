@@ -19,6 +19,7 @@ const TEST_GUESTS: &[&str] = &[
     "basic-types-only",
     "decimal-sum",
     "amount-rule",
+    "passthrough",
 ];
 
 /// The directory the bundled guests were built into.

@@ -32,6 +32,7 @@ pub fn needs(what: &str) {
     }
 }
 
+pub mod avro;
 pub mod broker;
 pub mod browser;
 pub mod guests;

@@ -1,7 +1,8 @@
-//! Files: a directory of JSON-lines (and Parquet) files read as a replayable source, and a
-//! directory the sink writes one file per epoch to.
+//! Files: a directory of JSON-lines (and Parquet and Avro) files read as a replayable
+//! source, and a directory the sink writes one file per epoch to.
 
 pub mod config;
+pub mod conform;
 pub mod parquet_input;
 pub mod records;
 pub mod sink;

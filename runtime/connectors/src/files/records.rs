@@ -1,13 +1,21 @@
-//! An input file's bytes as rows, whichever its format: JSON lines, or
-//! Parquet for a name ending in `.parquet`. The files source and the S3
-//! source both read their files through here, so the same bytes give the
-//! same batches and the same dead letters from either.
+//! An input file's bytes as rows, whichever its format: JSON lines,
+//! Parquet for a name ending in `.parquet`, an Avro object container file
+//! for one ending in `.avro`. The files source and the S3 source both read
+//! their files through here, so the same bytes give the same batches and
+//! the same dead letters from either.
 
 use super::parquet_input::{self, is_parquet};
+use crate::avro;
 use anyhow::Result;
+use arrow_array::RecordBatch;
+use arrow_schema::SchemaRef;
 use bytes::Bytes;
 use weir_core::json::{lines, without_bom, Decoded, JsonDecoder, MalformedPolicy};
 use weir_core::source::{DeadLetter, RowOrigin};
+
+/// Reads a whole file of a format that carries its own types into the
+/// declared schema: its bytes, the schema, rows per batch, its name.
+type WholeFileReader = fn(Bytes, &SchemaRef, usize, &str) -> Result<Vec<RecordBatch>>;
 
 /// The rows of the whole file `name` (its bytes `data`, shared, not
 /// copied), named `origin` in errors and dead letters.
@@ -17,34 +25,46 @@ pub fn decode_whole(
     data: Bytes,
     origin: &str,
 ) -> Result<Decoded> {
-    if is_parquet(name) {
-        let size = data.len();
-        return match parquet_input::decode(data, decoder.schema(), decoder.batch_rows(), origin) {
-            Ok(batches) => Ok(Decoded {
-                batches,
-                ..Decoded::default()
-            }),
-            Err(e) if decoder.policy() == MalformedPolicy::DeadLetter => {
-                Ok(unreadable_file(origin, size, &e))
-            }
-            Err(e) => Err(e),
-        };
+    let (format, read): (&str, WholeFileReader) = if is_parquet(name) {
+        ("Parquet", parquet_input::decode)
+    } else if avro::is_avro(name) {
+        ("Avro", avro::decode_file)
+    } else {
+        return decoder.decode_lines(&data, origin);
+    };
+    let size = data.len();
+    match read(data, decoder.schema(), decoder.batch_rows(), origin) {
+        Ok(batches) => Ok(Decoded {
+            batches,
+            ..Decoded::default()
+        }),
+        Err(e) if decoder.policy() == MalformedPolicy::DeadLetter => {
+            Ok(unreadable_file(origin, format, size, &e))
+        }
+        Err(e) => Err(e),
     }
-    decoder.decode_lines(&data, origin)
 }
 
-/// A Parquet file that cannot be read (a corrupt footer, a column of the
-/// wrong type), under `on_malformed = "dead-letter"`: the whole file is
-/// one dead letter with its name and the reason, and the epoch goes on.
-/// The same bytes give the same dead letter, so a replay repeats it.
-fn unreadable_file(origin: &str, size: usize, e: &anyhow::Error) -> Decoded {
+/// Whether the file `name` is read whole, in one piece (Parquet, Avro),
+/// rather than line by line.
+pub fn is_whole_file(name: &str) -> bool {
+    is_parquet(name) || avro::is_avro(name)
+}
+
+/// A Parquet or Avro file that cannot be read (a corrupt footer or block,
+/// a column of the wrong type, a writer schema that does not resolve into
+/// the declared columns), under `on_malformed = "dead-letter"`: the whole
+/// file is one dead letter with its name and the reason, and the epoch
+/// goes on. The same bytes give the same dead letter, so a replay repeats
+/// it.
+fn unreadable_file(origin: &str, format: &str, size: usize, e: &anyhow::Error) -> Decoded {
     tracing::warn!(file = origin, "input file set aside as unreadable: {e:#}");
     Decoded {
         dead_letters: vec![DeadLetter {
             origin: origin.to_string(),
             line: None,
             reason: format!("the whole file is unreadable: {e:#}"),
-            raw: format!("<{size} bytes of Parquet, not read>"),
+            raw: format!("<{size} bytes of {format}, not read>"),
             operator: None,
             row: None,
         }],

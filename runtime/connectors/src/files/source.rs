@@ -7,8 +7,7 @@
 //! starts with `.` or `_` are ignored, so writers can create a file under a
 //! hidden name and rename it into place when it is complete.
 
-use super::parquet_input::is_parquet;
-use super::records;
+use super::records::{self, is_whole_file};
 use super::split::{self, Piece};
 use anyhow::{bail, Context, Result};
 use arrow_array::RecordBatch;
@@ -239,7 +238,7 @@ impl FileSource {
     /// The rows of one piece of a planned file, decoded as it is read;
     /// `None` if some line in it is malformed.
     fn decode_piece(&self, file: &PlannedFile, piece: &Piece) -> Result<Option<Vec<RecordBatch>>> {
-        if is_parquet(&file.name) {
+        if is_whole_file(&file.name) {
             // An unreadable file is a dead letter: `None` has the file read
             // whole again, dead letters and all.
             let decoded = self.decode_whole(file)?;
@@ -262,7 +261,7 @@ impl FileSource {
     fn decode_files(&self, files: &[PlannedFile]) -> Result<Vec<Decoded>> {
         let mut pieces = Vec::new();
         for (i, file) in files.iter().enumerate() {
-            if is_parquet(&file.name) {
+            if is_whole_file(&file.name) {
                 // Read whole: its footer says where its rows are.
                 pieces.push(Piece {
                     file: i,

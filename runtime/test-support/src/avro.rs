@@ -1,0 +1,57 @@
+//! Avro written by fastavro (`tools/avro/write.py`, installed by
+//! `scripts/install-avro-writer.sh`): an implementation independent of
+//! arrow-avro, which Weir reads with, so a test cannot pass on a mistake
+//! both sides share.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn write(args: &[&str], records: &[&str]) -> Vec<u8> {
+    crate::needs("fastavro");
+    let python = root().join("target/tools/avro/bin/python");
+    assert!(
+        python.exists(),
+        "{} is missing: run scripts/install-avro-writer.sh",
+        python.display()
+    );
+    let input = tempfile::NamedTempFile::new().unwrap();
+    std::fs::write(input.path(), records.join("\n")).unwrap();
+    let out = Command::new(python)
+        .arg(root().join("tools/avro/write.py"))
+        .args(
+            args.iter()
+                .map(|a| a.replace("{records}", &input.path().to_string_lossy())),
+        )
+        .output()
+        .expect("running tools/avro/write.py");
+    assert!(
+        out.status.success(),
+        "tools/avro/write.py failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+/// An Avro object container file of `records` (JSON; numbers with a
+/// fraction are decimals) written with `schema` (Avro JSON).
+pub fn ocf(schema: &str, records: &[&str]) -> Vec<u8> {
+    let out = tempfile::NamedTempFile::new().unwrap();
+    let path = out.path().to_string_lossy().into_owned();
+    write(&["ocf", schema, "{records}", &path], records);
+    std::fs::read(out.path()).unwrap()
+}
+
+/// Each of `records` as a schema registry would frame it: `0x00`, the
+/// 4-byte big-endian schema `id`, then the Avro body written with `schema`.
+pub fn framed(schema: &str, id: u32, records: &[&str]) -> Vec<Vec<u8>> {
+    let out = write(&["framed", schema, &id.to_string(), "{records}"], records);
+    String::from_utf8(out)
+        .unwrap()
+        .lines()
+        .map(|l| hex::decode(l).expect("hex from write.py"))
+        .collect()
+}
