@@ -7,7 +7,7 @@
 //! nothing lost; a third whose amount is a `string` cannot be resolved and
 //! is a dead letter naming the field, while the others go on.
 
-use crate::common::{guest, open_pipeline, sink_files};
+use crate::common::guest;
 use std::path::Path;
 
 const DECLARED: &str = r#"schema = [
@@ -98,24 +98,7 @@ path = "{dir}/out"
         op = guest("passthrough").display(),
     );
     let host = weir_host::WasmHost::new(None).unwrap();
-    let mut p = open_pipeline(dir.path(), &toml, &host).unwrap();
-    p.run(
-        &host,
-        &std::sync::atomic::AtomicBool::new(false),
-        &mut |_| {},
-    )
-    .unwrap();
-    let mut rows: Vec<String> = sink_files(&dir.path().join("out"))
-        .into_iter()
-        .flat_map(|(_, b)| {
-            String::from_utf8(b)
-                .unwrap()
-                .lines()
-                .map(str::to_string)
-                .collect::<Vec<_>>()
-        })
-        .collect();
-    rows.sort();
+    let rows = crate::types::sorted_lines(&crate::types::run_to_end(dir.path(), &toml, &host));
     assert_eq!(
         rows,
         [
@@ -139,4 +122,62 @@ path = "{dir}/out"
         "{reason}"
     );
     assert!(letter["raw"].as_str().unwrap().contains("bytes of Avro"));
+}
+
+/// Avro's resolution ignores logical types; the reader schema Weir builds
+/// refuses what would be read wrong: another timestamp unit, an instant
+/// for a wall-clock column (or the other way round), another logical type
+/// for a date, and a decimal of another scale.
+#[test]
+fn logical_types_that_resolution_would_misread_are_refused() {
+    use arrow_schema::{DataType, Field, Schema, TimeUnit};
+    let declared = |t: DataType| Schema::new(vec![Field::new("v", t, false)]);
+    let writer =
+        |t: &str| format!(r#"{{"type":"record","name":"R","fields":[{{"name":"v","type":{t}}}]}}"#);
+    let err = |declared: DataType, t: &str| {
+        format!(
+            "{:#}",
+            weir_connectors::avro::reader_schema(&declared_schema(declared.clone()), &writer(t))
+                .map(|_| ())
+                .unwrap_err()
+        )
+    };
+    fn declared_schema(t: DataType) -> Schema {
+        Schema::new(vec![Field::new("v", t, false)])
+    }
+    let ms_utc = DataType::Timestamp(TimeUnit::Millisecond, Some("+00:00".into()));
+    let ok = |d: DataType, t: &str| {
+        weir_connectors::avro::reader_schema(&declared(d), &writer(t)).unwrap();
+    };
+    ok(ms_utc.clone(), r#""long""#);
+    ok(
+        ms_utc.clone(),
+        r#"{"type":"long","logicalType":"timestamp-millis"}"#,
+    );
+    ok(DataType::Date32, r#""int""#);
+    assert!(err(
+        ms_utc.clone(),
+        r#"{"type":"long","logicalType":"timestamp-micros"}"#
+    )
+    .contains("another unit"));
+    assert!(err(
+        ms_utc,
+        r#"{"type":"long","logicalType":"local-timestamp-millis"}"#
+    )
+    .contains("an instant and a wall-clock time"));
+    assert!(err(
+        DataType::Timestamp(TimeUnit::Millisecond, None),
+        r#"{"type":"long","logicalType":"timestamp-millis"}"#
+    )
+    .contains("an instant and a wall-clock time"));
+    assert!(err(
+        DataType::Date32,
+        r#"{"type":"int","logicalType":"time-millis"}"#
+    )
+    .contains("not a date"));
+    assert!(err(
+        DataType::Decimal128(18, 2),
+        r#"{"type":"bytes","logicalType":"decimal","precision":18,"scale":3}"#
+    )
+    .contains("of scale 2"));
 }

@@ -621,6 +621,7 @@ fn raw_settings(
         batch_rows: 64,
         policy: weir_engine::config::MalformedPolicy::Fail,
         partition,
+        registry: None,
     }
 }
 

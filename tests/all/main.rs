@@ -30,6 +30,7 @@ mod event_time;
 mod faults;
 mod hot_swap;
 mod kafka;
+mod kafka_avro;
 mod kafka_tls;
 mod lake;
 mod lookup;

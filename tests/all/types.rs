@@ -58,7 +58,7 @@ path = "{dir}/out"
 }
 
 /// Runs the pipeline `toml` over `dir` to its end; the files sink's bytes.
-fn run_to_end(dir: &Path, toml: &str, host: &weir_host::WasmHost) -> Vec<u8> {
+pub(crate) fn run_to_end(dir: &Path, toml: &str, host: &weir_host::WasmHost) -> Vec<u8> {
     let mut p = open_pipeline(dir, toml, host).unwrap();
     p.run(
         host,

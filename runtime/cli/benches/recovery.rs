@@ -132,6 +132,7 @@ fn read_back(dir: &Path, bootstrap: &str) -> (Duration, Duration) {
         pipeline: "recovery-bench",
         batch_rows: 8192,
         partition: None,
+        checkpoint: Path::new("unused: no registry"),
     };
     let mut source = config.open(&ctx).unwrap();
     let sample = &ranges[..ranges.len().min(ONE_EACH_SAMPLE)];

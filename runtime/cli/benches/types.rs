@@ -1,4 +1,5 @@
-//! `cargo bench -p weir-cli --bench types`: what exact money costs.
+//! `cargo bench -p weir-cli --bench types`: what exact money costs, and
+//! what reading Avro costs next to JSON lines.
 //!
 //! One rule, `amount > 2500.00` emitting the matching rows (the
 //! `amount-rule` guest), over the demo's payments in 10k-row batches, with
@@ -6,12 +7,17 @@
 //! values — read as `Decimal` values and as unscaled integers. Printed:
 //! `process()` per batch (median of alternating runs), ns per row and the
 //! ratio to the float64 rule in the same run.
+//!
+//! Then 100k of the demo's payments decoded into the declared columns from
+//! JSON lines and from an Avro object container file (the same records,
+//! written with arrow-avro's writer): rows a second and the ratio.
 
 use arrow_array::{Array, ArrayRef, Decimal128Array, Float64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use weir_cli::demo::generator;
+use weir_core::json::{JsonDecoder, MalformedPolicy};
 use weir_host::{Limits, OperatorInstance, WasmHost};
 use weir_test_support::guests;
 
@@ -85,6 +91,11 @@ fn median(mut samples: Vec<Duration>) -> Duration {
 }
 
 fn main() {
+    rule_table();
+    decode_table();
+}
+
+fn rule_table() {
     let floats = payments();
     let decimals = as_decimal(&floats);
     let wasm = std::fs::read(guests::guest("amount_rule")).unwrap();
@@ -140,4 +151,78 @@ fn main() {
             d.as_secs_f64() / medians[0].as_secs_f64()
         );
     }
+}
+
+/// The demo's payments (`rows` of them) as JSON lines, as an Avro object
+/// container file, and as registry-framed Avro values: the same records.
+struct Encoded {
+    schema: arrow_schema::SchemaRef,
+    json: Vec<u8>,
+    ocf: bytes::Bytes,
+}
+
+fn encoded(rows: u64) -> Encoded {
+    let schema = weir_core::schema::arrow_schema(&generator::columns());
+    let json = generator::json_lines(1, 0, rows);
+    let decoder = JsonDecoder::new(schema.clone(), rows as usize, MalformedPolicy::Fail);
+    let batches = decoder.decode_lines(&json, "bench").unwrap().batches;
+    let mut writer =
+        arrow_avro::writer::AvroWriter::new(Vec::new(), schema.as_ref().clone()).unwrap();
+    for b in &batches {
+        writer.write(b).unwrap();
+    }
+    writer.finish().unwrap();
+    Encoded {
+        schema,
+        json,
+        ocf: writer.into_inner().into(),
+    }
+}
+
+/// Rows a second decoding `decode` over `rows` rows, median of `iters`.
+fn rate(rows: u64, iters: usize, mut decode: impl FnMut() -> usize) -> f64 {
+    assert_eq!(decode(), rows as usize, "every row decoded");
+    let mut samples: Vec<Duration> = (0..iters)
+        .map(|_| {
+            let t = Instant::now();
+            std::hint::black_box(decode());
+            t.elapsed()
+        })
+        .collect();
+    rows as f64 / median(std::mem::take(&mut samples)).as_secs_f64()
+}
+
+fn decode_table() {
+    const ROWS: u64 = 100_000;
+    let e = encoded(ROWS);
+    let json = JsonDecoder::new(e.schema.clone(), 8192, MalformedPolicy::Fail);
+    let json_rate = rate(ROWS, 15, || {
+        json.decode_lines(&e.json, "bench")
+            .unwrap()
+            .batches
+            .iter()
+            .map(RecordBatch::num_rows)
+            .sum()
+    });
+    let avro_rate = rate(ROWS, 15, || {
+        weir_connectors::avro::decode_file(e.ocf.clone(), &e.schema, 8192, "bench")
+            .unwrap()
+            .iter()
+            .map(RecordBatch::num_rows)
+            .sum()
+    });
+    println!("\nDecoding {ROWS} of the demo's payments into the declared columns, median of 15\n");
+    println!("| format | bytes | rows/s | vs JSON lines |");
+    println!("|---|---|---|---|");
+    println!(
+        "| JSON lines | {} | {:.0} | 1.00× |",
+        e.json.len(),
+        json_rate
+    );
+    println!(
+        "| Avro object container file | {} | {:.0} | {:.2}× |",
+        e.ocf.len(),
+        avro_rate,
+        avro_rate / json_rate
+    );
 }

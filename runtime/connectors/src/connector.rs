@@ -26,6 +26,10 @@ pub struct SourceContext<'a> {
     /// it owns as a pipeline of its own (`[cluster]`). `None` reads all.
     /// Only sources that say [`SourceConnector::PARTITIONED`] accept one.
     pub partition: Option<i32>,
+    /// The pipeline's (local) checkpoint directory: a source records there
+    /// what a replay must read again the same way (the Avro writer
+    /// schemas a registry served).
+    pub checkpoint: &'a Path,
 }
 
 /// What opening a sink may use besides its own config.

@@ -50,6 +50,7 @@ pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<
         pipeline: &cfg.name,
         batch_rows: cfg.batch_rows,
         partition: opts.partition,
+        checkpoint: &cfg.checkpoint,
     })?;
     let (event_time, dedup) = input_preparation(cfg, source.as_ref())?;
     let checkpoint = open_checkpoint(cfg, source.as_ref(), &opts)?;

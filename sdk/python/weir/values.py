@@ -260,6 +260,17 @@ class Column:
         at = base + timedelta(microseconds=micros)
         return at.astimezone(zone) if zone else at
 
+    def counts(self):
+        """A timestamp column's values as integer counts of its unit
+        (``None`` for nulls), exact where ``datetime`` is not (nanoseconds)."""
+        if self.type.kind != "timestamp":
+            raise TypeError(f"column `{self.name}` is {self.type}, not a timestamp")
+        values = memoryview(self._node.values).cast("q").tolist()
+        v = self._node.validity
+        if v is None:
+            return values
+        return [x if (v[i >> 3] >> (i & 7)) & 1 else None for i, x in enumerate(values)]
+
     def arrays(self):
         """The WIT arrays (pre-order), for passing the column on unchanged."""
         out = [self._node]

@@ -11,6 +11,9 @@
 //! that is neither written nor nullable, a `string` where a `long` is
 //! declared) is refused with arrow-avro's reason.
 
+pub mod framed;
+pub mod registry;
+
 use anyhow::{bail, Context, Result};
 use arrow_array::RecordBatch;
 use arrow_avro::reader::ReaderBuilder;
@@ -104,7 +107,10 @@ impl Names {
             DataType::Boolean => json!("boolean"),
             DataType::Utf8 => json!("string"),
             DataType::Binary => json!("bytes"),
-            DataType::Date32 => logical("int", "date"),
+            DataType::Date32 => {
+                check_date_writer(writer)?;
+                logical("int", "date")
+            }
             DataType::Decimal128(precision, scale) => {
                 check_decimal_writer(writer, *precision, *scale)?;
                 json!({
@@ -112,7 +118,7 @@ impl Names {
                 })
             }
             DataType::Timestamp(unit, zone) => {
-                check_timestamp_writer(writer, *unit)?;
+                check_timestamp_writer(writer, *unit, zone.is_some())?;
                 let unit = match unit {
                     TimeUnit::Millisecond => "millis",
                     TimeUnit::Microsecond => "micros",
@@ -174,9 +180,11 @@ fn check_decimal_writer(writer: Option<&Value>, precision: u8, scale: i8) -> Res
     Ok(())
 }
 
-/// A writer's timestamp of another unit would be read as counts of the
-/// declared one (resolution ignores logical types): refused.
-fn check_timestamp_writer(writer: Option<&Value>, unit: TimeUnit) -> Result<()> {
+/// A writer's timestamp of another unit, or of the other kind (an instant
+/// for a wall-clock column or the other way round), or another logical
+/// type on a `long` would be read as counts of the declared unit
+/// (resolution ignores logical types): refused.
+fn check_timestamp_writer(writer: Option<&Value>, unit: TimeUnit, zoned: bool) -> Result<()> {
     let Some(logical) = writer
         .map(non_null)
         .and_then(|w| w.get("logicalType"))
@@ -184,11 +192,15 @@ fn check_timestamp_writer(writer: Option<&Value>, unit: TimeUnit) -> Result<()> 
     else {
         return Ok(());
     };
-    let written = match logical.trim_start_matches("local-") {
+    let (local, plain) = match logical.strip_prefix("local-") {
+        Some(rest) => (true, rest),
+        None => (false, logical),
+    };
+    let written = match plain {
         "timestamp-millis" => TimeUnit::Millisecond,
         "timestamp-micros" => TimeUnit::Microsecond,
         "timestamp-nanos" => TimeUnit::Nanosecond,
-        _ => return Ok(()),
+        _ => bail!("the writer's type is {logical}, not a timestamp"),
     };
     if written != unit {
         bail!(
@@ -196,7 +208,30 @@ fn check_timestamp_writer(writer: Option<&Value>, unit: TimeUnit) -> Result<()> 
              declare the column in the writer's unit"
         );
     }
+    if local == zoned {
+        bail!(
+            "the writer's type is {logical}, but the column is declared {}: an instant and a \
+             wall-clock time are not read as each other",
+            if zoned {
+                "with a zone (an instant)"
+            } else {
+                "without a zone (a wall-clock time)"
+            }
+        );
+    }
     Ok(())
+}
+
+/// A date only from a plain `int` or a `date`.
+fn check_date_writer(writer: Option<&Value>) -> Result<()> {
+    match writer
+        .map(non_null)
+        .and_then(|w| w.get("logicalType"))
+        .and_then(Value::as_str)
+    {
+        None | Some("date") => Ok(()),
+        Some(other) => bail!("the writer's type is {other}, not a date"),
+    }
 }
 
 /// The first branch of `t` (itself, or a member of a union) of Avro

@@ -81,7 +81,8 @@ pub enum Located {
 }
 
 /// Where row `row` (0-based among the rows decoded from this file) of the
-/// file `name` is: a line for JSON lines, a row number for Parquet.
+/// file `name` is: a line for JSON lines, a row number for Parquet and
+/// Avro.
 pub fn locate_row(
     decoder: &JsonDecoder,
     name: &str,
@@ -89,7 +90,7 @@ pub fn locate_row(
     origin: &str,
     row: u64,
 ) -> Result<Located> {
-    if is_parquet(name) {
+    if is_whole_file(name) {
         let rows =
             weir_core::source::row_count(&decode_whole(decoder, name, data, origin)?.batches);
         return Ok(if row < rows {

@@ -295,6 +295,7 @@ mod tests {
             pipeline: "p",
             batch_rows: 100,
             partition: None,
+            checkpoint: Path::new("unused"),
         })
         .unwrap()
     }

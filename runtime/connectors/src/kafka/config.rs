@@ -4,7 +4,7 @@ use super::security::{ClientSecurity, KafkaSasl, KafkaSecurity, KafkaTls};
 use super::{schema_for, KafkaSettings, KafkaSink, KafkaSinkSettings, KafkaSource};
 use super::{StartingOffsets, ValueFormat};
 use crate::connector::{SinkConnector, SinkContext, SourceConnector, SourceContext};
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 use arrow_schema::SchemaRef;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -35,9 +35,12 @@ pub struct KafkaSourceConfig {
     /// How values become columns (default `json`).
     #[serde(default)]
     pub value_format: ValueFormat,
-    /// Columns of JSON values (`value_format = "json"`).
+    /// Columns of JSON or Avro values.
     #[serde(default)]
     pub schema: Vec<ColumnConfig>,
+    /// The registry of the writer schemas (`value_format = "avro"`).
+    #[serde(default)]
+    pub schema_registry: Option<crate::avro::registry::RegistryConfig>,
     /// What a value that does not parse does (default: fail the epoch).
     #[serde(default)]
     pub on_malformed: MalformedPolicy,
@@ -124,12 +127,24 @@ impl SourceConnector for KafkaSourceConfig {
             bail!("`source.timeout` must be longer than zero");
         }
         self.security().validate()?;
-        match self.value_format {
-            ValueFormat::Json => schema::check(&self.schema),
-            ValueFormat::Raw if !self.schema.is_empty() => {
-                bail!("`source.schema` is only for `value_format = \"json\"`")
+        match (self.value_format, &self.schema_registry) {
+            (ValueFormat::Avro, None) => bail!(
+                "`value_format = \"avro\"` reads values in a schema registry's wire format: give \
+                 `schema_registry = {{ url = \"…\" }}`"
+            ),
+            (ValueFormat::Avro, Some(registry)) => {
+                registry.validate()?;
+                schema::check(&self.schema)?;
+                crate::avro::reader_schema(&schema::arrow_schema(&self.schema), "{}")
+                    .map(|_| ())
+                    .context("`source.schema`")
             }
-            ValueFormat::Raw => Ok(()),
+            (_, Some(_)) => bail!("`source.schema_registry` is for `value_format = \"avro\"`"),
+            (ValueFormat::Json, None) => schema::check(&self.schema),
+            (ValueFormat::Raw, None) if !self.schema.is_empty() => {
+                bail!("`source.schema` is for `value_format = \"json\"` or `\"avro\"`")
+            }
+            (ValueFormat::Raw, None) => Ok(()),
         }
     }
 
@@ -167,6 +182,10 @@ impl SourceConnector for KafkaSourceConfig {
             batch_rows: ctx.batch_rows,
             policy: self.on_malformed,
             partition: ctx.partition,
+            registry: self
+                .schema_registry
+                .clone()
+                .map(|r| (r, ctx.checkpoint.to_path_buf())),
         })
     }
 }

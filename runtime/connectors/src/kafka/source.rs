@@ -58,6 +58,9 @@ pub enum ValueFormat {
     /// Columns `key`, `value`, `topic`, `partition`, `offset`, `timestamp`,
     /// `headers`; key and value must be UTF-8.
     Raw,
+    /// Avro in a schema registry's wire format, resolved into the declared
+    /// schema (`schema_registry` names the registry); metadata as `json`.
+    Avro,
 }
 
 /// The Kafka source's settings (see `SourceConfig::Kafka`).
@@ -79,6 +82,9 @@ pub struct KafkaSettings {
     pub policy: MalformedPolicy,
     /// Only this partition of each topic (a cluster worker's share).
     pub partition: Option<i32>,
+    /// `value_format = "avro"`: where the writer schemas are, and the
+    /// checkpoint directory that records those used.
+    pub registry: Option<(crate::avro::registry::RegistryConfig, std::path::PathBuf)>,
 }
 
 const META: [(&str, DataType, bool); 6] = [
@@ -101,7 +107,7 @@ pub fn schema_for(format: ValueFormat, value_schema: &Schema) -> Result<SchemaRe
                 fields.push(Field::new(*name, t.clone(), *nullable));
             }
         }
-        ValueFormat::Json => {
+        ValueFormat::Json | ValueFormat::Avro => {
             fields.extend(value_schema.fields().iter().map(|f| f.as_ref().clone()));
             for (name, t, nullable) in &META {
                 let name = format!("kafka_{name}");
@@ -125,6 +131,9 @@ pub struct KafkaSource {
     s: KafkaSettings,
     schema: SchemaRef,
     decoder: JsonDecoder,
+    /// `value_format = "avro"`: the values' decoder, with its registry
+    /// client (a cache, so behind a lock: batches are made from `&self`).
+    framed: Option<std::sync::Mutex<crate::avro::framed::FramedDecoder>>,
     consumer: Reader,
     /// Next offset to plan per partition.
     positions: BTreeMap<Tp, i64>,
@@ -174,10 +183,22 @@ impl KafkaSource {
             .create_with_context(Reporting::default())
             .context("creating the Kafka consumer")?;
         let decoder = JsonDecoder::new(s.value_schema.clone(), s.batch_rows, s.policy);
+        let framed = match (&s.value_format, &s.registry) {
+            (ValueFormat::Avro, Some((config, checkpoint))) => Some(std::sync::Mutex::new(
+                crate::avro::framed::FramedDecoder::new(
+                    s.value_schema.clone(),
+                    crate::avro::registry::Registry::new(config, checkpoint)?,
+                    s.batch_rows,
+                ),
+            )),
+            (ValueFormat::Avro, None) => bail!("`value_format = \"avro\"` needs `schema_registry`"),
+            _ => None,
+        };
         let source = KafkaSource {
             s,
             schema,
             decoder,
+            framed,
             consumer,
             positions: BTreeMap::new(),
             restored: false,
@@ -282,10 +303,12 @@ impl KafkaSource {
 
     fn to_batches(&self, records: Vec<Fetched>) -> Result<EpochInput> {
         let mut out = EpochInput::default();
-        // Key, value and headers must be text; anything else is malformed.
+        // Key, value and headers must be text (an Avro value is bytes);
+        // anything else is malformed.
+        let binary_value = self.s.value_format == ValueFormat::Avro;
         let mut good: Vec<Fetched> = Vec::with_capacity(records.len());
         for r in records {
-            match r.text_problem() {
+            match r.text_problem(binary_value) {
                 None => good.push(r),
                 Some(reason) => self.reject(&mut out, &r, reason)?,
             }
@@ -304,6 +327,7 @@ impl KafkaSource {
                         .push(RecordBatch::try_new(self.schema.clone(), cols)?);
                 }
             }
+            ValueFormat::Avro => self.avro_batches(&mut out, good)?,
             ValueFormat::Json => {
                 let mut joined = Vec::new();
                 for r in &good {
@@ -334,20 +358,55 @@ impl KafkaSource {
                     })
                     .map(|(_, r)| r)
                     .collect();
-                let mut at = 0;
-                for values in decoded.batches {
-                    let n = values.num_rows();
-                    let chunk = &kept[at..at + n];
-                    at += n;
-                    let mut cols = values.columns().to_vec();
-                    cols.push(meta_key(chunk));
-                    cols.extend(meta_rest(chunk));
-                    out.batches
-                        .push(RecordBatch::try_new(self.schema.clone(), cols)?);
-                }
+                self.with_metadata(&mut out, decoded.batches, &kept)?;
             }
         }
         Ok(out)
+    }
+
+    /// The decoded value columns of the `kept` records, in order, each
+    /// batch given the records' metadata columns.
+    fn with_metadata(
+        &self,
+        out: &mut EpochInput,
+        values: Vec<RecordBatch>,
+        kept: &[&Fetched],
+    ) -> Result<()> {
+        let mut at = 0;
+        for batch in values {
+            let n = batch.num_rows();
+            let chunk = &kept[at..at + n];
+            at += n;
+            let mut cols = batch.columns().to_vec();
+            cols.push(meta_key(chunk));
+            cols.extend(meta_rest(chunk));
+            out.batches
+                .push(RecordBatch::try_new(self.schema.clone(), cols)?);
+        }
+        Ok(())
+    }
+
+    /// `good`'s Avro values in the declared columns, with the records'
+    /// metadata; the ones that do not decode are set aside.
+    fn avro_batches(&self, out: &mut EpochInput, good: Vec<Fetched>) -> Result<()> {
+        let framed = self
+            .framed
+            .as_ref()
+            .context("an Avro source without its decoder")?;
+        let values: Vec<Option<&[u8]>> = good.iter().map(|r| r.value.as_deref()).collect();
+        let decoded = framed
+            .lock()
+            .map_err(|_| anyhow::anyhow!("the Avro decoder was poisoned by a panic"))?
+            .decode(&values)?;
+        let mut rejected = decoded.rejected.into_iter().peekable();
+        let mut kept: Vec<&Fetched> = Vec::with_capacity(good.len());
+        for (i, r) in good.iter().enumerate() {
+            match rejected.next_if(|(at, _)| *at == i) {
+                Some((_, reason)) => self.reject(out, r, reason)?,
+                None => kept.push(r),
+            }
+        }
+        self.with_metadata(out, decoded.batches, &kept)
     }
 
     fn reject(&self, out: &mut EpochInput, r: &Fetched, reason: String) -> Result<()> {
@@ -361,7 +420,11 @@ impl KafkaSource {
             origin: r.origin(),
             line: None,
             reason,
-            raw: String::from_utf8_lossy(r.value.as_deref().unwrap_or(b"")).into_owned(),
+            raw: match self.s.value_format {
+                // Binary: its bytes in hex, so the dead letter holds them.
+                ValueFormat::Avro => hex::encode(r.value.as_deref().unwrap_or(b"")),
+                _ => String::from_utf8_lossy(r.value.as_deref().unwrap_or(b"")).into_owned(),
+            },
             operator: None,
             row: None,
         });
@@ -621,7 +684,7 @@ impl Fetched {
         headers.get(key)?.as_str().map(String::from)
     }
 
-    fn text_problem(&self) -> Option<String> {
+    fn text_problem(&self, binary_value: bool) -> Option<String> {
         if self
             .key
             .as_deref()
@@ -629,10 +692,11 @@ impl Fetched {
         {
             return Some("key is not UTF-8".into());
         }
-        if self
-            .value
-            .as_deref()
-            .is_some_and(|v| std::str::from_utf8(v).is_err())
+        if !binary_value
+            && self
+                .value
+                .as_deref()
+                .is_some_and(|v| std::str::from_utf8(v).is_err())
         {
             return Some("value is not UTF-8".into());
         }
@@ -653,7 +717,7 @@ impl Source for KafkaSource {
     fn partition_column(&self) -> Option<&str> {
         Some(match self.s.value_format {
             ValueFormat::Raw => "partition",
-            ValueFormat::Json => "kafka_partition",
+            ValueFormat::Json | ValueFormat::Avro => "kafka_partition",
         })
     }
 

@@ -1,0 +1,244 @@
+//! Writer schemas from a Confluent-compatible schema registry, by the id a
+//! record's framing names (`0x00`, then the id as 4 big-endian bytes), with
+//! a cache, and recorded in the checkpoint so that a replay decodes with
+//! the schemas its first run used even when the registry is gone.
+//!
+//! A registry id names one schema forever, so what is recorded is the id's
+//! schema text, under `<checkpoint>/schemas/`: the text by its digest
+//! (`sha256-….avsc`) and the id's entry (`ids/<id>`) naming that digest —
+//! or, for an id the registry did not have, that and why. Both are written
+//! and synced before a record is decided with them, so no output the epoch
+//! commits was decided from something the checkpoint does not hold.
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+use weir_core::digest::Digest;
+use weir_core::secret::{Secret, SecretSource};
+
+/// `[source.schema_registry]`: where the writer schemas are.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RegistryConfig {
+    /// The registry's base URL, `http://` or `https://`.
+    pub url: String,
+    /// HTTP basic authentication's user, if the registry needs one.
+    #[serde(default)]
+    pub username: Option<String>,
+    /// Its password: `{ env = "VAR" }` or `{ file = "/path" }`.
+    #[serde(default)]
+    pub password: Option<SecretSource>,
+    /// A PEM bundle of the CAs an `https://` registry's certificate is
+    /// checked against (default: the system's).
+    #[serde(default)]
+    pub ca_file: Option<PathBuf>,
+}
+
+impl RegistryConfig {
+    /// Refuses a URL that is neither `http://` nor `https://`, and a
+    /// password without a user (or the other way round).
+    pub fn validate(&self) -> Result<()> {
+        if !(self.url.starts_with("http://") || self.url.starts_with("https://")) {
+            bail!(
+                "`schema_registry.url` must start with http:// or https://, not `{}`",
+                self.url
+            );
+        }
+        if self.username.is_some() != self.password.is_some() {
+            bail!("`schema_registry.username` and `password` go together");
+        }
+        if self.ca_file.is_some() && !self.url.starts_with("https://") {
+            bail!("`schema_registry.ca_file` is for an https:// registry");
+        }
+        Ok(())
+    }
+}
+
+/// What the registry says of an id.
+#[derive(Debug, Clone)]
+pub enum Lookup {
+    /// The writer schema's JSON.
+    Found(Arc<str>),
+    /// The registry has no schema of this id (or one that is not Avro):
+    /// the record is a dead letter, with this reason.
+    Unknown(String),
+}
+
+/// A client of one registry, with the schemas it has seen.
+pub struct Registry {
+    url: String,
+    client: reqwest::blocking::Client,
+    auth: Option<(String, Secret)>,
+    recorded: PathBuf,
+    cache: HashMap<u32, Lookup>,
+}
+
+/// How a recorded id the registry did not have begins (then the reason).
+const UNKNOWN: &str = "unknown: ";
+
+/// The Confluent REST API's error code for an id it has no schema of.
+const SCHEMA_NOT_FOUND: u32 = 40403;
+
+/// How long one request to the registry may take.
+const TIMEOUT: Duration = Duration::from_secs(10);
+
+#[derive(Deserialize)]
+struct SchemaById {
+    schema: String,
+    #[serde(default, rename = "schemaType")]
+    schema_type: Option<String>,
+}
+
+impl Registry {
+    /// A client of `config`'s registry recording into `checkpoint`.
+    pub fn new(config: &RegistryConfig, checkpoint: &Path) -> Result<Self> {
+        config.validate()?;
+        let mut client = reqwest::blocking::Client::builder()
+            .timeout(TIMEOUT)
+            .connect_timeout(TIMEOUT);
+        if let Some(ca) = &config.ca_file {
+            let pem = std::fs::read(ca)
+                .with_context(|| format!("reading `schema_registry.ca_file` {}", ca.display()))?;
+            for cert in reqwest::Certificate::from_pem_bundle(&pem)
+                .with_context(|| format!("{} is not a PEM bundle", ca.display()))?
+            {
+                client = client.add_root_certificate(cert);
+            }
+            client = client.tls_built_in_root_certs(false);
+        }
+        let auth = match (&config.username, &config.password) {
+            (Some(user), Some(password)) => Some((
+                user.clone(),
+                password.read().context("`schema_registry.password`")?,
+            )),
+            _ => None,
+        };
+        Ok(Registry {
+            url: config.url.trim_end_matches('/').to_string(),
+            client: client
+                .build()
+                .context("making the schema registry's client")?,
+            auth,
+            recorded: checkpoint.join("schemas"),
+            cache: HashMap::new(),
+        })
+    }
+
+    /// The writer schema of `id`: from the cache, else as the checkpoint
+    /// recorded it, else from the registry (then recorded). An error is the
+    /// registry's or the disk's fault (unreachable, a server error, a write
+    /// that failed), never the record's: the epoch fails and is retried.
+    pub fn schema(&mut self, id: u32) -> Result<Lookup> {
+        if let Some(found) = self.cache.get(&id) {
+            return Ok(found.clone());
+        }
+        let lookup = match self.recorded(id)? {
+            Some(lookup) => lookup,
+            None => {
+                let lookup = self.fetch(id)?;
+                self.record(id, &lookup)?;
+                lookup
+            }
+        };
+        self.cache.insert(id, lookup.clone());
+        Ok(lookup)
+    }
+
+    fn fetch(&self, id: u32) -> Result<Lookup> {
+        let url = format!("{}/schemas/ids/{id}", self.url);
+        let mut request = self.client.get(&url);
+        if let Some((user, password)) = &self.auth {
+            request = request.basic_auth(user, Some(password.expose()));
+        }
+        let response = request
+            .send()
+            .with_context(|| format!("schema registry {}: asking for schema id {id}", self.url))?;
+        let status = response.status();
+        if status == reqwest::StatusCode::NOT_FOUND {
+            // Only the registry's own "schema not found" is the record's
+            // answer; a 404 from elsewhere (a wrong `url`) is the setup's.
+            let body: serde_json::Value = response.json().unwrap_or_default();
+            if body["error_code"] == SCHEMA_NOT_FOUND {
+                return Ok(Lookup::Unknown(format!(
+                    "schema id {id} is not in the schema registry"
+                )));
+            }
+            bail!(
+                "schema registry {}: asking for schema id {id} got 404 without the registry's \
+                 \"schema not found\" (error code {SCHEMA_NOT_FOUND}): is `url` the registry's base URL?",
+                self.url
+            );
+        }
+        if !status.is_success() {
+            bail!(
+                "schema registry {}: asking for schema id {id} got {status}",
+                self.url
+            );
+        }
+        let body: SchemaById = response
+            .json()
+            .with_context(|| format!("schema registry {}: schema id {id}", self.url))?;
+        match body.schema_type.as_deref() {
+            None | Some("AVRO") => Ok(Lookup::Found(body.schema.into())),
+            Some(other) => Ok(Lookup::Unknown(format!(
+                "schema id {id} is a {other} schema, not Avro"
+            ))),
+        }
+    }
+
+    fn id_entry(&self, id: u32) -> PathBuf {
+        self.recorded.join("ids").join(id.to_string())
+    }
+
+    /// What an earlier run recorded for `id`: its schema (checked against
+    /// its digest), or that the registry did not have it.
+    fn recorded(&self, id: u32) -> Result<Option<Lookup>> {
+        let entry = self.id_entry(id);
+        let recorded = match std::fs::read_to_string(&entry) {
+            Ok(d) => d,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e).with_context(|| format!("reading {}", entry.display())),
+        };
+        if let Some(reason) = recorded.strip_prefix(UNKNOWN) {
+            return Ok(Some(Lookup::Unknown(reason.to_string())));
+        }
+        let digest = recorded.trim();
+        let path = self
+            .recorded
+            .join(format!("{}.avsc", digest.replace(':', "-")));
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading the recorded schema {}", path.display()))?;
+        if Digest::of(text.as_bytes()).to_string() != digest {
+            bail!(
+                "the recorded schema {} does not match its digest {digest}",
+                path.display()
+            );
+        }
+        Ok(Some(Lookup::Found(text.into())))
+    }
+
+    /// Records what the registry said of `id`, durably: a replay must
+    /// decide each record as the first run did, a refused id included.
+    fn record(&self, id: u32, lookup: &Lookup) -> Result<()> {
+        weir_core::fsutil::create_dir_durable(&self.recorded.join("ids"))?;
+        let entry = self.id_entry(id);
+        let content = match lookup {
+            Lookup::Unknown(reason) => format!("{UNKNOWN}{reason}"),
+            Lookup::Found(text) => {
+                let digest = Digest::of(text.as_bytes()).to_string();
+                let path = self
+                    .recorded
+                    .join(format!("{}.avsc", digest.replace(':', "-")));
+                weir_core::fsutil::write_atomic(&path, text.as_bytes())
+                    .with_context(|| format!("recording schema id {id} in {}", path.display()))?;
+                tracing::info!(id, %digest, registry = %self.url, "recorded a writer schema from the registry");
+                digest
+            }
+        };
+        weir_core::fsutil::write_atomic(&entry, content.as_bytes())
+            .with_context(|| format!("recording schema id {id} in {}", entry.display()))
+    }
+}
