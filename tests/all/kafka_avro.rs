@@ -113,6 +113,18 @@ fn evolving_avro_on_kafka_lands_in_the_declared_columns_and_replays_without_the_
         1,
         &[r#"{"txn_id":"a3","amount":0.10,"ts":1000,"score":3}"#],
     ));
+    let mut trailing = framed(
+        V2,
+        2,
+        &[r#"{"txn_id":"x4","amount":3.00,"ts":7,"channel":"web"}"#],
+    );
+    trailing[0].extend_from_slice(&[0, 0, 0, 0, 2]);
+    values.push(trailing[0].clone());
+    values.extend(framed(
+        V2,
+        2,
+        &[r#"{"txn_id":"b2","amount":4.00,"ts":8,"channel":"pos"}"#],
+    ));
     broker.produce("payments", &values, |_| 0);
 
     let dir = tempfile::tempdir().unwrap();
@@ -136,6 +148,7 @@ fn evolving_avro_on_kafka_lands_in_the_declared_columns_and_replays_without_the_
             r#"{"amount":"-0.05","kafka_offset":1,"score":-1,"ts":"1970-01-01T00:00:00Z","txn_id":"a2"}"#,
             r#"{"amount":"0.10","kafka_offset":6,"score":3,"ts":"1970-01-01T00:00:01Z","txn_id":"a3"}"#,
             r#"{"amount":"100.00","channel":"app","kafka_offset":2,"ts":"1969-12-31T23:59:59.999Z","txn_id":"b1"}"#,
+            r#"{"amount":"4.00","channel":"pos","kafka_offset":8,"ts":"1970-01-01T00:00:00.008Z","txn_id":"b2"}"#,
         ]
     );
     let letters = std::fs::read_to_string(
@@ -156,7 +169,7 @@ fn evolving_avro_on_kafka_lands_in_the_declared_columns_and_replays_without_the_
             )
         })
         .collect();
-    assert_eq!(reasons.len(), 3, "{reasons:?}");
+    assert_eq!(reasons.len(), 4, "{reasons:?}");
     assert!(
         reasons[0].0.ends_with("payments-0@3")
             && reasons[0]
@@ -174,6 +187,12 @@ fn evolving_avro_on_kafka_lands_in_the_declared_columns_and_replays_without_the_
                 .1
                 .contains("not in the schema registry's wire format"),
         "{reasons:?}"
+    );
+    assert!(
+        reasons[3].0.ends_with("payments-0@7")
+            && reasons[3].1.contains("5 bytes after its Avro record"),
+        "a record with bytes after it is set aside, and the next one of its schema is read: \
+         {reasons:?}"
     );
 
     // The registry goes away; the epoch is replayed (its commit lost) and

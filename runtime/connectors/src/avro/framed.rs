@@ -9,7 +9,7 @@
 use super::registry::{Lookup, Registry};
 use anyhow::Result;
 use arrow_array::RecordBatch;
-use arrow_avro::reader::{Decoder, ReaderBuilder};
+use arrow_avro::reader::{Decoder, DecoderMode, ReaderBuilder};
 use arrow_avro::schema::{AvroSchema, Fingerprint, FingerprintAlgorithm, SchemaStore};
 use arrow_schema::SchemaRef;
 use std::collections::HashMap;
@@ -53,8 +53,18 @@ impl FramedDecoder {
     }
 
     /// Decodes `values` in order. An error is the registry's or the
-    /// disk's, never a record's (those are in `rejected`).
+    /// disk's, never a record's (those are in `rejected`); after one, no
+    /// decoder keeps rows of the failed call, so the epoch's retry starts
+    /// clean.
     pub fn decode(&mut self, values: &[Option<&[u8]>]) -> Result<FramedRows> {
+        let decoded = self.decode_in_order(values);
+        if decoded.is_err() {
+            self.decoders.clear();
+        }
+        decoded
+    }
+
+    fn decode_in_order(&mut self, values: &[Option<&[u8]>]) -> Result<FramedRows> {
         let mut out = FramedRows::default();
         let mut run: Option<Run> = None;
         for (i, value) in values.iter().enumerate() {
@@ -128,29 +138,36 @@ impl FramedDecoder {
             .with_reader_schema(reader)
             .with_writer_schema_store(store)
             .with_active_fingerprint(Fingerprint::Id(id))
+            // Unframed: the prefix is checked here, and each body must be
+            // exactly one record (a framed decoder would take trailing
+            // bytes for the next record's prefix and carry them on).
+            .with_decoder_mode(DecoderMode::UnframedDatum)
             .build_decoder()
             .map_err(|e| {
                 format!("writer schema id {id} does not resolve into the declared columns: {e}")
             })
     }
 
-    /// Decodes one framed value: exactly one whole record, or the reason.
+    /// Decodes one framed value's body: exactly one whole record, or the
+    /// reason (the decoder may then hold part of it: see [`Self::redo`]).
     fn decode_one(&mut self, id: u32, bytes: &[u8]) -> Result<(), String> {
+        let body = bytes.get(FRAME..).unwrap_or_default();
         let decoder = self
             .decoder(id)
             .ok_or_else(|| format!("no decoder for schema id {id}"))?;
         let before = decoder.capacity();
-        match decoder.decode(bytes) {
-            Ok(n) if n == bytes.len() && before - decoder.capacity() == 1 => Ok(()),
-            Ok(n) if n < bytes.len() => Err(format!(
-                "the Avro body of schema id {id} is cut short or has {} bytes too many",
-                bytes.len() - n
+        match decoder.decode(body) {
+            Ok(n) if n == body.len() && before - decoder.capacity() == 1 => Ok(()),
+            Ok(n) if n < body.len() => Err(format!(
+                "the value has {} bytes after its Avro record of schema id {id}",
+                body.len() - n
             )),
             Ok(_) => Err(format!(
                 "the value is not one Avro record of schema id {id}"
             )),
             Err(e) => Err(format!(
-                "the Avro body does not decode with schema id {id}: {e}"
+                "the Avro body does not decode with schema id {id} (cut short, or not of \
+                 that schema): {e}"
             )),
         }
     }
@@ -188,6 +205,9 @@ impl FramedDecoder {
         Ok(())
     }
 }
+
+/// The frame before an Avro body: a 0 byte and a 4-byte schema id.
+const FRAME: usize = 5;
 
 /// The schema id of a framed value, or why it is not framed.
 fn frame_id(value: Option<&[u8]>) -> Result<u32, String> {

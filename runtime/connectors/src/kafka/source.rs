@@ -375,13 +375,24 @@ impl KafkaSource {
         let mut at = 0;
         for batch in values {
             let n = batch.num_rows();
-            let chunk = &kept[at..at + n];
+            let chunk = kept.get(at..at + n).with_context(|| {
+                format!(
+                    "the decoder gave more rows than the {} records it kept",
+                    kept.len()
+                )
+            })?;
             at += n;
             let mut cols = batch.columns().to_vec();
             cols.push(meta_key(chunk));
             cols.extend(meta_rest(chunk));
             out.batches
                 .push(RecordBatch::try_new(self.schema.clone(), cols)?);
+        }
+        if at != kept.len() {
+            bail!(
+                "the decoder gave {at} rows for the {} records it kept",
+                kept.len()
+            );
         }
         Ok(())
     }
