@@ -125,6 +125,12 @@ fn evolving_avro_on_kafka_lands_in_the_declared_columns_and_replays_without_the_
         2,
         &[r#"{"txn_id":"b2","amount":4.00,"ts":8,"channel":"pos"}"#],
     ));
+    // Written by hand: an amount of 20 digits under a decimal(18,2) writer
+    // schema (Avro itself does not check a decimal's bytes against it).
+    let mut overlong = vec![0, 0, 0, 0, 1, 0x04, b'x', b'5', 0x12];
+    overlong.extend_from_slice(&[0x00, 0x8A, 0xC7, 0x23, 0x04, 0x89, 0xE8, 0x00, 0x00]);
+    overlong.extend_from_slice(&[0x12, 0x0A]);
+    values.push(overlong);
     broker.produce("payments", &values, |_| 0);
 
     let dir = tempfile::tempdir().unwrap();
@@ -169,7 +175,7 @@ fn evolving_avro_on_kafka_lands_in_the_declared_columns_and_replays_without_the_
             )
         })
         .collect();
-    assert_eq!(reasons.len(), 4, "{reasons:?}");
+    assert_eq!(reasons.len(), 5, "{reasons:?}");
     assert!(
         reasons[0].0.ends_with("payments-0@3")
             && reasons[0]
@@ -193,6 +199,14 @@ fn evolving_avro_on_kafka_lands_in_the_declared_columns_and_replays_without_the_
             && reasons[3].1.contains("5 bytes after its Avro record"),
         "a record with bytes after it is set aside, and the next one of its schema is read: \
          {reasons:?}"
+    );
+
+    assert!(
+        reasons[4].0.ends_with("payments-0@9")
+            && reasons[4]
+                .1
+                .contains("100000000000000000.00 has more digits than decimal(18,2)"),
+        "{reasons:?}"
     );
 
     // The registry goes away; the epoch is replayed (its commit lost) and

@@ -195,15 +195,67 @@ impl FramedDecoder {
         let schema = self.schema.clone();
         if let Some(decoder) = self.decoder(run.id) {
             if let Some(batch) = decoder.flush()? {
-                out.batches.push(crate::files::conform::conform(
+                let batch = crate::files::conform::conform(
                     &batch,
                     &schema,
                     &format!("schema id {}", run.id),
-                )?);
+                )?;
+                let (batch, refused) = without_overlong_decimals(batch, &run.records)?;
+                out.rejected.extend(refused);
+                if batch.num_rows() > 0 {
+                    out.batches.push(batch);
+                }
             }
         }
         Ok(())
     }
+}
+
+/// `batch` without the rows whose decimal has more digits than its
+/// column's precision (Avro does not check a decimal's bytes against
+/// the schema's precision), and those rows' records (`records[row]`)
+/// with the reason.
+pub(super) fn without_overlong_decimals(
+    batch: RecordBatch,
+    records: &[usize],
+) -> Result<(RecordBatch, Vec<(usize, String)>)> {
+    use arrow_array::types::{Decimal128Type, DecimalType};
+    let mut keep = vec![true; batch.num_rows()];
+    let mut refused = Vec::new();
+    for (field, column) in batch.schema().fields().iter().zip(batch.columns()) {
+        let &arrow_schema::DataType::Decimal128(precision, scale) = field.data_type() else {
+            continue;
+        };
+        let Some(values) = column
+            .as_any()
+            .downcast_ref::<arrow_array::Decimal128Array>()
+        else {
+            continue;
+        };
+        for (row, value) in values.iter().enumerate() {
+            let Some(v) = value else { continue };
+            if keep[row] && Decimal128Type::validate_decimal_precision(v, precision, scale).is_err()
+            {
+                keep[row] = false;
+                refused.push((
+                    records.get(row).copied().unwrap_or(usize::MAX),
+                    format!(
+                        "column `{}`: {} has more digits than decimal({precision},{scale}) holds",
+                        field.name(),
+                        Decimal128Type::format_decimal(v, precision, scale)
+                    ),
+                ));
+            }
+        }
+    }
+    if refused.is_empty() {
+        return Ok((batch, refused));
+    }
+    let mask = arrow_array::BooleanArray::from(keep);
+    Ok((
+        arrow_select::filter::filter_record_batch(&batch, &mask)?,
+        refused,
+    ))
 }
 
 /// The frame before an Avro body: a 0 byte and a 4-byte schema id.

@@ -306,7 +306,14 @@ pub fn decode_file(
     let mut out = Vec::new();
     for batch in reader {
         let batch = batch.with_context(|| format!("reading {origin}"))?;
-        out.push(crate::files::conform::conform(&batch, schema, origin)?);
+        let batch = crate::files::conform::conform(&batch, schema, origin)?;
+        let first = out.iter().map(RecordBatch::num_rows).sum::<usize>();
+        let rows: Vec<usize> = (first..first + batch.num_rows()).collect();
+        let (batch, refused) = framed::without_overlong_decimals(batch, &rows)?;
+        if let Some((row, why)) = refused.first() {
+            bail!("{origin}: record {}: {why}", row + 1);
+        }
+        out.push(batch);
     }
     Ok(out)
 }
