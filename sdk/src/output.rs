@@ -6,13 +6,13 @@ use crate::Error;
 /// Validity bits under construction; stays `None` until the first null so
 /// that all-valid columns send no bitmap at all.
 #[derive(Debug, Clone, Default)]
-struct ValidityBuilder {
+pub(crate) struct ValidityBuilder {
     bits: Option<Vec<u8>>,
-    len: usize,
+    pub(crate) len: usize,
 }
 
 impl ValidityBuilder {
-    fn push(&mut self, valid: bool) {
+    pub(crate) fn push(&mut self, valid: bool) {
         if !valid && self.bits.is_none() {
             let mut bits = vec![0xFF; self.len.div_ceil(8)];
             // Clear the padding bits past `len` so they read as null.
@@ -29,8 +29,15 @@ impl ValidityBuilder {
         self.len += 1;
     }
 
-    fn finish(self) -> Option<Vec<u8>> {
+    pub(crate) fn finish(self) -> Option<Vec<u8>> {
         self.bits
+    }
+
+    /// The bitmap of `valid`, one flag per row.
+    pub(crate) fn from_flags(valid: &[bool]) -> Self {
+        let mut bits = Self::default();
+        valid.iter().for_each(|&v| bits.push(v));
+        bits
     }
 }
 

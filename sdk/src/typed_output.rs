@@ -3,40 +3,8 @@
 //! and input columns passed through (`From<AnyColumn>`).
 
 use crate::bindings::weir::operator::types as wit;
-use crate::output::{Built, ColumnBuilder};
+use crate::output::{Built, ColumnBuilder, ValidityBuilder};
 use crate::{AnyColumn, DataType, Date, Decimal, Error, Field, TimeUnit, Timestamp};
-
-/// Validity bits, `None` until the first null.
-#[derive(Debug, Clone, Default)]
-struct Bits {
-    bits: Option<Vec<u8>>,
-    len: usize,
-}
-
-impl Bits {
-    fn push(&mut self, valid: bool) {
-        if !valid && self.bits.is_none() {
-            let mut bits = vec![0u8; self.len.div_ceil(8)];
-            (0..self.len).for_each(|i| bits[i / 8] |= 1 << (i % 8));
-            self.bits = Some(bits);
-        }
-        if let Some(bits) = &mut self.bits {
-            if self.len / 8 >= bits.len() {
-                bits.push(0);
-            }
-            if valid {
-                bits[self.len / 8] |= 1 << (self.len % 8);
-            }
-        }
-        self.len += 1;
-    }
-
-    fn from_flags(valid: &[bool]) -> Bits {
-        let mut bits = Bits::default();
-        valid.iter().for_each(|&v| bits.push(v));
-        bits
-    }
-}
 
 fn node(kind: wit::NodeKind) -> wit::TypeNode {
     wit::TypeNode {
@@ -56,10 +24,15 @@ fn typed(rows: usize, kind: wit::NodeKind, array: wit::ArrayNode) -> ColumnBuild
     }
 }
 
-fn array(len: usize, validity: Bits, offsets: Vec<i32>, values: Vec<u8>) -> wit::ArrayNode {
+fn array(
+    len: usize,
+    validity: ValidityBuilder,
+    offsets: Vec<i32>,
+    values: Vec<u8>,
+) -> wit::ArrayNode {
     wit::ArrayNode {
         len: len as u32,
-        validity: validity.bits,
+        validity: validity.finish(),
         offsets,
         values,
     }
@@ -71,7 +44,7 @@ pub struct DecimalBuilder {
     precision: u8,
     scale: u8,
     values: Vec<u8>,
-    validity: Bits,
+    validity: ValidityBuilder,
 }
 
 impl DecimalBuilder {
@@ -88,7 +61,7 @@ impl DecimalBuilder {
             precision,
             scale,
             values: Vec::new(),
-            validity: Bits::default(),
+            validity: ValidityBuilder::default(),
         })
     }
 
@@ -146,7 +119,7 @@ pub struct TimestampBuilder {
     unit: TimeUnit,
     timezone: Option<String>,
     values: Vec<u8>,
-    validity: Bits,
+    validity: ValidityBuilder,
 }
 
 impl TimestampBuilder {
@@ -157,7 +130,7 @@ impl TimestampBuilder {
             unit,
             timezone: timezone.map(str::to_string),
             values: Vec::new(),
-            validity: Bits::default(),
+            validity: ValidityBuilder::default(),
         }
     }
 
@@ -202,7 +175,7 @@ impl From<TimestampBuilder> for ColumnBuilder {
 #[derive(Debug, Clone, Default)]
 pub struct DateBuilder {
     values: Vec<u8>,
-    validity: Bits,
+    validity: ValidityBuilder,
 }
 
 impl DateBuilder {
@@ -240,7 +213,7 @@ impl From<DateBuilder> for ColumnBuilder {
 pub struct BinaryBuilder {
     offsets: Vec<i32>,
     data: Vec<u8>,
-    validity: Bits,
+    validity: ValidityBuilder,
 }
 
 impl Default for BinaryBuilder {
@@ -248,7 +221,7 @@ impl Default for BinaryBuilder {
         BinaryBuilder {
             offsets: vec![0],
             data: Vec::new(),
-            validity: Bits::default(),
+            validity: ValidityBuilder::default(),
         }
     }
 }
@@ -310,7 +283,7 @@ impl ColumnBuilder {
         let mut nodes = vec![node(wit::NodeKind::Struct(Vec::new()))];
         let mut arrays = vec![array(
             rows,
-            Bits::from_flags(valid.unwrap_or(&[])),
+            ValidityBuilder::from_flags(valid.unwrap_or(&[])),
             Vec::new(),
             Vec::new(),
         )];
@@ -369,8 +342,8 @@ impl ColumnBuilder {
             n
         }));
         let validity = match valid {
-            Some(v) => Bits::from_flags(v),
-            None => Bits::default(),
+            Some(v) => ValidityBuilder::from_flags(v),
+            None => ValidityBuilder::default(),
         };
         let mut arrays = vec![array(rows, validity, offsets, Vec::new())];
         arrays.extend(child_arrays);

@@ -258,11 +258,8 @@ impl weir::operator::outputs::Host for HostState {
     /// Keeps emitted rows for the call's caller; bad rows or a bad name
     /// trap the guest and are reported as invalid output.
     fn emit(&mut self, name: String, rows: WitOutput) -> wasmtime::Result<()> {
-        self.keep_emitted(&name, rows).map_err(|e| {
-            let message = format!("emitted to output `{name}`: {e:#}");
-            self.emit_error = Some(message.clone());
-            wasmtime::format_err!(message)
-        })
+        let kept = self.keep_emitted(&name, rows);
+        self.refuse_emit(&name, kept)
     }
 
     /// Like `emit`, for rows of any column types (`default` included).
@@ -271,11 +268,8 @@ impl weir::operator::outputs::Host for HostState {
         name: String,
         rows: weir::operator::types::TypedOutput,
     ) -> wasmtime::Result<()> {
-        self.keep_emitted_typed(&name, rows).map_err(|e| {
-            let message = format!("emitted to output `{name}`: {e:#}");
-            self.emit_error = Some(message.clone());
-            wasmtime::format_err!(message)
-        })
+        let kept = self.keep_emitted_typed(&name, rows);
+        self.refuse_emit(&name, kept)
     }
 }
 
@@ -293,6 +287,15 @@ impl HostState {
         weir_core::outputs::check_name(name)?;
         let batch = weir_core::column_tree::to_batch(super::typed::output(rows))?;
         self.keep_batch(name, batch)
+    }
+
+    /// An emit's failure as the trap it is, remembered for the report.
+    fn refuse_emit(&mut self, name: &str, kept: anyhow::Result<()>) -> wasmtime::Result<()> {
+        kept.map_err(|e| {
+            let message = format!("emitted to output `{name}`: {e:#}");
+            self.emit_error = Some(message.clone());
+            wasmtime::format_err!(message)
+        })
     }
 
     fn keep_batch(&mut self, name: &str, batch: RecordBatch) -> anyhow::Result<()> {
