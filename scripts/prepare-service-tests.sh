@@ -19,6 +19,7 @@ fi
 bash install-chromium.sh
 bash install-delta-reader.sh
 bash install-avro-writer.sh
+bash install-protobuf-writer.sh
 bash install-tansu.sh
 bash install-s3s.sh
 bash build-polyglot.sh

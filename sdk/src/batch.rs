@@ -224,6 +224,17 @@ impl<'a> Batch<'a> {
         self.column(name)?.timestamps()
     }
 
+    /// Event times in Unix milliseconds from column `name`, whether it is
+    /// `int64` milliseconds or a `timestamp` of any unit (rounded down to
+    /// the millisecond): for time logic that runs over either schema and
+    /// compares with the watermark and timers, which are milliseconds.
+    pub fn millis(&self, name: &str) -> Result<Int64Column, Error> {
+        match self.schema[self.index_of(name)?].data_type {
+            DataType::Timestamp { .. } => Ok(self.timestamp(name)?.to_millis()),
+            _ => self.i64(name),
+        }
+    }
+
     /// Reads a `date` column.
     pub fn date(&self, name: &str) -> Result<DateColumn, Error> {
         self.column(name)?.dates()

@@ -104,6 +104,13 @@ primitive_column!(
     Float64Column, f64, Float64, "float64"
 );
 
+impl Int64Column {
+    /// A column of `values`, null where `validity` says so.
+    pub(crate) fn from_parts(values: Vec<i64>, validity: Validity) -> Self {
+        Int64Column { values, validity }
+    }
+}
+
 /// A `utf8` column in Arrow layout (offsets + one data buffer).
 #[derive(Debug, Clone)]
 pub struct Utf8Column {

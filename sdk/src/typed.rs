@@ -3,7 +3,7 @@
 //! column as one Arrow array per node of its type; these index them.
 
 use crate::bindings::weir::operator::types as wit;
-use crate::columns::{bit, Validity};
+use crate::columns::{bit, Int64Column, Validity};
 use crate::{DataType, Date, Decimal, Error, Field, TimeUnit, Timestamp};
 use std::ops::Range;
 
@@ -411,6 +411,17 @@ impl TimestampColumn {
     /// The column's zone (`UTC`, `+01:00`), if any.
     pub fn timezone(&self) -> Option<&str> {
         self.timezone.as_deref()
+    }
+
+    /// The instants as Unix milliseconds (finer units rounded down), nulls
+    /// kept: the unit of epoch times, watermarks and timers.
+    pub fn to_millis(&self) -> Int64Column {
+        let unit = self.unit;
+        let millis = self
+            .values
+            .iter()
+            .map(|&count| Timestamp { count, unit }.as_millis());
+        Int64Column::from_parts(millis.collect(), self.validity.clone())
     }
 }
 

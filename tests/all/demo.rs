@@ -46,7 +46,7 @@ fn reference(
         for r in rules["rules"].as_array().unwrap() {
             let name = r["rule"].as_str().unwrap();
             let fires = match name {
-                "amount_above" => p.amount > r["threshold"].as_f64().unwrap(),
+                "amount_above" => p.amount_cents() > cents(&r["threshold"]),
                 "country_mismatch" => p.country != p.card_country,
                 "merchant_in" => list(r, "merchants").contains(&p.merchant_id),
                 "currency_not_in" => !list(r, "currencies").contains(&p.currency),
@@ -76,6 +76,35 @@ fn reference(
         }
     }
     out
+}
+
+/// A config amount (`2500.0`, `"2500.00"`) in cents.
+fn cents(v: &serde_json::Value) -> i64 {
+    let text = match v {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let (whole, fraction) = text.split_once('.').unwrap_or((&text, ""));
+    let fraction = format!("{fraction:0<2}");
+    assert!(fraction.trim_end_matches('0').len() <= 2, "{text}");
+    whole.parse::<i64>().unwrap() * 100 + fraction[..2].parse::<i64>().unwrap()
+}
+
+/// How the files sink writes a `timestamp(ms, UTC)` of the demo's first
+/// day (2026-01-01): RFC 3339, the fraction only when non-zero.
+fn rfc3339_ms(ms: i64) -> String {
+    let of_day = ms - generator::START_MS;
+    assert!(
+        (0..86_400_000).contains(&of_day),
+        "{ms} is not on 2026-01-01"
+    );
+    let (secs, millis) = (of_day / 1000, of_day % 1000);
+    let fraction = match millis {
+        0 => String::new(),
+        m => format!(".{m:03}"),
+    };
+    let (h, m, s) = (secs / 3600, secs / 60 % 60, secs % 60);
+    format!("2026-01-01T{h:02}:{m:02}:{s:02}{fraction}Z")
 }
 
 #[test]
@@ -182,6 +211,21 @@ fn demo_matches_the_reference(operator: DemoOperator, epochs_expected: u64) {
         let (s, r) = &actual[id];
         assert_eq!(r, reasons, "{id}");
         assert!((s - score).abs() < 1e-9, "{id}: {s} vs {score}");
+    }
+    // Money and time reach the alerts exactly as typed: the decimal with
+    // its two places, the instant in RFC 3339.
+    let by_id: std::collections::HashMap<&str, &generator::Payment> =
+        payments.iter().map(|p| (p.txn_id.as_str(), p)).collect();
+    for a in &report.alerts {
+        let p = by_id[a.txn_id.as_str()];
+        let c = p.amount_cents();
+        assert_eq!(
+            a.amount,
+            format!("{}.{:02}", c / 100, c % 100),
+            "{}",
+            a.txn_id
+        );
+        assert_eq!(a.ts, rfc3339_ms(p.ts), "{}", a.txn_id);
     }
     // Every planted fraud is caught (with windows, every one in a window
     // the watermark closed).

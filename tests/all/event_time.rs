@@ -146,7 +146,7 @@ fn dedup_without_event_time_or_on_a_missing_column_is_refused() {
     let e = err("[event_time]\ncolumn = \"when\"");
     assert!(e.contains("no column `when`"), "{e}");
     let e = err("[event_time]\ncolumn = \"amount\"");
-    assert!(e.contains("must be int64"), "{e}");
+    assert!(e.contains("must be a timestamp or int64"), "{e}");
     let e = err("[event_time]\ncolumn = \"ts\"\n[dedup]\ncolumn = \"amount\"");
     assert!(e.contains("utf8 or int64"), "{e}");
 }

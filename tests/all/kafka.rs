@@ -622,6 +622,7 @@ fn raw_settings(
         policy: weir_engine::config::MalformedPolicy::Fail,
         partition,
         registry: None,
+        protobuf: None,
     }
 }
 

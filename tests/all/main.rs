@@ -31,6 +31,7 @@ mod faults;
 mod hot_swap;
 mod kafka;
 mod kafka_avro;
+mod kafka_protobuf;
 mod kafka_tls;
 mod lake;
 mod lookup;

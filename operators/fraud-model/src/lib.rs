@@ -7,7 +7,10 @@
 //! build. Its features ([`features::NAMES`]) come from the payment, the
 //! pipeline's `cards` lookup table (`home_country`, `devices`: the card's
 //! registered devices, separated by spaces) and the card's payments in the
-//! last `window_ms` of event time, kept in the host's state.
+//! last `window_ms` of event time, kept in the host's state. It reads
+//! `amount` as a decimal or a float, `ts` as a timestamp or Unix
+//! milliseconds, and the device as a nested `device` struct's `id` or a
+//! flat `device_id`.
 //!
 //! Config (every key optional): `{"threshold": 0.5, "window_ms": 60000,
 //! "risky_merchants": ["m-0666"], "state_ttl_ms": 3600000}`.
@@ -34,8 +37,8 @@ use features::{CardFacts, Payment, NAMES, WIDTH};
 use model::Model;
 use serde::Deserialize;
 use weir_sdk::{
-    artifacts, lookup, outputs, Batch, BoolBuilder, EpochContext, Error, Float64Builder,
-    Int64Builder, Operator, Output, Utf8Builder, Utf8Column,
+    artifacts, lookup, outputs, Batch, BoolBuilder, DataType, Decimal, EpochContext, Error,
+    Float64Builder, Operator, Output, Utf8Builder, Utf8Column,
 };
 
 #[derive(Debug, Deserialize)]
@@ -111,17 +114,17 @@ impl FraudModel {
         let cards = lookup::table("cards");
         let home = cards.utf8(card_id, "home_country")?;
         let devices = cards.utf8(card_id, "devices")?;
-        let (amount, country) = (batch.f64("amount")?, batch.utf8("country")?);
-        let (merchant, device) = (batch.utf8("merchant_id")?, batch.utf8("device_id")?);
+        let (amount, country) = (amounts(batch)?, batch.utf8("country")?);
+        let (merchant, device) = (batch.utf8("merchant_id")?, device_ids(batch)?);
         let (window_ms, ttl_ms) = (self.config.window_ms, self.config.state_ttl_ms);
-        let counts = velocity::counts(card_id, &batch.i64("ts")?, window_ms, ttl_ms);
+        let counts = velocity::counts(card_id, &batch.millis("ts")?, window_ms, ttl_ms);
         let mut rows = Vec::with_capacity(batch.num_rows() * WIDTH);
         for (r, count) in counts.iter().enumerate() {
             let payment = Payment {
-                amount: amount.get(r).unwrap_or(0.0),
+                amount: amount[r].unwrap_or(0.0),
                 country: country.get(r).unwrap_or(""),
                 merchant_id: merchant.get(r).unwrap_or(""),
-                device_id: device.get(r),
+                device_id: device[r].as_deref(),
             };
             let card = CardFacts {
                 home_country: home.get(r),
@@ -143,17 +146,9 @@ impl FraudModel {
         hits: &[u32],
     ) -> Result<(), Error> {
         let n = batch.num_rows();
-        let (txn_id, ts, amount) = (
-            batch.utf8("txn_id")?,
-            batch.i64("ts")?,
-            batch.f64("amount")?,
-        );
+        let txn_id = batch.utf8("txn_id")?;
         let (mut o_txn, mut o_card, mut o_model) =
             (Utf8Builder::new(), Utf8Builder::new(), Utf8Builder::new());
-        let (mut o_ts, mut o_amount) = (
-            Int64Builder::with_capacity(n),
-            Float64Builder::with_capacity(n),
-        );
         let (mut o_score, mut o_alert) = (Float64Builder::with_capacity(n), BoolBuilder::new());
         let mut o_features: Vec<Float64Builder> = (0..WIDTH)
             .map(|_| Float64Builder::with_capacity(n))
@@ -162,8 +157,6 @@ impl FraudModel {
         for r in 0..n {
             o_txn.push_option(txn_id.get(r));
             o_card.push_option(card_id.get(r));
-            o_ts.push_option(ts.get(r));
-            o_amount.push_option(amount.get(r));
             o_score.push(f64::from(scores[r]));
             o_alert.push(next_hit.next_if(|&&h| h as usize == r).is_some());
             for (f, column) in o_features.iter_mut().enumerate() {
@@ -174,8 +167,8 @@ impl FraudModel {
         let mut out = Output::new()
             .with("txn_id", o_txn)
             .with("card_id", o_card)
-            .with("ts", o_ts)
-            .with("amount", o_amount)
+            .with("ts", batch.column("ts")?)
+            .with("amount", batch.column("amount")?)
             .with("score", o_score)
             .with("alert", o_alert);
         for (name, column) in NAMES.iter().zip(o_features) {
@@ -213,30 +206,58 @@ fn alerts(batch: &Batch, scores: &[f32], hits: &[u32]) -> Result<Output, Error> 
         batch.utf8_rows("txn_id", hits)?,
         batch.utf8_rows("card_id", hits)?,
     );
-    let (amount, ts) = (batch.f64_rows("amount", hits)?, batch.i64_rows("ts", hits)?);
     let (mut o_txn, mut o_card, mut o_reasons) =
         (Utf8Builder::new(), Utf8Builder::new(), Utf8Builder::new());
-    let (mut o_amount, mut o_score, mut o_ts) = (
-        Float64Builder::new(),
-        Float64Builder::new(),
-        Int64Builder::new(),
-    );
+    let mut o_score = Float64Builder::new();
     for (k, &row) in hits.iter().enumerate() {
         o_txn.push_option(txn_id.get(k));
         o_card.push_option(card_id.get(k));
-        o_amount.push_option(amount.get(k));
         o_score.push(f64::from(scores[row as usize]));
         o_reasons.push("model");
-        o_ts.push_option(ts.get(k));
     }
+    // `amount` and `ts` go out as the input has them.
     Output::new()
         .with("txn_id", o_txn)
         .with("card_id", o_card)
-        .with("amount", o_amount)
+        .with("amount", batch.column_rows("amount", hits)?)
         .with("score", o_score)
         .with("reasons", o_reasons)
-        .with("ts", o_ts)
+        .with("ts", batch.column_rows("ts", hits)?)
         .build()
+}
+
+/// Each row's amount as the model's float feature, from a `decimal(P,S)`
+/// or a `float64` column.
+fn amounts(batch: &Batch) -> Result<Vec<Option<f64>>, Error> {
+    let n = batch.num_rows();
+    match batch.schema()[batch.index_of("amount")?].data_type {
+        DataType::Decimal { .. } => {
+            let exact = batch.decimal("amount")?;
+            Ok((0..n).map(|r| exact.get(r).map(Decimal::to_f64)).collect())
+        }
+        _ => {
+            let floats = batch.f64("amount")?;
+            Ok((0..n).map(|r| floats.get(r)).collect())
+        }
+    }
+}
+
+/// Each row's device id: `device.id` of a nested `device` column (null
+/// where the device is), or the flat `device_id` column.
+fn device_ids(batch: &Batch) -> Result<Vec<Option<String>>, Error> {
+    if batch.index_of("device").is_err() {
+        let flat = batch.utf8("device_id")?;
+        return Ok((0..batch.num_rows())
+            .map(|r| flat.get(r).map(str::to_string))
+            .collect());
+    }
+    let device = batch.column("device")?;
+    let ids = device.child("id")?.strings()?;
+    Ok(ids
+        .into_iter()
+        .enumerate()
+        .map(|(r, id)| id.filter(|_| !device.is_null(r)))
+        .collect())
 }
 
 weir_sdk::export_operator!(FraudModel);

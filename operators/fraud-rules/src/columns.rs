@@ -1,12 +1,51 @@
 //! The columns the rules read, fetched from the SDK batch once per batch.
 //! Shared with `fraud-velocity` (included by path, like `rules.rs`).
 
-use crate::rules::Payments;
-use weir_sdk::{Batch, Error, Float64Column, Utf8Column};
+use crate::rules::{Amount, Payments};
+use weir_sdk::{Batch, DataType, DecimalColumn, Error, Float64Column, Utf8Column};
+
+/// The `amount` column: exact decimals, or floats in schemas that predate
+/// exact money.
+pub enum Amounts {
+    Exact(DecimalColumn),
+    Float(Float64Column),
+}
+
+impl Amounts {
+    /// Reads `amount`, a `decimal(P,S)` or `float64` column.
+    pub fn read(batch: &Batch) -> Result<Self, Error> {
+        match batch.schema()[batch.index_of("amount")?].data_type {
+            DataType::Decimal { .. } => Ok(Amounts::Exact(batch.decimal("amount")?)),
+            _ => Ok(Amounts::Float(batch.f64("amount")?)),
+        }
+    }
+
+    /// Rows in the column.
+    pub fn len(&self) -> usize {
+        match self {
+            Amounts::Exact(c) => c.len(),
+            Amounts::Float(c) => c.len(),
+        }
+    }
+
+    /// Whether the column has no rows.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The amount of `row`, or `None` if null.
+    #[inline]
+    pub fn get(&self, row: usize) -> Option<Amount> {
+        match self {
+            Amounts::Exact(c) => c.get(row).map(Amount::Exact),
+            Amounts::Float(c) => c.get(row).map(Amount::Float),
+        }
+    }
+}
 
 /// The rule inputs of one batch.
 pub struct Columns {
-    pub amount: Float64Column,
+    pub amount: Amounts,
     pub currency: Utf8Column,
     pub country: Utf8Column,
     pub card_country: Utf8Column,
@@ -17,7 +56,7 @@ impl Columns {
     /// Fetches the five columns the rules need.
     pub fn read(batch: &Batch) -> Result<Self, Error> {
         Ok(Columns {
-            amount: batch.f64("amount")?,
+            amount: Amounts::read(batch)?,
             currency: batch.utf8("currency")?,
             country: batch.utf8("country")?,
             card_country: batch.utf8("card_country")?,
@@ -30,7 +69,7 @@ impl Payments for Columns {
     fn len(&self) -> usize {
         self.amount.len()
     }
-    fn amount(&self, row: usize) -> Option<f64> {
+    fn amount(&self, row: usize) -> Option<Amount> {
         self.amount.get(row)
     }
     fn currency(&self, row: usize) -> Option<&[u8]> {

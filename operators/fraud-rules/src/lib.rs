@@ -1,18 +1,18 @@
 //! `fraud-rules`: scores payments against config-driven rules and emits the
 //! ones whose score reaches the alert threshold, with the reasons.
 //!
-//! Input columns: `txn_id`, `card_id`, `merchant_id`, `amount`, `currency`,
-//! `country`, `card_country`, `ts` (others are ignored).
-//! Output columns: `txn_id`, `card_id`, `amount`, `score`, `reasons`, `ts`.
+//! Input columns: `txn_id`, `card_id`, `merchant_id`, `amount` (a decimal,
+//! compared exactly, or a float), `currency`, `country`, `card_country`,
+//! `ts` (a timestamp or Unix milliseconds; others are ignored).
+//! Output columns: `txn_id`, `card_id`, `amount`, `score`, `reasons`, `ts`
+//! (`amount` and `ts` of the input's types).
 
 pub mod columns;
 pub mod rules;
 
 use columns::Columns;
 use rules::{Hit, RuleSet};
-use weir_sdk::{
-    Batch, EpochContext, Error, Float64Builder, Int64Builder, Operator, Output, Utf8Builder,
-};
+use weir_sdk::{Batch, EpochContext, Error, Float64Builder, Operator, Output, Utf8Builder};
 
 /// The operator instance: the compiled rule set.
 pub struct FraudRules {
@@ -39,31 +39,24 @@ impl Operator for FraudRules {
         let rows: Vec<u32> = self.hits.iter().map(|h| h.row as u32).collect();
         let txn_id = batch.utf8_rows("txn_id", &rows)?;
         let card_id = batch.utf8_rows("card_id", &rows)?;
-        let ts = batch.i64_rows("ts", &rows)?;
-
-        let n = self.hits.len();
         let (mut o_txn, mut o_card, mut o_reasons) =
             (Utf8Builder::new(), Utf8Builder::new(), Utf8Builder::new());
-        let (mut o_amount, mut o_score) = (
-            Float64Builder::with_capacity(n),
-            Float64Builder::with_capacity(n),
-        );
-        let mut o_ts = Int64Builder::with_capacity(n);
+        let mut o_score = Float64Builder::with_capacity(self.hits.len());
         for (k, hit) in self.hits.iter().enumerate() {
             o_txn.push_option(txn_id.get(k));
             o_card.push_option(card_id.get(k));
-            o_amount.push_option(columns.amount.get(hit.row));
             o_score.push(hit.score);
             o_reasons.push(&self.rules.reasons(hit.fired));
-            o_ts.push_option(ts.get(k));
         }
+        // `amount` and `ts` go out as the input has them (a decimal and a
+        // timestamp, or a float and Unix milliseconds).
         Output::new()
             .with("txn_id", o_txn)
             .with("card_id", o_card)
-            .with("amount", o_amount)
+            .with("amount", batch.column_rows("amount", &rows)?)
             .with("score", o_score)
             .with("reasons", o_reasons)
-            .with("ts", o_ts)
+            .with("ts", batch.column_rows("ts", &rows)?)
             .build()
     }
 }

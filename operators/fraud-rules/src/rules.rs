@@ -2,7 +2,61 @@
 //! code runs inside the sandbox and natively (the benchmark's baseline).
 
 use serde::Deserialize;
-use weir_sdk::{same_bytes, ByteSet};
+use weir_sdk::{same_bytes, ByteSet, Decimal};
+
+/// A payment's amount as its batch holds it: an exact decimal (a
+/// `decimal(P,S)` column) or a float (a `float64` column, from schemas that
+/// predate exact money).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Amount {
+    Exact(Decimal),
+    Float(f64),
+}
+
+/// An amount limit from the config, held exactly and as the nearest float,
+/// so a decimal amount is compared with it exactly and a float amount as
+/// before.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Limit {
+    exact: Decimal,
+    float: f64,
+}
+
+/// A limit as the config spells it: a number (`2500`, `2500.5`: the digits
+/// written, which a float's shortest form keeps) or a string
+/// (`"2500.005"`, for more digits than a float keeps).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum LimitValue {
+    Text(String),
+    Number(f64),
+}
+
+impl Limit {
+    /// The limit `value` spells, or why it is not an amount.
+    pub fn new(value: &LimitValue) -> Result<Limit, String> {
+        let text = match value {
+            LimitValue::Text(t) => t.clone(),
+            LimitValue::Number(f) => format!("{f}"),
+        };
+        let exact: Decimal = text
+            .parse()
+            .map_err(|e| format!("`threshold` {text:?} is not a decimal amount: {e}"))?;
+        Ok(Limit {
+            exact,
+            float: exact.to_f64(),
+        })
+    }
+
+    /// Whether `amount` is strictly above the limit.
+    #[inline]
+    pub fn exceeded_by(&self, amount: Amount) -> bool {
+        match amount {
+            Amount::Exact(d) => d > self.exact,
+            Amount::Float(f) => f > self.float,
+        }
+    }
+}
 
 /// Read access to a batch of payments, by row. Strings are compared as
 /// UTF-8 bytes, which is all the rules need. Implemented over the SDK's
@@ -15,7 +69,7 @@ pub trait Payments {
         self.len() == 0
     }
     /// Payment amount, or `None` if null.
-    fn amount(&self, row: usize) -> Option<f64>;
+    fn amount(&self, row: usize) -> Option<Amount>;
     /// ISO currency code.
     fn currency(&self, row: usize) -> Option<&[u8]>;
     /// Country the payment was made in.
@@ -30,8 +84,9 @@ pub trait Payments {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(tag = "rule", rename_all = "snake_case", deny_unknown_fields)]
 pub enum Rule {
-    /// Fires when the amount is strictly above `threshold`.
-    AmountAbove { threshold: f64, weight: f64 },
+    /// Fires when the amount is strictly above `threshold` (compared
+    /// exactly with a decimal amount).
+    AmountAbove { threshold: LimitValue, weight: f64 },
     /// Fires when the payment country differs from the card's home country.
     CountryMismatch { weight: f64 },
     /// Fires when the merchant is on the list.
@@ -73,7 +128,7 @@ struct RawConfig {
 /// A rule compiled for fast evaluation.
 #[derive(Debug, Clone)]
 enum Compiled {
-    AmountAbove(f64),
+    AmountAbove(Limit),
     CountryMismatch,
     MerchantIn(ByteSet),
     CurrencyNotIn(ByteSet),
@@ -121,7 +176,9 @@ impl RuleSet {
             .map(|rule| {
                 let (name, weight) = (rule.name(), rule.weight());
                 let compiled = match rule {
-                    Rule::AmountAbove { threshold, .. } => Compiled::AmountAbove(threshold),
+                    Rule::AmountAbove { threshold, .. } => Compiled::AmountAbove(
+                        Limit::new(&threshold).map_err(|e| format!("fraud-rules config: {e}"))?,
+                    ),
                     Rule::CountryMismatch { .. } => Compiled::CountryMismatch,
                     Rule::MerchantIn { merchants, .. } => {
                         Compiled::MerchantIn(ByteSet::new(merchants))
@@ -130,9 +187,9 @@ impl RuleSet {
                         Compiled::CurrencyNotIn(ByteSet::new(currencies))
                     }
                 };
-                (compiled, weight, name)
+                Ok((compiled, weight, name))
             })
-            .collect();
+            .collect::<Result<_, String>>()?;
         Ok(RuleSet {
             alert_threshold,
             rules,
@@ -185,7 +242,7 @@ impl RuleSet {
             match rule {
                 Compiled::AmountAbove(t) => {
                     for row in 0..n {
-                        mark(row, payments.amount(row).is_some_and(|a| a > *t));
+                        mark(row, payments.amount(row).is_some_and(|a| t.exceeded_by(a)));
                     }
                 }
                 Compiled::CountryMismatch => {
@@ -237,13 +294,21 @@ impl RuleSet {
 mod tests {
     use super::*;
 
-    struct Rows(Vec<(f64, &'static str, &'static str, &'static str, &'static str)>);
+    struct Rows(
+        Vec<(
+            Amount,
+            &'static str,
+            &'static str,
+            &'static str,
+            &'static str,
+        )>,
+    );
 
     impl Payments for Rows {
         fn len(&self) -> usize {
             self.0.len()
         }
-        fn amount(&self, row: usize) -> Option<f64> {
+        fn amount(&self, row: usize) -> Option<Amount> {
             Some(self.0[row].0)
         }
         fn currency(&self, row: usize) -> Option<&[u8]> {
@@ -269,12 +334,13 @@ mod tests {
     #[test]
     fn scores_and_reasons() {
         let rules = RuleSet::from_json(CONFIG).unwrap();
+        let f = Amount::Float;
         let rows = Rows(vec![
-            (5.0, "USD", "US", "US", "ok"),    // nothing fires
-            (5000.0, "USD", "FR", "US", "ok"), // 0.9
-            (5000.0, "USD", "US", "US", "ok"), // 0.5: below threshold
-            (5.0, "USD", "US", "US", "bad"),   // 0.7: exactly the threshold
-            (5000.0, "EUR", "US", "US", "ok"), // 0.7
+            (f(5.0), "USD", "US", "US", "ok"),    // nothing fires
+            (f(5000.0), "USD", "FR", "US", "ok"), // 0.9
+            (f(5000.0), "USD", "US", "US", "ok"), // 0.5: below threshold
+            (f(5.0), "USD", "US", "US", "bad"),   // 0.7: exactly the threshold
+            (f(5000.0), "EUR", "US", "US", "ok"), // 0.7
         ]);
         let mut hits = Vec::new();
         rules.score_all(&rows, &mut hits);
@@ -291,6 +357,29 @@ mod tests {
             ]
         );
         assert!((hits[0].score - 0.9).abs() < 1e-12);
+    }
+
+    #[test]
+    fn decimal_amounts_are_compared_exactly() {
+        let config = r#"{"alert_threshold": 0.5, "rules": [
+            {"rule": "amount_above", "threshold": "1000.005", "weight": 0.5}]}"#;
+        let rules = RuleSet::from_json(config).unwrap();
+        let d = |s: &str| Amount::Exact(s.parse().unwrap());
+        let rows = Rows(vec![
+            (d("1000.00"), "USD", "US", "US", "ok"),
+            (d("1000.01"), "USD", "US", "US", "ok"),
+            (d("1000.005"), "USD", "US", "US", "ok"),
+            (d("1000.0051"), "USD", "US", "US", "ok"),
+        ]);
+        let mut hits = Vec::new();
+        rules.score_all(&rows, &mut hits);
+        let rows: Vec<usize> = hits.iter().map(|h| h.row).collect();
+        assert_eq!(rows, vec![1, 3]);
+        let err = RuleSet::from_json(
+            r#"{"alert_threshold": 1, "rules": [{"rule": "amount_above", "threshold": "1e3", "weight": 1}]}"#,
+        )
+        .unwrap_err();
+        assert!(err.contains("not a decimal amount"), "{err}");
     }
 
     #[test]

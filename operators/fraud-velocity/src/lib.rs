@@ -8,14 +8,16 @@
 //! optionally `"state_ttl_ms"` (default one hour of epoch time), after which
 //! a card that stopped paying is forgotten.
 //!
-//! Input columns: those of `fraud-rules`. Output columns (the `default`
+//! Input columns: those of `fraud-rules` (`ts`, a timestamp or Unix
+//! milliseconds, is also the velocity window's time). Output columns (the `default`
 //! output, the alerts): those of `fraud-rules` plus `window_count`, the
 //! card's payments in the window up to and including this one. A fired
 //! velocity rule shows as `velocity` in `reasons`, after the configured
 //! rules.
 //!
 //! Output `scores`: every payment with its score — `txn_id`, `card_id`,
-//! `ts`, `amount`, `score`, `alert` (whether it is in the alerts) — for the
+//! `ts`, `amount` (both of the input's types), `score`, `alert` (whether it
+//! is in the alerts) — for the
 //! analysts' lake and for training the next model (`[[sink]] output =
 //! "scores"`).
 
@@ -30,8 +32,8 @@ use columns::Columns;
 use rules::{Rule, RuleSet};
 use serde::Deserialize;
 use weir_sdk::{
-    outputs, Batch, BoolBuilder, EpochContext, Error, Float64Builder, Int64Builder, Int64Column,
-    Operator, Output, Utf8Builder, Utf8Column,
+    outputs, Batch, BoolBuilder, EpochContext, Error, Float64Builder, Int64Builder, Operator,
+    Output, Utf8Builder, Utf8Column,
 };
 
 #[derive(Debug, Deserialize)]
@@ -82,7 +84,7 @@ impl Operator for FraudVelocity {
     fn process(&mut self, _ctx: &EpochContext, batch: &Batch) -> Result<Output, Error> {
         let columns = Columns::read(batch)?;
         let (mut scores, mut fired) = self.rules.score_rows(&columns);
-        let (cards, times) = (batch.utf8("card_id")?, batch.i64("ts")?);
+        let (cards, times) = (batch.utf8("card_id")?, batch.millis("ts")?);
         let counts = velocity::counts(&cards, &times, self.velocity.window_ms, self.ttl_ms);
         let velocity_bit = 1u64 << self.rules.len();
         for (row, count) in counts.iter().enumerate() {
@@ -95,22 +97,19 @@ impl Operator for FraudVelocity {
             .filter(|&r| fired[r] != 0 && scores[r] >= self.rules.alert_threshold())
             .map(|r| r as u32)
             .collect();
-        emit_scores(batch, &columns, &cards, &times, &scores, &hits)?;
+        emit_scores(batch, &cards, &scores, &hits)?;
         if hits.is_empty() {
             return Output::empty();
         }
         let txn_id = batch.utf8_rows("txn_id", &hits)?;
         let card_id = batch.utf8_rows("card_id", &hits)?;
-        let ts = batch.i64_rows("ts", &hits)?;
         let (mut o_txn, mut o_card, mut o_reasons) =
             (Utf8Builder::new(), Utf8Builder::new(), Utf8Builder::new());
-        let (mut o_amount, mut o_score) = (Float64Builder::new(), Float64Builder::new());
-        let (mut o_ts, mut o_count) = (Int64Builder::new(), Int64Builder::new());
+        let (mut o_score, mut o_count) = (Float64Builder::new(), Int64Builder::new());
         for (k, &row) in hits.iter().enumerate() {
             let row = row as usize;
             o_txn.push_option(txn_id.get(k));
             o_card.push_option(card_id.get(k));
-            o_amount.push_option(columns.amount.get(row));
             o_score.push(scores[row]);
             let mut reasons = self.rules.reasons(fired[row] & !velocity_bit);
             if fired[row] & velocity_bit != 0 {
@@ -120,16 +119,16 @@ impl Operator for FraudVelocity {
                 reasons.push_str("velocity");
             }
             o_reasons.push(&reasons);
-            o_ts.push_option(ts.get(k));
             o_count.push_option(counts[row].map(|c| c as i64));
         }
+        // `amount` and `ts` go out as the input has them.
         Output::new()
             .with("txn_id", o_txn)
             .with("card_id", o_card)
-            .with("amount", o_amount)
+            .with("amount", batch.column_rows("amount", &hits)?)
             .with("score", o_score)
             .with("reasons", o_reasons)
-            .with("ts", o_ts)
+            .with("ts", batch.column_rows("ts", &hits)?)
             .with("window_count", o_count)
             .build()
     }
@@ -139,34 +138,26 @@ impl Operator for FraudVelocity {
 /// `alerts` are the rows (ascending) that made the alerts.
 fn emit_scores(
     batch: &Batch,
-    columns: &Columns,
     cards: &Utf8Column,
-    times: &Int64Column,
     scores: &[f64],
     alerts: &[u32],
 ) -> Result<(), Error> {
     let rows = batch.num_rows();
     let txn_id = batch.utf8("txn_id")?;
     let (mut o_txn, mut o_card) = (Utf8Builder::new(), Utf8Builder::new());
-    let (mut o_ts, mut o_amount) = (
-        Int64Builder::with_capacity(rows),
-        Float64Builder::with_capacity(rows),
-    );
     let (mut o_score, mut o_alert) = (Float64Builder::with_capacity(rows), BoolBuilder::new());
     let mut next_alert = alerts.iter().peekable();
     for (row, &score) in scores.iter().enumerate().take(rows) {
         o_txn.push_option(txn_id.get(row));
         o_card.push_option(cards.get(row));
-        o_ts.push_option(times.get(row));
-        o_amount.push_option(columns.amount.get(row));
         o_score.push(score);
         o_alert.push(next_alert.next_if(|&&a| a as usize == row).is_some());
     }
     let scores = Output::new()
         .with("txn_id", o_txn)
         .with("card_id", o_card)
-        .with("ts", o_ts)
-        .with("amount", o_amount)
+        .with("ts", batch.column("ts")?)
+        .with("amount", batch.column("amount")?)
         .with("score", o_score)
         .with("alert", o_alert)
         .build()?;

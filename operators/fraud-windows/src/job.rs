@@ -2,12 +2,15 @@
 //! closed window, alert columns — shared by `fraud-windows` and the
 //! benchmark's hand-buffered baseline (which compiles this file in).
 
-use crate::columns::Columns;
+use crate::columns::{Amounts, Columns};
 use crate::payload::Buffered;
-use crate::rules::{Rule, RuleSet};
+use crate::rules::{Amount, Rule, RuleSet};
 use serde::Deserialize;
 use weir_sdk::window::Windows;
-use weir_sdk::{Batch, Error, Float64Builder, Int64Builder, Output, Utf8Builder, Utf8Column};
+use weir_sdk::{
+    Batch, ColumnBuilder, DataType, DecimalBuilder, Error, Float64Builder, Int64Builder, Output,
+    TimeUnit, TimestampBuilder, Utf8Builder, Utf8Column,
+};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -55,9 +58,14 @@ pub struct Alerts {
     txn: Utf8Builder,
     card: Utf8Builder,
     reasons: Utf8Builder,
-    amount: Float64Builder,
+    /// Amounts and times as the payments carried them; their columns are
+    /// built at the end, of the input's types.
+    amounts: Vec<Option<Amount>>,
+    /// `decimal(P,S)` of the exact amounts (the first one's).
+    decimal_type: Option<(u8, u8)>,
+    times: Vec<i64>,
+    typed_times: usize,
     score: Float64Builder,
-    ts: Int64Builder,
     count: Int64Builder,
     start: Int64Builder,
 }
@@ -73,23 +81,75 @@ impl Alerts {
     ) {
         self.txn.push(&b.txn_id);
         self.card.push(card);
-        self.amount.push_option(b.amount);
+        if let Some(Amount::Exact(d)) = b.amount {
+            self.decimal_type.get_or_insert((b.precision, d.scale()));
+        }
+        self.amounts.push(b.amount);
         self.score.push(score);
         self.reasons.push(reasons);
-        self.ts.push(b.ts);
+        self.times.push(b.ts);
+        self.typed_times += usize::from(b.ts_typed);
         self.count.push_option(w.map(|w| w.0 as i64));
         self.start.push_option(w.map(|w| w.1));
     }
 
+    /// The `amount` column: decimals of the input's type, or floats.
+    fn amount_column(&self) -> Result<ColumnBuilder, Error> {
+        let Some((precision, scale)) = self.decimal_type else {
+            let mut floats = Float64Builder::with_capacity(self.amounts.len());
+            for a in &self.amounts {
+                match a {
+                    Some(Amount::Float(f)) => floats.push(*f),
+                    _ => floats.push_null(),
+                }
+            }
+            return Ok(floats.into());
+        };
+        let mut exact = DecimalBuilder::new(precision, scale)?;
+        for a in &self.amounts {
+            match a {
+                Some(Amount::Exact(d)) => exact.push(*d)?,
+                Some(Amount::Float(_)) => {
+                    return Err(Error::failed(
+                        "one window holds both decimal and float amounts: the input's \
+                         `amount` changed type while windows were open",
+                    ))
+                }
+                None => exact.push_null(),
+            }
+        }
+        Ok(exact.into())
+    }
+
+    /// The `ts` column: `timestamp(ms, UTC)` where the payments' times were
+    /// timestamps, Unix milliseconds otherwise.
+    fn ts_column(&self) -> Result<ColumnBuilder, Error> {
+        if self.typed_times == 0 {
+            let mut ms = Int64Builder::with_capacity(self.times.len());
+            self.times.iter().for_each(|&t| ms.push(t));
+            return Ok(ms.into());
+        }
+        if self.typed_times != self.times.len() {
+            return Err(Error::failed(
+                "one window holds both timestamp and int64 times: the input's `ts` \
+                 changed type while windows were open",
+            ));
+        }
+        let mut ts = TimestampBuilder::new(TimeUnit::Millisecond, Some("UTC"));
+        self.times.iter().for_each(|&t| ts.push_count(t));
+        Ok(ts.into())
+    }
+
     /// The output, in the operator's column order.
     pub fn build(self) -> Result<Output, Error> {
+        let (amount, ts) = (self.amount_column()?, self.ts_column()?);
         Output::new()
             .with("txn_id", self.txn)
             .with("card_id", self.card)
-            .with("amount", self.amount)
+            .with("amount", amount)
             .with("score", self.score)
             .with("reasons", self.reasons)
-            .with("ts", self.ts)
+            .with("ts", ts)
             .with("window_count", self.count)
             .with("window_start", self.start)
             .build()
@@ -131,8 +191,16 @@ impl FraudWindows {
         let (txn, card, ts) = (
             batch.utf8("txn_id")?,
             batch.utf8("card_id")?,
-            batch.i64("ts")?,
+            batch.millis("ts")?,
         );
+        let ts_typed = matches!(
+            batch.schema()[batch.index_of("ts")?].data_type,
+            DataType::Timestamp { .. }
+        );
+        let precision = match &columns.amount {
+            Amounts::Exact(c) => c.precision_scale().0,
+            Amounts::Float(_) => 0,
+        };
         let (mut rows, mut payloads) = (Vec::new(), Vec::new());
         for row in 0..batch.num_rows() {
             let (Some(_), Some(t)) = (card.get(row), ts.get(row)) else {
@@ -142,7 +210,9 @@ impl FraudWindows {
                 Buffered {
                     txn_id: txn.get(row).unwrap_or_default().to_string(),
                     amount: columns.amount.get(row),
+                    precision,
                     ts: t,
+                    ts_typed,
                     score: scores[row],
                     fired: fired[row],
                 }

@@ -16,7 +16,10 @@
 //! for now.
 //!
 //! Output columns: `txn_id`, `card_id`, `amount`, `score`, `reasons`,
-//! `ts`, `window_count`, `window_start`.
+//! `ts`, `window_count`, `window_start`. `amount` has the input's type (a
+//! decimal, compared exactly with the rules' thresholds, or a float); `ts`
+//! is a `timestamp(ms, UTC)` when the input's is a timestamp, Unix
+//! milliseconds otherwise.
 
 #[path = "../../fraud-rules/src/columns.rs"]
 pub mod columns;

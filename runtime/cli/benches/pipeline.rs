@@ -28,7 +28,7 @@
 
 use arrow_array::builder::{Float64Builder, Int64Builder, StringBuilder};
 use arrow_array::{Array, Float64Array, Int64Array, RecordBatch, StringArray};
-use fraud_rules::rules::{Hit, Payments, RuleSet};
+use fraud_rules::rules::{Amount, Hit, Payments, RuleSet};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -66,8 +66,10 @@ impl Payments for ArrowPayments<'_> {
     fn len(&self) -> usize {
         self.amount.len()
     }
-    fn amount(&self, row: usize) -> Option<f64> {
-        self.amount.is_valid(row).then(|| self.amount.value(row))
+    fn amount(&self, row: usize) -> Option<Amount> {
+        self.amount
+            .is_valid(row)
+            .then(|| Amount::Float(self.amount.value(row)))
     }
     fn currency(&self, row: usize) -> Option<&[u8]> {
         opt_bytes(self.currency, row)
@@ -112,7 +114,7 @@ fn native_process(rules: &RuleSet, batch: &RecordBatch, hits: &mut Vec<Hit>) -> 
     for h in hits.iter() {
         o_txn.append_option(opt_str(txn, h.row));
         o_card.append_option(opt_str(card, h.row));
-        o_amount.append_option(p.amount(h.row));
+        o_amount.append_option(p.amount.is_valid(h.row).then(|| p.amount.value(h.row)));
         o_score.append_value(h.score);
         o_reasons.append_value(rules.reasons(h.fired));
         o_ts.append_option(ts.is_valid(h.row).then(|| ts.value(h.row)));

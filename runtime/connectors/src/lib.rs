@@ -31,5 +31,6 @@ pub mod kafka;
 pub mod lookup;
 pub mod parquet;
 pub mod postgres;
+pub mod protobuf;
 pub mod registry;
 pub mod s3;

@@ -9,8 +9,10 @@
 
 use crate::config::EventTimeConfig;
 use anyhow::{bail, Context, Result};
+use arrow_array::cast::AsArray;
+use arrow_array::types::TimestampSecondType;
 use arrow_array::{Array, Int64Array, RecordBatch};
-use arrow_schema::{DataType, Schema};
+use arrow_schema::{DataType, Schema, TimeUnit};
 
 /// The pipeline's event-time column and its running maximum.
 #[derive(Debug, Clone)]
@@ -31,13 +33,40 @@ pub struct Observed {
     pub late: u64,
 }
 
-/// The event-time value of each row (`None` for a null).
-pub fn column<'a>(batch: &'a RecordBatch, index: usize, name: &str) -> Result<&'a Int64Array> {
-    batch
-        .column(index)
-        .as_any()
-        .downcast_ref::<Int64Array>()
-        .with_context(|| format!("event-time column `{name}` is not int64"))
+/// Whether a column of type `t` can carry event time: int64 Unix
+/// milliseconds, or a timestamp of any unit (an instant with a zone, or a
+/// wall-clock time without one, read as UTC).
+pub fn is_event_time(t: &DataType) -> bool {
+    matches!(t, DataType::Int64 | DataType::Timestamp(..))
+}
+
+/// The event time of each row in Unix milliseconds (null stays null): an
+/// int64 column as it is, a timestamp converted from its unit, rounded
+/// down to the millisecond.
+pub fn column(batch: &RecordBatch, index: usize, name: &str) -> Result<Int64Array> {
+    millis(batch.column(index).as_ref())
+        .with_context(|| format!("event-time column `{name}` is neither int64 nor a timestamp"))
+}
+
+/// `array` as Unix milliseconds, if it is int64 or a timestamp; shares the
+/// buffers where it already holds milliseconds.
+pub fn millis(array: &dyn Array) -> Option<Int64Array> {
+    let per_ms = match array.data_type() {
+        DataType::Int64 | DataType::Timestamp(TimeUnit::Millisecond, _) => {
+            let ms = array.to_data().into_builder().data_type(DataType::Int64);
+            return ms.build().ok().map(Int64Array::from);
+        }
+        DataType::Timestamp(TimeUnit::Second, _) => {
+            let s = array.as_primitive::<TimestampSecondType>();
+            return Some(s.unary(|v: i64| v.saturating_mul(1_000)));
+        }
+        DataType::Timestamp(TimeUnit::Microsecond, _) => 1_000,
+        DataType::Timestamp(TimeUnit::Nanosecond, _) => 1_000_000,
+        _ => return None,
+    };
+    let data = array.to_data().into_builder().data_type(DataType::Int64);
+    let counts = Int64Array::from(data.build().ok()?);
+    Some(counts.unary(|v: i64| v.div_euclid(per_ms)))
 }
 
 impl EventTime {
@@ -55,11 +84,11 @@ impl EventTime {
                     .join(", ")
             );
         };
-        if schema.field(index).data_type() != &DataType::Int64 {
+        if !is_event_time(schema.field(index).data_type()) {
             bail!(
-                "`event_time.column`: `{}` is {}, but event time must be int64 Unix milliseconds",
+                "`event_time.column`: `{}` is {}, but event time must be a timestamp or int64 Unix milliseconds",
                 cfg.column,
-                schema.field(index).data_type()
+                weir_core::schema::type_name(schema.field(index).data_type())
             );
         }
         Ok(EventTime {
@@ -168,13 +197,47 @@ mod tests {
     fn a_missing_or_mistyped_column_is_named() {
         let schema = Schema::new(vec![Field::new("ts", DataType::Utf8, true)]);
         let err = EventTime::new(&cfg(0), &schema).unwrap_err().to_string();
-        assert!(err.contains("must be int64"), "{err}");
+        assert!(err.contains("must be a timestamp or int64"), "{err}");
         let mut c = cfg(0);
         c.column = "when".into();
         let err = EventTime::new(&c, &schema).unwrap_err().to_string();
         assert!(
             err.contains("no column `when`") && err.contains("ts"),
             "{err}"
+        );
+    }
+
+    #[test]
+    fn timestamps_of_every_unit_are_event_times_in_milliseconds() {
+        use arrow_array::{TimestampMicrosecondArray, TimestampSecondArray};
+        let micros = TimestampMicrosecondArray::from(vec![Some(1_500), None, Some(-1)])
+            .with_timezone("+00:00");
+        assert_eq!(
+            millis(&micros).unwrap(),
+            Int64Array::from(vec![Some(1), None, Some(-1)]),
+            "rounded down, nulls kept"
+        );
+        let secs = TimestampSecondArray::from(vec![3]);
+        assert_eq!(millis(&secs).unwrap(), Int64Array::from(vec![3_000]));
+        let schema = Schema::new(vec![Field::new(
+            "ts",
+            DataType::Timestamp(TimeUnit::Millisecond, Some("+00:00".into())),
+            true,
+        )]);
+        let et = EventTime::new(&cfg(0), &schema).unwrap();
+        let batch = RecordBatch::try_new(
+            Arc::new(schema),
+            vec![Arc::new(
+                arrow_array::TimestampMillisecondArray::from(vec![5, 9]).with_timezone("+00:00"),
+            )],
+        )
+        .unwrap();
+        assert_eq!(
+            et.observe(&[batch], Some(6)).unwrap(),
+            Observed {
+                max: Some(9),
+                late: 1
+            }
         );
     }
 }

@@ -37,6 +37,7 @@ pub mod broker;
 pub mod browser;
 pub mod guests;
 pub mod pg;
+pub mod protobuf;
 pub mod registry;
 pub mod s3;
 pub mod tls;

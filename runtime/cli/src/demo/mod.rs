@@ -183,13 +183,27 @@ allowed_lateness = \"10s\"
 pub struct Alert {
     pub txn_id: String,
     pub card_id: String,
-    pub amount: f64,
+    /// The amount as the sink wrote it: the exact decimal (`"3012.34"`).
+    #[serde(deserialize_with = "as_text")]
+    pub amount: String,
     pub score: f64,
     pub reasons: String,
-    pub ts: i64,
+    /// The event time as the sink wrote it: RFC 3339
+    /// (`"2026-01-01T00:00:37.037Z"`).
+    #[serde(deserialize_with = "as_text")]
+    pub ts: String,
     /// The card's payments in the velocity window (`fraud-velocity` only).
     #[serde(default)]
     pub window_count: Option<i64>,
+}
+
+/// A JSON string as it is, any other value as its JSON text: the alert
+/// fields kept as written, never through a float.
+fn as_text<'de, D: serde::Deserializer<'de>>(d: D) -> Result<String, D::Error> {
+    Ok(match serde_json::Value::deserialize(d)? {
+        serde_json::Value::String(s) => s,
+        other => other.to_string(),
+    })
 }
 
 /// What the demo did.
@@ -244,7 +258,7 @@ max_files_per_trigger = {files_per_epoch}
 
 {event_time}
 {operator_and_sink}"#,
-        schema = generator::SCHEMA_TOML,
+        schema = generator::TYPED_SCHEMA_TOML,
         event_time = operator.event_time_toml(),
         operator_and_sink = operator_and_sink(operator),
     )
@@ -307,6 +321,8 @@ kind = "generator"
 rate = {rate}
 seed = {seed}
 rows = {rows}
+# `amount` decimal(18,2), `ts` timestamp(ms, UTC), `device` a struct.
+typed = true
 
 {EVENT_TIME_TOML}
 {operator_and_sink}"#,

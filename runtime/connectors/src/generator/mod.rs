@@ -12,9 +12,13 @@ pub mod payments;
 
 use crate::connector::{SourceConnector, SourceContext};
 use anyhow::{bail, Result};
-use arrow_array::builder::{Float64Builder, Int64Builder, StringBuilder};
-use arrow_array::{ArrayRef, RecordBatch};
-use arrow_schema::SchemaRef;
+use arrow_array::builder::StringBuilder;
+use arrow_array::{
+    ArrayRef, Decimal128Array, Float64Array, Int64Array, RecordBatch, StringArray, StructArray,
+    TimestampMillisecondArray,
+};
+use arrow_buffer::NullBuffer;
+use arrow_schema::{DataType, Schema, SchemaRef};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::sync::{Arc, LazyLock};
@@ -48,6 +52,13 @@ pub struct GeneratorSourceConfig {
     /// produce the same rows.
     #[serde(default)]
     pub start_ms: Option<i64>,
+    /// Declare the payments' money, time and device typed: `amount`
+    /// `decimal(18,2)`, `ts` `timestamp(ms, UTC)` and `device` a struct of
+    /// `id`, `ip` and `fingerprint` (default false: `amount` `float64`,
+    /// `ts` `int64` milliseconds and `device_id` `utf8`, the columns an
+    /// operator built before typed columns reads).
+    #[serde(default)]
+    pub typed: bool,
 }
 
 fn default_rate() -> u64 {
@@ -60,6 +71,19 @@ fn default_seed() -> u64 {
 
 /// The generator's columns: the demo's payment schema.
 static COLUMNS: LazyLock<Vec<ColumnConfig>> = LazyLock::new(payments::columns);
+
+/// The generator's columns with `typed = true`.
+static TYPED_COLUMNS: LazyLock<Vec<ColumnConfig>> = LazyLock::new(payments::typed_columns);
+
+impl GeneratorSourceConfig {
+    fn declared(&self) -> &'static [ColumnConfig] {
+        if self.typed {
+            &TYPED_COLUMNS
+        } else {
+            &COLUMNS
+        }
+    }
+}
 
 impl SourceConnector for GeneratorSourceConfig {
     const KIND: &'static str = "generator";
@@ -83,17 +107,17 @@ impl SourceConnector for GeneratorSourceConfig {
     }
 
     fn columns(&self) -> &[ColumnConfig] {
-        &COLUMNS
+        self.declared()
     }
 
     fn schema(&self) -> Result<SchemaRef> {
-        Ok(schema::arrow_schema(&COLUMNS))
+        Ok(schema::arrow_schema(self.declared()))
     }
 
     fn open(&self, ctx: &SourceContext<'_>) -> Result<GeneratorSource> {
         Ok(GeneratorSource {
             settings: self.clone(),
-            schema: schema::arrow_schema(&COLUMNS),
+            schema: schema::arrow_schema(self.declared()),
             batch_rows: ctx.batch_rows.max(1),
             origin_ms: self.start_ms,
             next: 0,
@@ -139,48 +163,130 @@ impl GeneratorSource {
     }
 
     fn batch(&self, range: &GeneratorRange, from: u64, to: u64) -> Result<RecordBatch> {
-        let n = (to - from) as usize;
-        let mut text: Vec<StringBuilder> = (0..6)
-            .map(|_| StringBuilder::with_capacity(n, n * 8))
-            .collect();
-        let mut amount = Float64Builder::with_capacity(n);
-        let mut ts = Int64Builder::with_capacity(n);
-        let mut device = StringBuilder::with_capacity(n, n * 8);
+        let mut columns = PaymentColumns::with_capacity((to - from) as usize);
         for i in from..to {
             let (p, _) = payments::payment(self.settings.seed, i);
-            for (b, v) in text.iter_mut().zip([
-                &p.txn_id,
-                &p.card_id,
-                &p.merchant_id,
-                &p.currency,
-                &p.country,
-                &p.card_country,
-            ]) {
-                b.append_value(v);
-            }
-            amount.append_value(p.amount);
-            ts.append_value(self.time_of(range.origin_ms, i));
-            device.append_option(p.device_id.as_deref());
+            columns.push(&p, self.time_of(range.origin_ms, i));
         }
-        let mut text = text
-            .into_iter()
-            .map(|mut b| Arc::new(b.finish()) as ArrayRef);
-        let mut next = || text.next().expect("six text columns");
-        let (txn, card, merchant, currency, country, card_country) =
-            (next(), next(), next(), next(), next(), next());
-        let columns: Vec<ArrayRef> = vec![
+        let arrays = if self.settings.typed {
+            columns.finish_typed(&self.schema)?
+        } else {
+            columns.finish_basic()
+        };
+        Ok(RecordBatch::try_new(self.schema.clone(), arrays)?)
+    }
+}
+
+/// Builders for one batch of payments, in either schema.
+struct PaymentColumns {
+    /// `txn_id`, `card_id`, `merchant_id`, `currency`, `country`,
+    /// `card_country`.
+    text: [StringBuilder; 6],
+    amount_cents: Vec<i64>,
+    ts: Vec<i64>,
+    devices: Vec<Option<payments::Device>>,
+}
+
+impl PaymentColumns {
+    fn with_capacity(n: usize) -> Self {
+        PaymentColumns {
+            text: std::array::from_fn(|_| StringBuilder::with_capacity(n, n * 8)),
+            amount_cents: Vec::with_capacity(n),
+            ts: Vec::with_capacity(n),
+            devices: Vec::with_capacity(n),
+        }
+    }
+
+    fn push(&mut self, p: &payments::Payment, ts: i64) {
+        let text = [
+            &p.txn_id,
+            &p.card_id,
+            &p.merchant_id,
+            &p.currency,
+            &p.country,
+            &p.card_country,
+        ];
+        for (b, v) in self.text.iter_mut().zip(text) {
+            b.append_value(v);
+        }
+        self.amount_cents.push(p.amount_cents());
+        self.ts.push(ts);
+        self.devices.push(p.device.clone());
+    }
+
+    /// The columns in schema order, `amount`, `ts` and the device placed by
+    /// the caller.
+    fn finish(self, amount: ArrayRef, ts: ArrayRef, device: ArrayRef) -> Vec<ArrayRef> {
+        let [txn, card, merchant, currency, country, card_country] =
+            self.text.map(|mut b| Arc::new(b.finish()) as ArrayRef);
+        vec![
             txn,
             card,
             merchant,
-            Arc::new(amount.finish()),
+            amount,
             currency,
             country,
             card_country,
-            Arc::new(ts.finish()),
-            Arc::new(device.finish()),
-        ];
-        Ok(RecordBatch::try_new(self.schema.clone(), columns)?)
+            ts,
+            device,
+        ]
     }
+
+    fn finish_basic(mut self) -> Vec<ArrayRef> {
+        let amount =
+            Float64Array::from_iter_values(self.amount_cents.iter().map(|&c| c as f64 / 100.0));
+        let ts = Int64Array::from(std::mem::take(&mut self.ts));
+        let device: StringArray = self
+            .devices
+            .iter()
+            .map(|d| d.as_ref().map(|d| d.id.as_str()))
+            .collect();
+        self.finish(Arc::new(amount), Arc::new(ts), Arc::new(device))
+    }
+
+    fn finish_typed(mut self, schema: &Schema) -> Result<Vec<ArrayRef>> {
+        let amount = Decimal128Array::from(
+            std::mem::take(&mut self.amount_cents)
+                .into_iter()
+                .map(i128::from)
+                .collect::<Vec<_>>(),
+        )
+        .with_precision_and_scale(18, 2)?;
+        let zone = match schema.field_with_name("ts")?.data_type() {
+            DataType::Timestamp(_, zone) => zone.clone(),
+            other => bail!("the typed payments' `ts` is {other}, not a timestamp"),
+        };
+        let ts =
+            TimestampMillisecondArray::from(std::mem::take(&mut self.ts)).with_timezone_opt(zone);
+        let device = device_struct(schema, &self.devices)?;
+        Ok(self.finish(Arc::new(amount), Arc::new(ts), Arc::new(device)))
+    }
+}
+
+/// The nested `device` column: null where a payment names no device.
+fn device_struct(schema: &Schema, devices: &[Option<payments::Device>]) -> Result<StructArray> {
+    let field = |d: fn(&payments::Device) -> &str| -> ArrayRef {
+        Arc::new(
+            devices
+                .iter()
+                .map(|x| Some(x.as_ref().map_or("", d)))
+                .collect::<StringArray>(),
+        )
+    };
+    let fields = match schema.field_with_name("device")?.data_type() {
+        DataType::Struct(fields) => fields.clone(),
+        other => bail!("the typed payments' `device` is {other}, not a struct"),
+    };
+    let present = NullBuffer::from(devices.iter().map(Option::is_some).collect::<Vec<_>>());
+    Ok(StructArray::try_new(
+        fields,
+        vec![
+            field(|d| &d.id),
+            field(|d| &d.ip),
+            field(|d| &d.fingerprint),
+        ],
+        Some(present),
+    )?)
 }
 
 impl Source for GeneratorSource {
@@ -281,15 +387,21 @@ impl Source for GeneratorSource {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use arrow_array::cast::AsArray;
+    use arrow_array::Array;
 
     fn source(rate: u64, rows: Option<u64>) -> GeneratorSource {
-        let cfg = GeneratorSourceConfig {
+        open(GeneratorSourceConfig {
             rate,
             seed: 7,
             rows,
             max_rows_per_trigger: None,
             start_ms: None,
-        };
+            typed: false,
+        })
+    }
+
+    fn open(cfg: GeneratorSourceConfig) -> GeneratorSource {
         cfg.validate().unwrap();
         cfg.open(&SourceContext {
             pipeline: "p",
@@ -326,6 +438,54 @@ mod tests {
     }
 
     #[test]
+    fn typed_payments_carry_exact_money_instants_and_a_nested_device() {
+        let mut s = open(GeneratorSourceConfig {
+            typed: true,
+            ..source(1_000, Some(100)).settings
+        });
+        let range = GeneratorRange {
+            start: 0,
+            end: 100,
+            origin_ms: 1_000_000,
+        };
+        s.restore(&range).unwrap();
+        let batch = &s.read(&range).unwrap().batches[0];
+        let amount = batch
+            .column(3)
+            .as_primitive::<arrow_array::types::Decimal128Type>();
+        assert_eq!(amount.data_type(), &DataType::Decimal128(18, 2));
+        let ts = batch.column(7);
+        assert!(matches!(
+            ts.data_type(),
+            DataType::Timestamp(arrow_schema::TimeUnit::Millisecond, Some(_))
+        ));
+        let device = batch.column(8).as_struct();
+        let (mut nulls, mut ids) = (0, 0);
+        for i in 0..100 {
+            let p = payments::payment(7, i).0;
+            assert_eq!(amount.value(i as usize), i128::from(p.amount_cents()));
+            match &p.device {
+                None => {
+                    assert!(device.is_null(i as usize));
+                    nulls += 1;
+                }
+                Some(d) => {
+                    let id = device.column(0).as_string::<i32>().value(i as usize);
+                    let ip = device.column(1).as_string::<i32>().value(i as usize);
+                    assert_eq!((id, ip), (d.id.as_str(), d.ip.as_str()));
+                    assert_eq!(p.device_id.as_deref(), Some(id));
+                    ids += 1;
+                }
+            }
+        }
+        assert!(
+            nulls > 0 && ids > nulls,
+            "{nulls} without a device, {ids} with"
+        );
+        assert_eq!(batch.schema().as_ref(), s.schema().as_ref());
+    }
+
+    #[test]
     fn event_time_is_generation_time_and_rows_end_the_stream() {
         let mut s = source(1_000, Some(5));
         let range = GeneratorRange {
@@ -339,7 +499,7 @@ mod tests {
             .column_by_name("ts")
             .unwrap()
             .as_any()
-            .downcast_ref::<arrow_array::Int64Array>()
+            .downcast_ref::<Int64Array>()
             .unwrap();
         assert_eq!(
             ts.values(),
@@ -372,6 +532,7 @@ mod tests {
             rows: None,
             max_rows_per_trigger: None,
             start_ms: None,
+            typed: false,
         };
         assert!(format!("{:#}", bad.validate().unwrap_err()).contains("source.rate"));
     }

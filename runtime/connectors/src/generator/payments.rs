@@ -1,6 +1,7 @@
 //! A deterministic synthetic payment stream with planted fraud, for the demo,
 //! the tests and the benchmarks. Same seed, same payments, byte for byte.
 
+use arrow_schema::TimeUnit;
 use serde::{Deserialize, Serialize};
 use weir_core::schema::{ColumnConfig, ColumnType};
 
@@ -15,7 +16,45 @@ pub struct Payment {
     pub country: String,
     pub card_country: String,
     pub ts: i64,
+    /// The device's id, as a top-level string: what an operator reading
+    /// only the basic column types (and [`columns`]) sees.
     pub device_id: Option<String>,
+    /// The same device with its address and fingerprint: the nested
+    /// `device` struct of [`typed_columns`].
+    pub device: Option<Device>,
+}
+
+impl Payment {
+    /// The amount in cents, exactly: every generated amount has at most
+    /// two fraction digits, so the float is within far less than half a
+    /// cent of it.
+    pub fn amount_cents(&self) -> i64 {
+        (self.amount * 100.0).round() as i64
+    }
+}
+
+/// The device a payment came from, as the typed schema's nested `device`
+/// column holds it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Device {
+    pub id: String,
+    /// A private IPv4 address, fixed per device.
+    pub ip: String,
+    /// 16 hex digits, fixed per device.
+    pub fingerprint: String,
+}
+
+impl Device {
+    /// Device number `n`: its id (`d-000042`), address and fingerprint all
+    /// follow from the number, so the other fields of a payment are drawn
+    /// exactly as before devices had them.
+    fn numbered(n: u64) -> Device {
+        Device {
+            id: format!("d-{n:06}"),
+            ip: format!("10.{}.{}.{}", (n >> 16) & 255, (n >> 8) & 255, n & 255),
+            fingerprint: format!("{:016x}", Rng::new(n ^ 0xF1A6_E4B1_D3C5_9A07).next_u64()),
+        }
+    }
 }
 
 /// Which kind of fraud was planted in a payment, if any.
@@ -152,16 +191,20 @@ pub fn payment(seed: u64, i: u64) -> (Payment, Option<Planted>) {
             .find(|c| c.0 == home)
             .unwrap_or(&COUNTRIES[0])
     };
-    let amount = match planted {
-        Some(Planted::LargeAbroad) => 3_000.0 + rng.below(600_000) as f64 / 100.0,
-        Some(Planted::Takeover) => 600.0 + rng.below(190_000) as f64 / 100.0,
-        _ if rng.below(500) == 0 => 2_600.0 + rng.below(200_000) as f64 / 100.0,
+    // Drawn in whole cents: the float is then the nearest to that decimal,
+    // which JSON prints with its two places (`3970.78`, never
+    // `3970.7799999999997`), so a decimal(18,2) column reads it exactly.
+    let cents = match planted {
+        Some(Planted::LargeAbroad) => 300_000 + rng.below(600_000),
+        Some(Planted::Takeover) => 60_000 + rng.below(190_000),
+        _ if rng.below(500) == 0 => 260_000 + rng.below(200_000),
         _ => {
             // Mostly small, a long tail up to ~1,500.
             let u = rng.unit();
-            ((5.0 + 1_500.0 * u * u * u) * 100.0).round() / 100.0
+            ((5.0 + 1_500.0 * u * u * u) * 100.0).round() as u64
         }
     };
+    let amount = cents as f64 / 100.0;
     let merchant_id = match planted {
         Some(Planted::BadMerchant) => {
             BAD_MERCHANTS[rng.below(BAD_MERCHANTS.len() as u64) as usize].to_string()
@@ -173,15 +216,15 @@ pub fn payment(seed: u64, i: u64) -> (Payment, Option<Planted>) {
             }
         },
     };
-    let device_id = (rng.below(10) != 0).then(|| {
+    let device = (rng.below(10) != 0).then(|| {
         // One of the card's three registered devices; 1 in 100 honest
         // payments, and every takeover, from a new one.
         let k = rng.below(300);
-        if k >= 297 || planted == Some(Planted::Takeover) {
+        Device::numbered(if k >= 297 || planted == Some(Planted::Takeover) {
             fresh_device(i)
         } else {
             registered_device(card, k % 3)
-        }
+        })
     });
     let p = Payment {
         txn_id: format!("t-{seed:x}-{i:09}"),
@@ -192,19 +235,20 @@ pub fn payment(seed: u64, i: u64) -> (Payment, Option<Planted>) {
         country: country.to_string(),
         card_country: home.to_string(),
         ts: START_MS + i as i64 * 37,
-        device_id,
+        device_id: device.as_ref().map(|d| d.id.clone()),
+        device,
     };
     (p, planted)
 }
 
-/// Device `k` (0 to 2) of those card `card` registered.
-fn registered_device(card: u64, k: u64) -> String {
-    format!("d-{:06}", card * 3 + k)
+/// The number of device `k` (0 to 2) of those card `card` registered.
+fn registered_device(card: u64, k: u64) -> u64 {
+    card * 3 + k
 }
 
 /// A device no card registered (numbers past every card's three).
-fn fresh_device(i: u64) -> String {
-    format!("d-{:06}", CARDS * 3 + i)
+fn fresh_device(i: u64) -> u64 {
+    CARDS * 3 + i
 }
 
 /// One card of the population, as the `cards` reference table holds it.
@@ -224,7 +268,7 @@ pub fn card(card: u64) -> Card {
             .0
             .to_string(),
         devices: (0..3)
-            .map(|k| registered_device(card, k))
+            .map(|k| Device::numbered(registered_device(card, k)).id)
             .collect::<Vec<_>>()
             .join(" "),
     }
@@ -270,6 +314,61 @@ pub fn columns() -> Vec<ColumnConfig> {
     ]
 }
 
+/// The payments with money, time and the device typed: `amount`
+/// `decimal(18,2)`, `ts` `timestamp(ms, UTC)` and `device` a struct of
+/// `id`, `ip` and `fingerprint` (null when the payment names no device).
+/// The same JSON lines read into either schema.
+pub fn typed_columns() -> Vec<ColumnConfig> {
+    let column = ColumnConfig::new;
+    let mut device = column("device", ColumnType::Struct, true);
+    device.fields = vec![
+        column("id", ColumnType::Utf8, false),
+        column("ip", ColumnType::Utf8, false),
+        column("fingerprint", ColumnType::Utf8, false),
+    ];
+    vec![
+        column("txn_id", ColumnType::Utf8, false),
+        column("card_id", ColumnType::Utf8, false),
+        column("merchant_id", ColumnType::Utf8, false),
+        column(
+            "amount",
+            ColumnType::Decimal {
+                precision: 18,
+                scale: 2,
+            },
+            false,
+        ),
+        column("currency", ColumnType::Utf8, false),
+        column("country", ColumnType::Utf8, false),
+        column("card_country", ColumnType::Utf8, false),
+        column(
+            "ts",
+            ColumnType::Timestamp {
+                unit: TimeUnit::Millisecond,
+                timezone: Some("UTC".into()),
+            },
+            false,
+        ),
+        device,
+    ]
+}
+
+/// [`typed_columns`] as pipeline-file TOML.
+pub const TYPED_SCHEMA_TOML: &str = r#"schema = [
+  { name = "txn_id", type = "utf8" },
+  { name = "card_id", type = "utf8" },
+  { name = "merchant_id", type = "utf8" },
+  { name = "amount", type = "decimal(18,2)" },
+  { name = "currency", type = "utf8" },
+  { name = "country", type = "utf8" },
+  { name = "card_country", type = "utf8" },
+  { name = "ts", type = "timestamp(ms, UTC)" },
+  { name = "device", type = "struct", nullable = true, fields = [
+      { name = "id", type = "utf8" },
+      { name = "ip", type = "utf8" },
+      { name = "fingerprint", type = "utf8" } ] },
+]"#;
+
 /// The demo's input schema, as pipeline-file TOML.
 pub const SCHEMA_TOML: &str = r#"schema = [
   { name = "txn_id", type = "utf8" },
@@ -295,5 +394,19 @@ mod tests {
         }
         let doc: Doc = toml::from_str(SCHEMA_TOML).unwrap();
         assert_eq!(doc.schema, columns());
+        let doc: Doc = toml::from_str(TYPED_SCHEMA_TOML).unwrap();
+        assert_eq!(doc.schema, typed_columns());
+    }
+
+    #[test]
+    fn amounts_print_as_their_cents() {
+        for i in 0..100_000 {
+            let p = payment(7, i).0;
+            let c = p.amount_cents();
+            let text = serde_json::to_string(&p.amount).unwrap();
+            let exact = format!("{}.{:02}", c / 100, c % 100);
+            let exact = exact.trim_end_matches('0').trim_end_matches('.');
+            assert_eq!(text.trim_end_matches(".0"), exact, "payment {i}");
+        }
     }
 }

@@ -41,6 +41,10 @@ pub struct KafkaSourceConfig {
     /// The registry of the writer schemas (`value_format = "avro"`).
     #[serde(default)]
     pub schema_registry: Option<crate::avro::registry::RegistryConfig>,
+    /// The values' message type and its descriptor set
+    /// (`value_format = "protobuf"`).
+    #[serde(default)]
+    pub protobuf: Option<crate::protobuf::ProtobufConfig>,
     /// What a value that does not parse does (default: fail the epoch).
     #[serde(default)]
     pub on_malformed: MalformedPolicy,
@@ -127,6 +131,19 @@ impl SourceConnector for KafkaSourceConfig {
             bail!("`source.timeout` must be longer than zero");
         }
         self.security().validate()?;
+        match (self.value_format, &self.protobuf) {
+            (ValueFormat::Protobuf, None) => bail!(
+                "`value_format = \"protobuf\"` reads messages of one type: give `protobuf = \
+                 {{ descriptor_set = \"payments.desc\", message = \"package.Message\" }}` (the \
+                 descriptor set from `protoc --include_imports --descriptor_set_out=…`)"
+            ),
+            (ValueFormat::Protobuf, Some(p)) if p.message.trim().is_empty() => {
+                bail!("`source.protobuf.message` must name the values' message type")
+            }
+            (ValueFormat::Protobuf, Some(_)) => return schema::check(&self.schema),
+            (_, Some(_)) => bail!("`source.protobuf` is for `value_format = \"protobuf\"`"),
+            (_, None) => {}
+        }
         match (self.value_format, &self.schema_registry) {
             (ValueFormat::Avro, None) => bail!(
                 "`value_format = \"avro\"` reads values in a schema registry's wire format: give \
@@ -141,15 +158,16 @@ impl SourceConnector for KafkaSourceConfig {
             }
             (_, Some(_)) => bail!("`source.schema_registry` is for `value_format = \"avro\"`"),
             (ValueFormat::Json, None) => schema::check(&self.schema),
-            (ValueFormat::Raw, None) if !self.schema.is_empty() => {
-                bail!("`source.schema` is for `value_format = \"json\"` or `\"avro\"`")
-            }
-            (ValueFormat::Raw, None) => Ok(()),
+            (ValueFormat::Raw, None) if !self.schema.is_empty() => bail!(
+                "`source.schema` is for `value_format = \"json\"`, `\"avro\"` or `\"protobuf\"`"
+            ),
+            (ValueFormat::Raw | ValueFormat::Protobuf, None) => Ok(()),
         }
     }
 
     fn paths(&mut self) -> Vec<&mut PathBuf> {
         let mut paths: Vec<&mut PathBuf> = self.dead_letter.as_mut().into_iter().collect();
+        paths.extend(self.protobuf.as_mut().map(|p| &mut p.descriptor_set));
         paths.extend(security_paths(self.tls.as_mut(), self.sasl.as_mut()));
         paths
     }
@@ -167,6 +185,14 @@ impl SourceConnector for KafkaSourceConfig {
     }
 
     fn open(&self, ctx: &SourceContext<'_>) -> Result<KafkaSource> {
+        // The message type first: a wrong file or name is said before any
+        // broker is asked.
+        let protobuf = self
+            .protobuf
+            .as_ref()
+            .map(crate::protobuf::ProtobufDecoder::open)
+            .transpose()
+            .context("`source.protobuf`")?;
         KafkaSource::new(KafkaSettings {
             bootstrap_servers: self.bootstrap_servers.clone(),
             topics: self.topics.clone(),
@@ -186,6 +212,7 @@ impl SourceConnector for KafkaSourceConfig {
                 .schema_registry
                 .clone()
                 .map(|r| (r, ctx.checkpoint.to_path_buf())),
+            protobuf,
         })
     }
 }

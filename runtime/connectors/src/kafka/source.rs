@@ -20,6 +20,7 @@ use rdkafka::consumer::Consumer;
 use rdkafka::message::{Headers, Message};
 use rdkafka::{Offset, TopicPartitionList};
 use serde::{Deserialize, Serialize};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -61,6 +62,16 @@ pub enum ValueFormat {
     /// Avro in a schema registry's wire format, resolved into the declared
     /// schema (`schema_registry` names the registry); metadata as `json`.
     Avro,
+    /// Protobuf messages of one type from a descriptor set (`protobuf`
+    /// names both), read into the declared schema; metadata as `json`.
+    Protobuf,
+}
+
+impl ValueFormat {
+    /// Whether values are bytes rather than UTF-8 text.
+    fn is_binary(self) -> bool {
+        matches!(self, ValueFormat::Avro | ValueFormat::Protobuf)
+    }
 }
 
 /// The Kafka source's settings (see `SourceConfig::Kafka`).
@@ -85,6 +96,9 @@ pub struct KafkaSettings {
     /// `value_format = "avro"`: where the writer schemas are, and the
     /// checkpoint directory that records those used.
     pub registry: Option<(crate::avro::registry::RegistryConfig, std::path::PathBuf)>,
+    /// `value_format = "protobuf"`: the message type, read from its
+    /// descriptor set.
+    pub protobuf: Option<crate::protobuf::ProtobufDecoder>,
 }
 
 const META: [(&str, DataType, bool); 6] = [
@@ -107,7 +121,7 @@ pub fn schema_for(format: ValueFormat, value_schema: &Schema) -> Result<SchemaRe
                 fields.push(Field::new(*name, t.clone(), *nullable));
             }
         }
-        ValueFormat::Json | ValueFormat::Avro => {
+        ValueFormat::Json | ValueFormat::Avro | ValueFormat::Protobuf => {
             fields.extend(value_schema.fields().iter().map(|f| f.as_ref().clone()));
             for (name, t, nullable) in &META {
                 let name = format!("kafka_{name}");
@@ -305,7 +319,7 @@ impl KafkaSource {
         let mut out = EpochInput::default();
         // Key, value and headers must be text (an Avro value is bytes);
         // anything else is malformed.
-        let binary_value = self.s.value_format == ValueFormat::Avro;
+        let binary_value = self.s.value_format.is_binary();
         let mut good: Vec<Fetched> = Vec::with_capacity(records.len());
         for r in records {
             match r.text_problem(binary_value) {
@@ -328,40 +342,63 @@ impl KafkaSource {
                 }
             }
             ValueFormat::Avro => self.avro_batches(&mut out, good)?,
+            ValueFormat::Protobuf => self.protobuf_batches(&mut out, good)?,
             ValueFormat::Json => {
-                let mut joined = Vec::new();
-                for r in &good {
-                    joined.extend_from_slice(r.value.as_deref().unwrap_or(b""));
-                    joined.push(b'\n');
-                }
-                let decoded = self.decoder.decode_records(&joined, good.len(), || {
-                    good.iter()
-                        .map(|r| Record {
-                            bytes: r.value.as_deref().unwrap_or(b""),
-                            origin: r.origin(),
-                            line: None,
-                        })
-                        .collect()
-                })?;
-                out.dead_letters.extend(decoded.dead_letters);
-                let mut rejected = decoded.rejected.iter().peekable();
-                let kept: Vec<&Fetched> = good
+                let values = good
                     .iter()
-                    .enumerate()
-                    .filter(|(i, _)| {
-                        if rejected.peek() == Some(&i) {
-                            rejected.next();
-                            false
-                        } else {
-                            true
-                        }
-                    })
-                    .map(|(_, r)| r)
+                    .map(|r| (r, Cow::Borrowed(r.value.as_deref().unwrap_or(b""))))
                     .collect();
-                self.with_metadata(&mut out, decoded.batches, &kept)?;
+                self.json_batches(&mut out, values)?;
             }
         }
         Ok(out)
+    }
+
+    /// The JSON `values` of their records in the declared columns, with
+    /// the records' metadata; the ones that do not decode are set aside.
+    fn json_batches(&self, out: &mut EpochInput, values: Vec<(&Fetched, Cow<[u8]>)>) -> Result<()> {
+        let mut joined = Vec::new();
+        for (_, value) in &values {
+            joined.extend_from_slice(value);
+            joined.push(b'\n');
+        }
+        let decoded = self.decoder.decode_records(&joined, values.len(), || {
+            values
+                .iter()
+                .map(|(r, value)| Record {
+                    bytes: &value[..],
+                    origin: r.origin(),
+                    line: None,
+                })
+                .collect()
+        })?;
+        out.dead_letters.extend(decoded.dead_letters);
+        let mut rejected = decoded.rejected.iter().peekable();
+        let kept: Vec<&Fetched> = values
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| rejected.next_if(|&&r| r == *i).is_none())
+            .map(|(_, (r, _))| *r)
+            .collect();
+        self.with_metadata(out, decoded.batches, &kept)
+    }
+
+    /// `good`'s Protobuf values in the declared columns, through their JSON
+    /// mapping; a value that is not a message of the type is set aside.
+    fn protobuf_batches(&self, out: &mut EpochInput, good: Vec<Fetched>) -> Result<()> {
+        let decoder = self
+            .s
+            .protobuf
+            .as_ref()
+            .context("a Protobuf source without its message type")?;
+        let mut values = Vec::with_capacity(good.len());
+        for r in &good {
+            match decoder.to_json(r.value.as_deref().unwrap_or(b"")) {
+                Ok(json) => values.push((r, Cow::Owned(json))),
+                Err(reason) => self.reject(out, r, reason)?,
+            }
+        }
+        self.json_batches(out, values)
     }
 
     /// The decoded value columns of the `kept` records, in order, each
@@ -728,7 +765,7 @@ impl Source for KafkaSource {
     fn partition_column(&self) -> Option<&str> {
         Some(match self.s.value_format {
             ValueFormat::Raw => "partition",
-            ValueFormat::Json | ValueFormat::Avro => "kafka_partition",
+            ValueFormat::Json | ValueFormat::Avro | ValueFormat::Protobuf => "kafka_partition",
         })
     }
 

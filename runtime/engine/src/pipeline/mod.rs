@@ -527,13 +527,6 @@ impl Pipeline {
         sleep_until(Instant::now() + delay, stop);
     }
 
-    /// Whether a failed epoch is retried (with backoff, the admin API up)
-    /// rather than ending `run`: for continuous pipelines that do not ask
-    /// to stop on operator errors. A `once` or `available-now` run is a
-    /// batch job and fails visibly instead.
-    /// Adds the event→emit latency of `outputs`, just acknowledged by the
-    /// sink, to `into`: now minus each row's event time, for output rows
-    /// that carry the `[event_time]` column (as int64 Unix ms).
     /// `epoch_env` with the reference tables the epoch recorded.
     pub(crate) fn env_for(
         &mut self,
@@ -549,6 +542,9 @@ impl Pipeline {
         Ok(env)
     }
 
+    /// Adds the event→emit latency of `outputs`, just acknowledged by the
+    /// sink, to `into`: now minus each row's event time, for output rows
+    /// that carry the `[event_time]` column (int64 Unix ms or a timestamp).
     fn measure_latency(&self, outputs: &[RecordBatch], into: &mut Histogram) {
         let Some(et) = &self.event_time else {
             return;
@@ -562,7 +558,7 @@ impl Pipeline {
         for batch in defaults {
             let Some(times) = batch
                 .column_by_name(et.column())
-                .and_then(|c| c.as_any().downcast_ref::<arrow_array::Int64Array>())
+                .and_then(|c| crate::event_time::millis(c.as_ref()))
             else {
                 continue;
             };
@@ -596,6 +592,10 @@ impl Pipeline {
         self.execute(host, a.epoch, a.replay, a.phases, a.backlog)
     }
 
+    /// Whether a failed epoch is retried (with backoff, the admin API up)
+    /// rather than ending `run`: for continuous pipelines that do not ask
+    /// to stop on operator errors. A `once` or `available-now` run is a
+    /// batch job and fails visibly instead.
     fn retries_failed_epochs(&self) -> bool {
         self.failure.on_error == OnError::DeadLetter
             && matches!(
