@@ -9,8 +9,10 @@
 //! ratio to the float64 rule in the same run.
 //!
 //! Then 100k of the demo's payments decoded into the declared columns from
-//! JSON lines and from an Avro object container file (the same records,
-//! written with arrow-avro's writer): rows a second and the ratio.
+//! JSON lines, from an Avro object container file (the same records,
+//! written with arrow-avro's writer) and from Protobuf values as a Kafka
+//! source reads them (one message each, encoded with prost-reflect, read
+//! through the JSON mapping): rows a second and the ratio.
 
 use arrow_array::{Array, ArrayRef, Decimal128Array, Float64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
@@ -159,6 +161,80 @@ struct Encoded {
     schema: arrow_schema::SchemaRef,
     json: Vec<u8>,
     ocf: bytes::Bytes,
+    /// Each payment as one Protobuf `bench.Payment`.
+    protobuf: Vec<Vec<u8>>,
+    messages: weir_connectors::protobuf::ProtobufDecoder,
+}
+
+/// `bench.Payment`: the demo's columns as Protobuf fields (a payment
+/// without a device has `device_id` empty).
+fn payment_descriptor_set() -> Vec<u8> {
+    use prost::Message as _;
+    use prost_types::field_descriptor_proto::{Label, Type};
+    let columns = generator::columns();
+    let field = |(i, c): (usize, &weir_core::schema::ColumnConfig)| {
+        let t = match c.data_type {
+            weir_core::schema::ColumnType::Float64 => Type::Double,
+            weir_core::schema::ColumnType::Int64 => Type::Int64,
+            _ => Type::String,
+        };
+        prost_types::FieldDescriptorProto {
+            name: Some(c.name.clone()),
+            number: Some(i as i32 + 1),
+            label: Some(Label::Optional as i32),
+            r#type: Some(t as i32),
+            ..Default::default()
+        }
+    };
+    let file = prost_types::FileDescriptorProto {
+        name: Some("bench.proto".into()),
+        package: Some("bench".into()),
+        syntax: Some("proto3".into()),
+        message_type: vec![prost_types::DescriptorProto {
+            name: Some("Payment".into()),
+            field: columns.iter().enumerate().map(field).collect(),
+            ..Default::default()
+        }],
+        ..Default::default()
+    };
+    prost_types::FileDescriptorSet { file: vec![file] }.encode_to_vec()
+}
+
+/// Payments `0..rows` as `bench.Payment` values.
+fn protobuf_values(rows: u64) -> (weir_connectors::protobuf::ProtobufDecoder, Vec<Vec<u8>>) {
+    use prost::Message as _;
+    use prost_reflect::{DescriptorPool, DynamicMessage, Value};
+    let set = payment_descriptor_set();
+    let pool = DescriptorPool::decode(set.as_slice()).unwrap();
+    let message = pool.get_message_by_name("bench.Payment").unwrap();
+    let values = (0..rows)
+        .map(|i| {
+            let p = generator::payment(1, i).0;
+            let mut m = DynamicMessage::new(message.clone());
+            let text = [
+                ("txn_id", p.txn_id),
+                ("card_id", p.card_id),
+                ("merchant_id", p.merchant_id),
+                ("currency", p.currency),
+                ("country", p.country),
+                ("card_country", p.card_country),
+                ("device_id", p.device_id.unwrap_or_default()),
+            ];
+            for (name, v) in text {
+                m.set_field_by_name(name, Value::String(v));
+            }
+            m.set_field_by_name("amount", Value::F64(p.amount));
+            m.set_field_by_name("ts", Value::I64(p.ts));
+            m.encode_to_vec()
+        })
+        .collect();
+    let decoder = weir_connectors::protobuf::ProtobufDecoder::from_bytes(
+        &set,
+        "bench.Payment",
+        std::path::Path::new("bench.desc"),
+    )
+    .unwrap();
+    (decoder, values)
 }
 
 fn encoded(rows: u64) -> Encoded {
@@ -172,10 +248,13 @@ fn encoded(rows: u64) -> Encoded {
         writer.write(b).unwrap();
     }
     writer.finish().unwrap();
+    let (messages, protobuf) = protobuf_values(rows);
     Encoded {
         schema,
         json,
         ocf: writer.into_inner().into(),
+        protobuf,
+        messages,
     }
 }
 
@@ -211,6 +290,19 @@ fn decode_table() {
             .map(RecordBatch::num_rows)
             .sum()
     });
+    let protobuf_rate = rate(ROWS, 15, || {
+        let mut joined = Vec::with_capacity(e.json.len());
+        for value in &e.protobuf {
+            joined.extend_from_slice(&e.messages.to_json(value).unwrap());
+            joined.push(b'\n');
+        }
+        json.decode_lines(&joined, "bench")
+            .unwrap()
+            .batches
+            .iter()
+            .map(RecordBatch::num_rows)
+            .sum()
+    });
     println!("\nDecoding {ROWS} of the demo's payments into the declared columns, median of 15\n");
     println!("| format | bytes | rows/s | vs JSON lines |");
     println!("|---|---|---|---|");
@@ -224,5 +316,11 @@ fn decode_table() {
         e.ocf.len(),
         avro_rate,
         avro_rate / json_rate
+    );
+    println!(
+        "| Protobuf, one message per value | {} | {:.0} | {:.2}× |",
+        e.protobuf.iter().map(Vec::len).sum::<usize>(),
+        protobuf_rate,
+        protobuf_rate / json_rate
     );
 }

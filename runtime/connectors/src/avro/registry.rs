@@ -38,8 +38,9 @@ pub struct RegistryConfig {
 }
 
 impl RegistryConfig {
-    /// Refuses a URL that is neither `http://` nor `https://`, and a
-    /// password without a user (or the other way round).
+    /// Refuses a URL that is neither `http://` nor `https://`, a password
+    /// without a user (or the other way round), and a password sent in the
+    /// clear (`http://`) anywhere but to this machine.
     pub fn validate(&self) -> Result<()> {
         if !(self.url.starts_with("http://") || self.url.starts_with("https://")) {
             bail!(
@@ -53,8 +54,44 @@ impl RegistryConfig {
         if self.ca_file.is_some() && !self.url.starts_with("https://") {
             bail!("`schema_registry.ca_file` is for an https:// registry");
         }
+        let url = reqwest::Url::parse(&self.url)
+            .with_context(|| format!("`schema_registry.url` `{}` is not a URL", self.url))?;
+        if self.password.is_some() && url.scheme() == "http" && !is_loopback(&url) {
+            bail!(
+                "`schema_registry`: a password over http:// would cross the network in the \
+                 clear; use the registry's https:// URL (with `ca_file` for a private CA)"
+            );
+        }
         Ok(())
     }
+}
+
+/// Whether `url` names this machine (`localhost`, `127.0.0.0/8`, `::1`).
+fn is_loopback(url: &reqwest::Url) -> bool {
+    let host = url.host_str().unwrap_or_default();
+    host == "localhost"
+        || host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// A response's body, refused past [`MAX_RESPONSE`] bytes.
+fn read_body(response: reqwest::blocking::Response, id: u32) -> Result<Vec<u8>> {
+    use std::io::Read as _;
+    let mut body = Vec::new();
+    response
+        .take(MAX_RESPONSE + 1)
+        .read_to_end(&mut body)
+        .with_context(|| format!("reading the schema registry's answer for schema id {id}"))?;
+    if body.len() as u64 > MAX_RESPONSE {
+        bail!(
+            "the schema registry's answer for schema id {id} is over {} MiB: not a schema",
+            MAX_RESPONSE >> 20
+        );
+    }
+    Ok(body)
 }
 
 /// What the registry says of an id.
@@ -81,6 +118,11 @@ const UNKNOWN: &str = "unknown: ";
 
 /// The Confluent REST API's error code for an id it has no schema of.
 const SCHEMA_NOT_FOUND: u32 = 40403;
+
+/// The most a registry response may hold: far above any schema's JSON, so
+/// a registry (or whatever answers at its URL) cannot make the pipeline
+/// buffer without bound.
+const MAX_RESPONSE: u64 = 8 << 20;
 
 /// How long one request to the registry may take.
 const TIMEOUT: Duration = Duration::from_secs(10);
@@ -160,7 +202,8 @@ impl Registry {
         if status == reqwest::StatusCode::NOT_FOUND {
             // Only the registry's own "schema not found" is the record's
             // answer; a 404 from elsewhere (a wrong `url`) is the setup's.
-            let body: serde_json::Value = response.json().unwrap_or_default();
+            let body: serde_json::Value =
+                serde_json::from_slice(&read_body(response, id)?).unwrap_or_default();
             if body["error_code"] == SCHEMA_NOT_FOUND {
                 return Ok(Lookup::Unknown(format!(
                     "schema id {id} is not in the schema registry"
@@ -178,8 +221,7 @@ impl Registry {
                 self.url
             );
         }
-        let body: SchemaById = response
-            .json()
+        let body: SchemaById = serde_json::from_slice(&read_body(response, id)?)
             .with_context(|| format!("schema registry {}: schema id {id}", self.url))?;
         match body.schema_type.as_deref() {
             None | Some("AVRO") => Ok(Lookup::Found(body.schema.into())),
@@ -240,5 +282,45 @@ impl Registry {
         };
         weir_core::fsutil::write_atomic(&entry, content.as_bytes())
             .with_context(|| format!("recording schema id {id} in {}", entry.display()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(url: &str) -> RegistryConfig {
+        RegistryConfig {
+            url: url.into(),
+            username: Some("weir".into()),
+            password: Some(SecretSource::Env("REGISTRY_PASSWORD".into())),
+            ca_file: None,
+        }
+    }
+
+    #[test]
+    fn a_password_crosses_the_network_only_over_https() {
+        let err = config("http://registry.example:8081")
+            .validate()
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("in the clear") && err.contains("https://"),
+            "{err}"
+        );
+        for ok in [
+            "https://registry.example:8081",
+            "http://127.0.0.1:8081",
+            "http://localhost:8081/",
+            "http://[::1]:8081",
+        ] {
+            config(ok).validate().unwrap();
+        }
+        let anonymous = RegistryConfig {
+            username: None,
+            password: None,
+            ..config("http://registry.example:8081")
+        };
+        anonymous.validate().unwrap();
     }
 }
