@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs and builds what only the service tests need (the tests marked
 # `#[ignore = "needs …"]`, which scripts/test.sh runs too): Chromium, delta-rs's Python
-# reader, fastavro (an Avro writer independent of the one Weir reads with),
+# reader, fastavro and Google's protobuf (an Avro writer and a Protobuf
+# compiler and encoder independent of the libraries Weir reads with),
 # the tansu and s3s-fs servers built from crates.io, and the Python
 # and JavaScript operator components (with the componentize-py/-js that
 # scripts/install.sh installed). Idempotent, like each script it calls;
@@ -15,11 +16,20 @@ if [ -z "${WEIR_SERVICES_TARGET_DIR:-}" ]; then
     export WEIR_SERVICES_TARGET_DIR
     trap 'rm -rf "$WEIR_SERVICES_TARGET_DIR"' EXIT
 fi
-# The network-bound installs first, then the builds.
-bash install-chromium.sh
-bash install-delta-reader.sh
-bash install-avro-writer.sh
-bash install-protobuf-writer.sh
+# The network-bound installs (one after another: Chromium's apt and a
+# venv's python3-venv must not race for dpkg's lock) beside the CPU-bound
+# builds, so that the downloads are off the builds' path.
+(
+    bash install-chromium.sh
+    bash install-delta-reader.sh
+    bash install-avro-writer.sh
+    bash install-protobuf-writer.sh
+) &
+downloads=$!
 bash install-tansu.sh
 bash install-s3s.sh
 bash build-polyglot.sh
+if ! wait "$downloads"; then
+    echo "[prepare-service-tests] an install failed (its lines are above)" >&2
+    exit 1
+fi
