@@ -55,11 +55,15 @@ impl Buffered {
         out
     }
 
-    /// Decodes what [`Buffered::encode`] wrote (`None` if it is not that).
+    /// Decodes what [`Buffered::encode`] wrote, or what the builds before
+    /// typed amounts wrote (`None` if it is neither).
     pub fn decode(bytes: &[u8]) -> Option<Self> {
         let mut r = Reader(bytes);
         let len = u32::from_le_bytes(r.take()?) as usize;
         let txn_id = std::str::from_utf8(r.bytes(len)?).ok()?.to_string();
+        if r.0.len() == LEGACY_TAIL {
+            return Self::decode_legacy(txn_id, r);
+        }
         let [kind] = r.take()?;
         let (amount, precision) = match kind {
             NO_AMOUNT => (None, 0),
@@ -85,6 +89,29 @@ impl Buffered {
         (r.0.is_empty() && ts_typed <= 1).then_some(b)
     }
 }
+
+impl Buffered {
+    /// The layout before typed amounts: amount (f64, NaN for none), ts,
+    /// score and fired bits, 8 bytes each, after the txn_id. Its length
+    /// after the txn_id (32) is none of the current layout's (26, 34, 44),
+    /// so the two are told apart by length: window state written by an
+    /// older build of the operator still closes.
+    fn decode_legacy(txn_id: String, mut r: Reader<'_>) -> Option<Self> {
+        let amount = f64::from_le_bytes(r.take()?);
+        Some(Buffered {
+            txn_id,
+            amount: (!amount.is_nan()).then_some(Amount::Float(amount)),
+            precision: 0,
+            ts: i64::from_le_bytes(r.take()?),
+            ts_typed: false,
+            score: f64::from_le_bytes(r.take()?),
+            fired: u64::from_le_bytes(r.take()?),
+        })
+    }
+}
+
+/// Bytes after the txn_id in the layout before typed amounts.
+const LEGACY_TAIL: usize = 32;
 
 /// Reads fixed-size pieces from the front of a byte string.
 struct Reader<'a>(&'a [u8]);
@@ -133,5 +160,52 @@ mod tests {
         longer.push(0);
         assert_eq!(Buffered::decode(&longer), None);
         assert_eq!(Buffered::decode(b"\x09\x00\x00\x00ab"), None);
+    }
+
+    #[test]
+    fn a_payment_buffered_by_an_older_build_still_decodes() {
+        let mut old = Vec::new();
+        old.extend_from_slice(&3u32.to_le_bytes());
+        old.extend_from_slice(b"t-9");
+        for word in [
+            12.5f64.to_le_bytes(),
+            77i64.to_le_bytes(),
+            0.5f64.to_le_bytes(),
+        ] {
+            old.extend_from_slice(&word);
+        }
+        old.extend_from_slice(&0b11u64.to_le_bytes());
+        assert_eq!(
+            Buffered::decode(&old),
+            Some(Buffered {
+                txn_id: "t-9".into(),
+                amount: Some(Amount::Float(12.5)),
+                precision: 0,
+                ts: 77,
+                ts_typed: false,
+                score: 0.5,
+                fired: 0b11,
+            })
+        );
+        for amount in [
+            None,
+            Some(Amount::Float(1.0)),
+            Some(Amount::Exact("1.00".parse().unwrap())),
+        ] {
+            let b = Buffered {
+                txn_id: "t-9".into(),
+                amount,
+                precision: 18,
+                ts: 1,
+                ts_typed: true,
+                score: 0.0,
+                fired: 0,
+            };
+            assert_ne!(
+                b.encode().len(),
+                old.len(),
+                "no current layout has the old length"
+            );
+        }
     }
 }
