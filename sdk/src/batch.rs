@@ -167,6 +167,12 @@ impl<'a> Batch<'a> {
             .ok_or_else(|| Error::failed(format!("input has no column `{name}`")))
     }
 
+    /// The type of column `name`, for operators that read either of two
+    /// schemas (a decimal or a float amount).
+    pub fn data_type(&self, name: &str) -> Result<&DataType, Error> {
+        Ok(&self.schema[self.index_of(name)?].data_type)
+    }
+
     fn typed_index(&self, name: &str, want: DataType) -> Result<u32, Error> {
         let index = self.index_of(name)?;
         let found = &self.schema[index].data_type;
@@ -229,7 +235,7 @@ impl<'a> Batch<'a> {
     /// the millisecond): for time logic that runs over either schema and
     /// compares with the watermark and timers, which are milliseconds.
     pub fn millis(&self, name: &str) -> Result<Int64Column, Error> {
-        match self.schema[self.index_of(name)?].data_type {
+        match self.data_type(name)? {
             DataType::Timestamp { .. } => Ok(self.timestamp(name)?.to_millis()),
             _ => self.i64(name),
         }

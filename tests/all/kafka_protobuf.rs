@@ -115,6 +115,13 @@ path = "out"
         "{e}"
     );
     let e = err(r#"value_format = "protobuf"
+protobuf = { descriptor_set = "p.desc", message = "fraud.Payment" }
+schema_registry = { url = "http://127.0.0.1:1" }"#);
+    assert!(
+        e.contains("`source.schema_registry` is for `value_format = \"avro\"`"),
+        "{e}"
+    );
+    let e = err(r#"value_format = "protobuf"
 protobuf = { descriptor_set = "missing.desc", message = "fraud.Payment" }"#);
     assert!(
         e.contains("`source.protobuf`") && e.contains("missing.desc"),

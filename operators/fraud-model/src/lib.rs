@@ -230,7 +230,7 @@ fn alerts(batch: &Batch, scores: &[f32], hits: &[u32]) -> Result<Output, Error> 
 /// or a `float64` column.
 fn amounts(batch: &Batch) -> Result<Vec<Option<f64>>, Error> {
     let n = batch.num_rows();
-    match batch.schema()[batch.index_of("amount")?].data_type {
+    match batch.data_type("amount")? {
         DataType::Decimal { .. } => {
             let exact = batch.decimal("amount")?;
             Ok((0..n).map(|r| exact.get(r).map(Decimal::to_f64)).collect())

@@ -14,7 +14,7 @@ pub enum Amounts {
 impl Amounts {
     /// Reads `amount`, a `decimal(P,S)` or `float64` column.
     pub fn read(batch: &Batch) -> Result<Self, Error> {
-        match batch.schema()[batch.index_of("amount")?].data_type {
+        match batch.data_type("amount")? {
             DataType::Decimal { .. } => Ok(Amounts::Exact(batch.decimal("amount")?)),
             _ => Ok(Amounts::Float(batch.f64("amount")?)),
         }

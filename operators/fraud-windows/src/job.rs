@@ -193,10 +193,7 @@ impl FraudWindows {
             batch.utf8("card_id")?,
             batch.millis("ts")?,
         );
-        let ts_typed = matches!(
-            batch.schema()[batch.index_of("ts")?].data_type,
-            DataType::Timestamp { .. }
-        );
+        let ts_typed = matches!(batch.data_type("ts")?, DataType::Timestamp { .. });
         let precision = match &columns.amount {
             Amounts::Exact(c) => c.precision_scale().0,
             Amounts::Float(_) => 0,

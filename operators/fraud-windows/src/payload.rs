@@ -88,9 +88,7 @@ impl Buffered {
         };
         (r.0.is_empty() && ts_typed <= 1).then_some(b)
     }
-}
 
-impl Buffered {
     /// The layout before typed amounts: amount (f64, NaN for none), ts,
     /// score and fired bits, 8 bytes each, after the txn_id. Its length
     /// after the txn_id (32) is none of the current layout's (26, 34, 44),

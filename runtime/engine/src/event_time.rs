@@ -9,8 +9,6 @@
 
 use crate::config::EventTimeConfig;
 use anyhow::{bail, Context, Result};
-use arrow_array::cast::AsArray;
-use arrow_array::types::TimestampSecondType;
 use arrow_array::{Array, Int64Array, RecordBatch};
 use arrow_schema::{DataType, Schema, TimeUnit};
 
@@ -51,22 +49,20 @@ pub fn column(batch: &RecordBatch, index: usize, name: &str) -> Result<Int64Arra
 /// `array` as Unix milliseconds, if it is int64 or a timestamp; shares the
 /// buffers where it already holds milliseconds.
 pub fn millis(array: &dyn Array) -> Option<Int64Array> {
-    let per_ms = match array.data_type() {
-        DataType::Int64 | DataType::Timestamp(TimeUnit::Millisecond, _) => {
-            let ms = array.to_data().into_builder().data_type(DataType::Int64);
-            return ms.build().ok().map(Int64Array::from);
-        }
-        DataType::Timestamp(TimeUnit::Second, _) => {
-            let s = array.as_primitive::<TimestampSecondType>();
-            return Some(s.unary(|v: i64| v.saturating_mul(1_000)));
-        }
-        DataType::Timestamp(TimeUnit::Microsecond, _) => 1_000,
-        DataType::Timestamp(TimeUnit::Nanosecond, _) => 1_000_000,
+    let unit = match array.data_type() {
+        DataType::Int64 => TimeUnit::Millisecond,
+        DataType::Timestamp(unit, _) => *unit,
         _ => return None,
     };
-    let data = array.to_data().into_builder().data_type(DataType::Int64);
-    let counts = Int64Array::from(data.build().ok()?);
-    Some(counts.unary(|v: i64| v.div_euclid(per_ms)))
+    // Both are 64-bit counts: read them as int64 without a copy.
+    let counts = array.to_data().into_builder().data_type(DataType::Int64);
+    let counts = Int64Array::from(counts.build().ok()?);
+    Some(match unit {
+        TimeUnit::Second => counts.unary(|v: i64| v.saturating_mul(1_000)),
+        TimeUnit::Millisecond => counts,
+        TimeUnit::Microsecond => counts.unary(|v: i64| v.div_euclid(1_000)),
+        TimeUnit::Nanosecond => counts.unary(|v: i64| v.div_euclid(1_000_000)),
+    })
 }
 
 impl EventTime {

@@ -3,37 +3,15 @@
 //! arrow-avro, which Weir reads with, so a test cannot pass on a mistake
 //! both sides share.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
 fn write(args: &[&str], records: &[&str]) -> Vec<u8> {
     crate::needs("fastavro");
-    let python = root().join("target/tools/avro/bin/python");
-    assert!(
-        python.exists(),
-        "{} is missing: run scripts/install-avro-writer.sh",
-        python.display()
-    );
     let input = tempfile::NamedTempFile::new().unwrap();
     std::fs::write(input.path(), records.join("\n")).unwrap();
-    let out = Command::new(python)
-        .arg(root().join("tools/avro/write.py"))
-        .args(
-            args.iter()
-                .map(|a| a.replace("{records}", &input.path().to_string_lossy())),
-        )
-        .output()
-        .expect("running tools/avro/write.py");
-    assert!(
-        out.status.success(),
-        "tools/avro/write.py failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out.stdout
+    let args: Vec<String> = args
+        .iter()
+        .map(|a| a.replace("{records}", &input.path().to_string_lossy()))
+        .collect();
+    crate::run_writer("avro", "scripts/install-avro-writer.sh", &args)
 }
 
 /// An Avro object container file of `records` (JSON; numbers with a

@@ -11,7 +11,7 @@
 //! whose service is missing fails its test, naming the script that
 //! installs it. Each such helper calls [`needs`] first.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// What `scripts/test.sh` sets while it runs the tests that are not
 /// ignored, before the services are ready.
@@ -30,6 +30,32 @@ pub fn needs(what: &str) {
              tests once the services are ready)"
         );
     }
+}
+
+/// Runs `tools/<tool>/write.py` with `args` under the Python of the tool's
+/// venv (`target/tools/<tool>`, which `install` installs); its stdout. A
+/// missing venv or a failed run fails the test with what to run or what
+/// the tool said.
+pub(crate) fn run_writer(tool: &str, install: &str, args: &[String]) -> Vec<u8> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let python = root.join(format!("target/tools/{tool}/bin/python"));
+    assert!(
+        python.exists(),
+        "{} is missing: run {install}",
+        python.display()
+    );
+    let script = format!("tools/{tool}/write.py");
+    let out = std::process::Command::new(python)
+        .arg(root.join(&script))
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("running {script}: {e}"));
+    assert!(
+        out.status.success(),
+        "{script} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
 }
 
 pub mod avro;

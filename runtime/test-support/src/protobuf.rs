@@ -4,32 +4,12 @@
 //! of prost-reflect, which Weir reads with, so a test cannot pass on a
 //! mistake both sides share.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+use std::path::Path;
 
 fn write(args: &[&str]) -> Vec<u8> {
     crate::needs("protobuf");
-    let python = root().join("target/tools/protobuf/bin/python");
-    assert!(
-        python.exists(),
-        "{} is missing: run scripts/install-protobuf-writer.sh",
-        python.display()
-    );
-    let out = Command::new(python)
-        .arg(root().join("tools/protobuf/write.py"))
-        .args(args)
-        .output()
-        .expect("running tools/protobuf/write.py");
-    assert!(
-        out.status.success(),
-        "tools/protobuf/write.py failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out.stdout
+    let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+    crate::run_writer("protobuf", "scripts/install-protobuf-writer.sh", &args)
 }
 
 /// Compiles `proto` (the text of one `.proto` file; Google's well-known

@@ -131,37 +131,44 @@ impl SourceConnector for KafkaSourceConfig {
             bail!("`source.timeout` must be longer than zero");
         }
         self.security().validate()?;
-        match (self.value_format, &self.protobuf) {
-            (ValueFormat::Protobuf, None) => bail!(
-                "`value_format = \"protobuf\"` reads messages of one type: give `protobuf = \
-                 {{ descriptor_set = \"payments.desc\", message = \"package.Message\" }}` (the \
-                 descriptor set from `protoc --include_imports --descriptor_set_out=…`)"
-            ),
-            (ValueFormat::Protobuf, Some(p)) if p.message.trim().is_empty() => {
-                bail!("`source.protobuf.message` must name the values' message type")
-            }
-            (ValueFormat::Protobuf, Some(_)) => return schema::check(&self.schema),
-            (_, Some(_)) => bail!("`source.protobuf` is for `value_format = \"protobuf\"`"),
-            (_, None) => {}
+        if self.schema_registry.is_some() && self.value_format != ValueFormat::Avro {
+            bail!("`source.schema_registry` is for `value_format = \"avro\"`");
         }
-        match (self.value_format, &self.schema_registry) {
-            (ValueFormat::Avro, None) => bail!(
-                "`value_format = \"avro\"` reads values in a schema registry's wire format: give \
-                 `schema_registry = {{ url = \"…\" }}`"
-            ),
-            (ValueFormat::Avro, Some(registry)) => {
+        if self.protobuf.is_some() && self.value_format != ValueFormat::Protobuf {
+            bail!("`source.protobuf` is for `value_format = \"protobuf\"`");
+        }
+        match self.value_format {
+            ValueFormat::Avro => {
+                let Some(registry) = &self.schema_registry else {
+                    bail!(
+                        "`value_format = \"avro\"` reads values in a schema registry's wire format: give \
+                         `schema_registry = {{ url = \"…\" }}`"
+                    );
+                };
                 registry.validate()?;
                 schema::check(&self.schema)?;
                 crate::avro::reader_schema(&schema::arrow_schema(&self.schema), "{}")
                     .map(|_| ())
                     .context("`source.schema`")
             }
-            (_, Some(_)) => bail!("`source.schema_registry` is for `value_format = \"avro\"`"),
-            (ValueFormat::Json, None) => schema::check(&self.schema),
-            (ValueFormat::Raw, None) if !self.schema.is_empty() => bail!(
+            ValueFormat::Protobuf => {
+                let Some(protobuf) = &self.protobuf else {
+                    bail!(
+                        "`value_format = \"protobuf\"` reads messages of one type: give `protobuf = \
+                         {{ descriptor_set = \"payments.desc\", message = \"package.Message\" }}` (the \
+                         descriptor set from `protoc --include_imports --descriptor_set_out=…`)"
+                    );
+                };
+                if protobuf.message.trim().is_empty() {
+                    bail!("`source.protobuf.message` must name the values' message type");
+                }
+                schema::check(&self.schema)
+            }
+            ValueFormat::Json => schema::check(&self.schema),
+            ValueFormat::Raw if !self.schema.is_empty() => bail!(
                 "`source.schema` is for `value_format = \"json\"`, `\"avro\"` or `\"protobuf\"`"
             ),
-            (ValueFormat::Raw | ValueFormat::Protobuf, None) => Ok(()),
+            ValueFormat::Raw => Ok(()),
         }
     }
 

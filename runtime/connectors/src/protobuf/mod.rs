@@ -105,13 +105,10 @@ fn write_message(out: &mut String, message: &DynamicMessage, depth: usize) -> Re
     match descriptor.full_name() {
         "google.protobuf.Timestamp" => return write_timestamp(out, message),
         name if is_wrapper(name) => {
-            let value = message
-                .get_field_by_name("value")
-                .ok_or("a wrapper without `value`")?;
             let field = descriptor
                 .get_field_by_name("value")
                 .ok_or("a wrapper without `value`")?;
-            return write_value(out, &value, &field.kind(), depth);
+            return write_value(out, &message.get_field(&field), &field.kind(), depth);
         }
         _ => {}
     }
