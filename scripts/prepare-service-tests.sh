@@ -16,19 +16,30 @@ if [ -z "${WEIR_SERVICES_TARGET_DIR:-}" ]; then
     export WEIR_SERVICES_TARGET_DIR
     trap 'rm -rf "$WEIR_SERVICES_TARGET_DIR"' EXIT
 fi
+# step NAME SCRIPT: runs one install, logging its wall and CPU seconds
+# (scripts/test.sh's log of this job shows where its time went).
+step() {
+    local from=$SECONDS
+    (
+        bash "$2"
+        local file="$WEIR_SERVICES_TARGET_DIR/.times-$BASHPID"
+        times >"$file"
+        echo "[prepare-service-tests] $1: $((SECONDS - from)) s, CPU (user, system) $(sed -n 2p "$file")"
+    )
+}
 # The network-bound installs (one after another: Chromium's apt and a
 # venv's python3-venv must not race for dpkg's lock) beside the CPU-bound
 # builds, so that the downloads are off the builds' path.
 (
-    bash install-chromium.sh
-    bash install-delta-reader.sh
-    bash install-avro-writer.sh
-    bash install-protobuf-writer.sh
+    step chromium install-chromium.sh
+    step delta-reader install-delta-reader.sh
+    step avro-writer install-avro-writer.sh
+    step protobuf-writer install-protobuf-writer.sh
 ) &
 downloads=$!
-bash install-tansu.sh
-bash install-s3s.sh
-bash build-polyglot.sh
+step tansu install-tansu.sh
+step s3s-fs install-s3s.sh
+step polyglot build-polyglot.sh
 if ! wait "$downloads"; then
     echo "[prepare-service-tests] an install failed (its lines are above)" >&2
     exit 1

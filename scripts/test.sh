@@ -32,12 +32,29 @@ phases=()
 logs=target/ci-logs
 mkdir -p "$logs"
 clock() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
-# phase NAME COMMAND...: runs COMMAND in the foreground, noting its time.
+# cpu_minutes: the CPU time (user + system) of the calling shell's finished
+# children, in minutes, from the `times` builtin's second line.
+cpu_minutes() {
+    # Not `times | …`: a pipeline's subshell has no finished children.
+    local file="$logs/.times-$BASHPID"
+    times >"$file"
+    sed -n 2p "$file" | awk '{
+        total = 0
+        for (i = 1; i <= 2; i++) { split($i, t, "m"); sub("s", "", t[2]); total += t[1] * 60 + t[2] }
+        printf "%.1f", total / 60 }'
+    rm -f "$file"
+}
+# phase NAME COMMAND...: runs COMMAND in the foreground, noting its time
+# and the CPU it took (on two cores a phase's wall time hides how much of
+# the machine it used).
 phase() {
     local name=$1 from=$SECONDS
     shift
-    "$@"
-    phases+=("$name $(clock $((SECONDS - from)))")
+    (
+        "$@"
+        cpu_minutes >"$logs/$name.cpu"
+    )
+    phases+=("$name $(clock $((SECONDS - from))) ($(cat "$logs/$name.cpu") CPU-min)")
 }
 # background NAME NICENESS COMMAND...: starts COMMAND at a low CPU priority
 # (niceness 15 gets ~3% of a core the foreground wants, 19 ~1.5%), its
@@ -52,6 +69,7 @@ background() {
     (
         from=$SECONDS
         nice -n "$niceness" "$@" >"$logs/$name.log" 2>&1
+        cpu_minutes >"$logs/$name.cpu"
         echo $((SECONDS - from)) >"$logs/$name.time"
     ) &
     background_pids[$name]=$!
@@ -65,7 +83,7 @@ await() {
         exit 1
     fi
     unset "background_pids[$name]"
-    phases+=("$name $(clock "$(cat "$logs/$name.time")") in the background (waited $(clock $((SECONDS - from))))")
+    phases+=("$name $(clock "$(cat "$logs/$name.time")") ($(cat "$logs/$name.cpu") CPU-min) in the background (waited $(clock $((SECONDS - from))))")
 }
 report() {
     local IFS=,
@@ -96,7 +114,9 @@ wrapper="build.rustc-workspace-wrapper='$clippy_driver'"
 selection=(--workspace --locked)
 # The guest operators are built by runtime/cli/build.rs into target/guests
 # (the test-only guests there too, the first time a test needs one).
-phase build+clippy cargo --config "$wrapper" test "${selection[@]}" --all-targets --no-run
+# --timings: target/cargo-timings/cargo-timing.html shows which crates the
+# cold build's minutes went to.
+phase build+clippy cargo --config "$wrapper" test "${selection[@]}" --all-targets --no-run --timings
 # cargo-nextest (on the machine's image; scripts/install.sh installs it
 # where missing) runs every test binary's tests side by side, two at a time,
 # each in its own process; rustdoc runs the doc tests, which nextest does

@@ -151,6 +151,26 @@ fn metrics(url: &str) -> BTreeMap<String, f64> {
         .collect()
 }
 
+/// The health verdict of the newest records (see the engine's health rule:
+/// an epoch is behind when it took longer than the trigger interval while
+/// rows arrived faster than they were processed; three in a row are a
+/// trend). The backlog in these tests only shrinks, so lag never grows.
+fn expected_verdict(epochs: &[Value], interval_ms: f64) -> &'static str {
+    let behind = |p: &Value| {
+        p["total"].as_f64().unwrap() > interval_ms
+            && p["input_rows_per_sec"].as_f64().unwrap()
+                > p["processed_rows_per_sec"].as_f64().unwrap()
+    };
+    let window = &epochs[epochs.len().saturating_sub(3)..];
+    if window.len() == 3 && window.iter().all(behind) {
+        "backlog-growing"
+    } else if epochs.last().is_some_and(behind) {
+        "at-risk"
+    } else {
+        "keeping-up"
+    }
+}
+
 #[test]
 fn progress_records_and_metrics_match_the_known_input() {
     let s = Setup::new("50ms", "[progress]\nretain = 4\n");
@@ -219,7 +239,11 @@ fn progress_records_and_metrics_match_the_known_input() {
     assert_eq!(last["state_keys"], s.cards as u64, "one state key per card");
     assert!(last["state_bytes"].as_u64().unwrap() > 0);
     assert_eq!(report["source"]["backlog"]["pending"], 0);
-    assert_eq!(report["health"]["verdict"], "keeping-up");
+    // The verdict follows the health rule over the records shown; whether
+    // an epoch fits a 50 ms trigger depends on the machine's load, so the
+    // test checks the rule was applied, not which way it went.
+    let verdict = expected_verdict(epochs, 50.0);
+    assert_eq!(report["health"]["verdict"], verdict);
     assert_eq!(report["totals"]["epochs"], 4);
 
     // The metrics count every epoch of this process.
@@ -240,7 +264,12 @@ fn progress_records_and_metrics_match_the_known_input() {
     assert_eq!(m["weir_source_backlog_files"], 0.0);
     assert_eq!(m["weir_operator_version"], 1.0);
     assert_eq!(m["weir_trigger_interval_seconds"], 0.05);
-    assert_eq!(m["weir_backlog_growing"], 0.0);
+    let growing = if verdict == "backlog-growing" {
+        1.0
+    } else {
+        0.0
+    };
+    assert_eq!(m["weir_backlog_growing"], growing);
     assert_eq!(m["weir_epoch_failures_total"], 0.0);
 
     // Metrics need the token like the rest of the API; the page does not.
@@ -257,7 +286,7 @@ fn progress_records_and_metrics_match_the_known_input() {
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{text}");
-    assert!(text.contains("health   keeping-up"), "{text}");
+    assert!(text.contains(&format!("health   {verdict}")), "{text}");
     assert!(
         text.contains("0 bytes waiting at the source (0 files)"),
         "{text}"
