@@ -3,10 +3,14 @@
 Built into a Weir operator component with componentize-py (see
 scripts/build-polyglot.sh) on the Python SDK, ``sdk/python/weir``:
 the same JSON config, the same rules and the same output columns as the
-Rust operator, so the two are interchangeable in a pipeline.
+Rust operator, so the two are interchangeable in a pipeline. ``amount``
+may be a ``float64`` or a ``decimal(P,S)`` column (compared exactly, as
+``Decimal``), ``ts`` Unix milliseconds or a timestamp; both are passed to
+the alerts in the input's type.
 """
 
 import json
+from decimal import Decimal
 from itertools import compress
 from operator import ne, not_
 
@@ -46,7 +50,7 @@ def load_config(config, name="fraud-rules", extra=()):
             raise bad(f"unknown rule {kind!r}")
         weight = float(rule["weight"])
         if kind == "amount_above":
-            arg = float(rule["threshold"])
+            arg = threshold_of(rule["threshold"], bad)
         elif kind == "merchant_in":
             arg = frozenset(m.encode() for m in rule["merchants"])
         elif kind == "currency_not_in":
@@ -55,6 +59,28 @@ def load_config(config, name="fraud-rules", extra=()):
             arg = None
         compiled.append((kind, arg, weight))
     return raw, float(threshold), compiled
+
+
+def threshold_of(value, bad):
+    """An ``amount_above`` threshold (a number, or a string of one), as the
+    ``Decimal`` of the digits written: compared exactly with a decimal
+    amount, as a float with a float one (``exact_for``)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise bad("`threshold` must be a number (or a string of one)")
+    try:
+        threshold = Decimal(str(value))
+    except ArithmeticError:
+        raise bad(f"`threshold` {value!r} is not a number") from None
+    if not threshold.is_finite():
+        raise bad("`threshold` must be finite")
+    return threshold
+
+
+def exact_for(rules, decimal):
+    """``rules`` with each threshold as the amount column compares it:
+    ``Decimal`` for a decimal column, ``float`` for a float one."""
+    convert = (lambda t: t) if decimal else float
+    return [(kind, convert(arg) if kind == "amount_above" else arg, w) for kind, arg, w in rules]
 
 
 def _rows_where(flags, n):
@@ -92,9 +118,15 @@ def score_rows(rules, batch):
     amounts (the Rust ``RuleSet::score_rows``), rule by rule over columns:
     each rule finds the rows it fires on, and only those rows are touched."""
     n = len(batch)
-    amount_column = batch.float64("amount")
-    amount = amount_column.to_list()
-    nulls = {"amount": amount_column.null_count() > 0}
+    decimal = is_decimal(batch, "amount")
+    if decimal:
+        amount = batch.decimal("amount").to_list()
+        nulls = {"amount": None in amount}
+    else:
+        amount_column = batch.float64("amount")
+        amount = amount_column.to_list()
+        nulls = {"amount": amount_column.null_count() > 0}
+    rules = exact_for(rules, decimal)
     kinds = {kind for kind, _, _ in rules}
     wanted = []
     if "currency_not_in" in kinds:
@@ -115,6 +147,11 @@ def score_rows(rules, batch):
             scores[row] += weight
             fired[row] |= mask
     return scores, fired, amount
+
+
+def is_decimal(batch, name):
+    """Whether column ``name`` is a ``decimal(P,S)``."""
+    return batch.schema[batch.index_of(name)].type.kind == "decimal"
 
 
 def alert_rows(scores, fired, threshold):
@@ -145,14 +182,19 @@ class FraudRules(weir.Operator):
         out = weir.Output()
         if not rows:
             return out
-        return (
-            out.utf8("txn_id", batch.utf8("txn_id", rows).to_bytes_list())
-            .utf8("card_id", batch.utf8("card_id", rows).to_bytes_list())
-            .float64("amount", [amount[r] for r in rows])
-            .float64("score", [scores[r] for r in rows])
-            .utf8("reasons", [reasons(self.rules, fired[r]) for r in rows])
-            .int64("ts", batch.int64("ts", rows).to_list())
+        out = out.utf8("txn_id", batch.utf8("txn_id", rows).to_bytes_list()).utf8(
+            "card_id", batch.utf8("card_id", rows).to_bytes_list()
         )
+        if is_decimal(batch, "amount"):
+            out = out.column("amount", batch.column("amount", rows))
+        else:
+            out = out.float64("amount", [amount[r] for r in rows])
+        out = out.float64("score", [scores[r] for r in rows]).utf8(
+            "reasons", [reasons(self.rules, fired[r]) for r in rows]
+        )
+        if batch.schema[batch.index_of("ts")].type.kind == "int64":
+            return out.int64("ts", batch.int64("ts", rows).to_list())
+        return out.column("ts", batch.column("ts", rows))
 
 
 WitWorld = weir.export(FraudRules)

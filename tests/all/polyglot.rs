@@ -40,6 +40,25 @@ fn run(operator: &Path, host: &weir_host::WasmHost) -> BTreeMap<String, serde_js
     run_with(operator, crate::common::DEMO_RULES_INLINE, host)
 }
 
+/// Runs `operator` with the demo rules over 100k payments read as the
+/// demo reads them: `amount` a `decimal(18,2)`, `ts` a `timestamp(ms,
+/// UTC)`, a nested `device`; the threshold given as a string, compared
+/// exactly.
+fn run_typed(operator: &Path, host: &weir_host::WasmHost) -> BTreeMap<String, serde_json::Value> {
+    let dir = tempfile::tempdir().unwrap();
+    crate::common::write_input(dir.path(), 11, 10, 10_000);
+    let config =
+        crate::common::DEMO_RULES_INLINE.replace("threshold = 2500.0", "threshold = \"2500.00\"");
+    assert_ne!(config, crate::common::DEMO_RULES_INLINE);
+    let toml = crate::common::pipeline_toml(dir.path(), operator, &config, "", "");
+    let basic = weir_cli::demo::generator::SCHEMA_TOML;
+    assert!(toml.contains(basic));
+    let toml = toml.replace(basic, weir_cli::demo::generator::TYPED_SCHEMA_TOML);
+    let (epochs_and_rows, alerts) = run_to_end(dir.path(), &toml, host);
+    assert_eq!(epochs_and_rows, (10, 100_000));
+    alerts
+}
+
 /// Runs `operator` with `config` (an inline TOML table) over 100k payments
 /// (10 epochs); the alerts by txn_id.
 fn run_with(
@@ -88,6 +107,28 @@ pub(crate) fn polyglot_host() -> weir_host::WasmHost {
 #[test]
 #[ignore = "needs componentize-py/js"]
 fn python_and_javascript_operators_emit_the_alerts_of_the_rust_one() {
+    same_alerts_in_every_language(run);
+}
+
+/// The same with money as `decimal(18,2)` and time as a timestamp: the
+/// three compare amounts exactly and pass both through in their types.
+#[test]
+#[ignore = "needs componentize-py/js"]
+fn python_and_javascript_operators_alert_on_decimal_money_as_the_rust_one_does() {
+    let alerts = same_alerts_in_every_language(run_typed);
+    let first = alerts.values().next().unwrap();
+    assert!(
+        first["amount"].is_string(),
+        "a decimal is written as text: {first}"
+    );
+    assert!(first["ts"].as_str().unwrap().ends_with('Z'), "{first}");
+}
+
+/// Runs the Rust, Python and JavaScript fraud rules with `run`; asserts
+/// they alert on the same payments with the same rows; Rust's alerts.
+fn same_alerts_in_every_language(
+    run: fn(&Path, &weir_host::WasmHost) -> BTreeMap<String, serde_json::Value>,
+) -> BTreeMap<String, serde_json::Value> {
     let host = polyglot_host();
     let rust = run(&crate::common::guest("fraud_rules"), &host);
     assert!(rust.len() > 500, "only {} alerts", rust.len());
@@ -115,6 +156,7 @@ fn python_and_javascript_operators_emit_the_alerts_of_the_rust_one() {
         }
         eprintln!("{language}: {} alerts, identical to Rust's", other.len());
     }
+    rust
 }
 
 /// Null amounts, countries, currencies and merchants fire no rule in any
@@ -278,4 +320,42 @@ fn python_and_javascript_operators_emit_a_second_output_to_its_own_sink() {
         runs[0] == runs[1],
         "Python and JavaScript agree on both outputs"
     );
+}
+
+/// Decimal amounts are compared exactly in every language: at 16 integer
+/// digits a float cannot tell `…99.99` from the threshold `…99.98`.
+#[test]
+#[ignore = "needs componentize-py/js"]
+fn python_and_javascript_rules_compare_decimal_amounts_exactly() {
+    let row = |id: &str, amount: &str| {
+        format!(
+            r#"{{"txn_id":"{id}","card_id":"c-1","merchant_id":"m-1","amount":"{amount}","currency":"USD","country":"US","card_country":"US","ts":"2026-12-07T09:30:00Z"}}"#
+        )
+    };
+    let rows = [
+        row("e-1", "9999999999999999.99"),
+        row("e-2", "9999999999999999.98"),
+        row("e-3", "-9999999999999999.99"),
+    ];
+    let config = r#"{ alert_threshold = 0.5, rules = [
+      { rule = "amount_above", threshold = "9999999999999999.98", weight = 0.5 } ] }"#;
+    let host = polyglot_host();
+    let run = |operator: &Path| {
+        let dir = tempfile::tempdir().unwrap();
+        crate::common::write_input_file(dir.path(), 0, (rows.join("\n") + "\n").as_bytes());
+        let toml = crate::common::pipeline_toml(dir.path(), operator, config, "", "").replace(
+            weir_cli::demo::generator::SCHEMA_TOML,
+            weir_cli::demo::generator::TYPED_SCHEMA_TOML,
+        );
+        run_to_end(dir.path(), &toml, &host).1
+    };
+    let rust = run(&crate::common::guest("fraud_rules"));
+    assert_eq!(rust.keys().collect::<Vec<_>>(), ["e-1"], "{rust:?}");
+    assert_eq!(rust["e-1"]["amount"], "9999999999999999.99");
+    for (language, file) in [
+        ("Python", "fraud_rules_py.wasm"),
+        ("JavaScript", "fraud_rules_js.wasm"),
+    ] {
+        assert_eq!(run(&polyglot(file)), rust, "{language}");
+    }
 }

@@ -29,7 +29,7 @@ pub(crate) const SCHEMA: &str = r#"schema = [
 /// Rows that reach the edges: negative and sub-cent amounts, the largest
 /// 16-digit amount, instants before 1970 and with milliseconds, empty and
 /// null bytes, lists and list items.
-const INPUT: &str = r#"{"txn_id":"t1","amount":"19.99","ts":"2026-12-07T09:30:00.250Z","day":"2026-12-07","raw":"00ff10","device":{"id":"d1","ip":"10.0.0.1","score":7},"tags":["card-present","3ds"],"lines":[{"sku":"a","price":"0.10"},{"sku":"b","price":"0.20"}]}
+pub(crate) const INPUT: &str = r#"{"txn_id":"t1","amount":"19.99","ts":"2026-12-07T09:30:00.250Z","day":"2026-12-07","raw":"00ff10","device":{"id":"d1","ip":"10.0.0.1","score":7},"tags":["card-present","3ds"],"lines":[{"sku":"a","price":"0.10"},{"sku":"b","price":"0.20"}]}
 {"txn_id":"t2","amount":-0.05,"ts":-1,"day":"1969-12-31","raw":"","device":{"id":"d2"},"tags":[],"lines":[]}
 {"txn_id":"t3","amount":"9999999999999999.99","ts":1796635800000,"day":null,"raw":null,"device":{"id":"d3","ip":null,"score":-1},"tags":null,"lines":null}
 {"txn_id":"t4","amount":null,"ts":null,"day":"2000-02-29","device":{"id":"d4","ip":"::1"},"tags":["x",null],"lines":[{"sku":"c","price":"100.01"}]}
@@ -59,17 +59,25 @@ path = "{dir}/out"
 
 /// Runs the pipeline `toml` over `dir` to its end; the files sink's bytes.
 pub(crate) fn run_to_end(dir: &Path, toml: &str, host: &weir_host::WasmHost) -> Vec<u8> {
-    let mut p = open_pipeline(dir, toml, host).unwrap();
+    try_run_to_end(dir, toml, host).unwrap()
+}
+
+/// [`run_to_end`], its error returned.
+pub(crate) fn try_run_to_end(
+    dir: &Path,
+    toml: &str,
+    host: &weir_host::WasmHost,
+) -> anyhow::Result<Vec<u8>> {
+    let mut p = open_pipeline(dir, toml, host)?;
     p.run(
         host,
         &std::sync::atomic::AtomicBool::new(false),
         &mut |_| {},
-    )
-    .unwrap();
-    sink_files(&dir.join("out"))
+    )?;
+    Ok(sink_files(&dir.join("out"))
         .into_iter()
         .flat_map(|(_, b)| b)
-        .collect()
+        .collect())
 }
 
 /// Runs `operator` over [`INPUT`] in `dir` with the files sink replaced by
@@ -81,6 +89,16 @@ pub(crate) fn run_types_into(
     sink: Option<&str>,
     host: &weir_host::WasmHost,
 ) -> Vec<u8> {
+    try_run_types_into(dir, operator, sink, host).unwrap()
+}
+
+/// [`run_types_into`], its error returned.
+pub(crate) fn try_run_types_into(
+    dir: &Path,
+    operator: &Path,
+    sink: Option<&str>,
+    host: &weir_host::WasmHost,
+) -> anyhow::Result<Vec<u8>> {
     std::fs::create_dir_all(dir.join("input")).unwrap();
     std::fs::write(dir.join("input/payments.jsonl"), INPUT).unwrap();
     let mut toml = pipeline(dir, operator);
@@ -90,7 +108,7 @@ pub(crate) fn run_types_into(
         toml = toml.replace(&files, sink);
         std::fs::create_dir_all(dir.join("out")).unwrap();
     }
-    run_to_end(dir, &toml, host)
+    try_run_to_end(dir, &toml, host)
 }
 
 /// The sink's bytes after `operator` ran over [`INPUT`].

@@ -56,6 +56,9 @@ pub struct SinkContext<'a> {
     /// and epochs; a sink that names its output by epoch keeps the
     /// partitions' outputs apart by it.
     pub partition: Option<i32>,
+    /// The checkpoint's directory: a sink records there what a replay
+    /// must write alike (a schema registry's id for its values).
+    pub checkpoint: &'a Path,
 }
 
 impl SinkContext<'_> {

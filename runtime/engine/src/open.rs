@@ -9,7 +9,7 @@ use crate::deploy::validate::{Checks, Setup};
 use crate::deploy::Control;
 use crate::event_time::EventTime;
 use crate::operator_cache::OperatorCache;
-use crate::pipeline::{ActiveOperator, Pipeline, PipelineSinks, Tasks};
+use crate::pipeline::{ActiveOperator, Pipeline, PipelineSinks, Tasks, WriterIdentity};
 use crate::registry::{Actor, Origin, Registry, Version};
 use crate::runner::Runner;
 use anyhow::{Context, Result};
@@ -56,9 +56,12 @@ pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<
     let checkpoint = open_checkpoint(cfg, source.as_ref(), &opts)?;
     let sinks = PipelineSinks::open(
         &cfg.sink,
-        &cfg.name,
-        &checkpoint.metadata.query_id,
-        opts.partition,
+        &WriterIdentity {
+            pipeline: cfg.name.clone(),
+            query_id: checkpoint.metadata.query_id.clone(),
+            partition: opts.partition,
+            checkpoint: checkpoint.root().to_path_buf(),
+        },
     )?;
     if matches!(cfg.trigger, TriggerConfig::RealTime { .. }) {
         if let Some(name) = sinks.without_parts() {

@@ -33,3 +33,18 @@ pub fn framed(schema: &str, id: u32, records: &[&str]) -> Vec<Vec<u8>> {
         .map(|l| hex::decode(l).expect("hex from write.py"))
         .collect()
 }
+
+/// Each of `values` (framed as [`framed`] frames them) read by fastavro
+/// with `schema`: `{"id": <the frame's schema id>, "record": {…}}`, with
+/// decimals as strings, timestamps as Unix milliseconds, dates as ISO
+/// strings and bytes as hex.
+pub fn read_framed(schema: &str, values: &[Vec<u8>]) -> Vec<serde_json::Value> {
+    let hex_lines: Vec<String> = values.iter().map(hex::encode).collect();
+    let hex_lines: Vec<&str> = hex_lines.iter().map(String::as_str).collect();
+    let out = write(&["read", schema, "{records}"], &hex_lines);
+    String::from_utf8(out)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON from write.py"))
+        .collect()
+}

@@ -301,9 +301,28 @@ impl Broker {
 /// A record read back: (partition, offset, headers, value).
 pub type Consumed = (i32, i64, Vec<(String, String)>, String);
 
+/// A record read back with its value as bytes.
+type ConsumedRaw = (i32, i64, Vec<(String, String)>, Vec<u8>);
+
 impl Broker {
-    /// Every committed record of `topic`.
+    /// Every committed record of `topic`, its value as text.
     pub fn consume_all(&self, topic: &str) -> Vec<Consumed> {
+        self.consume_raw(topic)
+            .into_iter()
+            .map(|(p, o, h, v)| (p, o, h, String::from_utf8_lossy(&v).into_owned()))
+            .collect()
+    }
+
+    /// The values of every committed record of `topic`, as bytes, in
+    /// partition and offset order.
+    pub fn consume_values(&self, topic: &str) -> Vec<Vec<u8>> {
+        let mut records = self.consume_raw(topic);
+        records.sort_by_key(|(p, o, _, _)| (*p, *o));
+        records.into_iter().map(|(_, _, _, v)| v).collect()
+    }
+
+    /// Every committed record of `topic`, its value as bytes.
+    fn consume_raw(&self, topic: &str) -> Vec<ConsumedRaw> {
         use rdkafka::consumer::{BaseConsumer, Consumer};
         use rdkafka::message::{Headers, Message};
         let c: BaseConsumer = self
@@ -356,7 +375,7 @@ impl Broker {
                         m.partition(),
                         m.offset(),
                         headers,
-                        String::from_utf8_lossy(m.payload().unwrap_or(b"")).into_owned(),
+                        m.payload().unwrap_or(b"").to_vec(),
                     ));
                     if m.offset() >= ends[&m.partition()] - 1 {
                         ends.remove(&m.partition());

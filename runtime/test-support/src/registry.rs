@@ -1,7 +1,8 @@
 //! A schema registry the tests run themselves, speaking the part of the
-//! Confluent REST API Weir uses: `GET /schemas/ids/{id}`, and
-//! `POST /subjects/{subject}/versions` / `GET /subjects/{subject}/versions`
-//! for the tests to register schemas. No Confluent-compatible registry
+//! Confluent REST API Weir uses: `GET /schemas/ids/{id}` (the sources) and
+//! `POST /subjects/{subject}/versions` (the Kafka sink registering its
+//! schema; a subject can be frozen to refuse new schemas as incompatible),
+//! and `GET /subjects/{subject}/versions`. No Confluent-compatible registry
 //! server can be installed from the registries this machine reaches (the
 //! Confluent registry and Apicurio are Java from Maven; Karapace is not on
 //! PyPI), so Weir's client is tested against this one; the docs say so.
@@ -19,6 +20,9 @@ use std::thread::JoinHandle;
 struct Schemas {
     by_id: HashMap<u32, String>,
     subjects: HashMap<String, Vec<u32>>,
+    /// Subjects that refuse a new schema as incompatible (HTTP 409), as a
+    /// registry does under its compatibility rules.
+    frozen: std::collections::HashSet<String>,
 }
 
 /// A running test registry.
@@ -27,6 +31,8 @@ pub struct TestRegistry {
     schemas: Arc<Mutex<Schemas>>,
     stop: Arc<AtomicBool>,
     requests: Arc<AtomicUsize>,
+    /// Requests still to answer with a server error.
+    failing: Arc<AtomicUsize>,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -40,6 +46,7 @@ impl TestRegistry {
         let schemas = Arc::new(Mutex::new(Schemas::default()));
         let stop = Arc::new(AtomicBool::new(false));
         let requests = Arc::new(AtomicUsize::new(0));
+        let failing = Arc::new(AtomicUsize::new(0));
         let expected = auth.map(|(u, p)| {
             use base64::Engine;
             format!(
@@ -49,12 +56,26 @@ impl TestRegistry {
         });
         let thread = {
             let (schemas, stop, requests) = (schemas.clone(), stop.clone(), requests.clone());
+            let failing = failing.clone();
             std::thread::spawn(move || {
                 while !stop.load(Ordering::Relaxed) {
                     match listener.accept() {
-                        Ok((stream, _)) => {
+                        Ok((mut stream, _)) => {
                             requests.fetch_add(1, Ordering::Relaxed);
-                            let _ = serve(stream, &schemas, expected.as_deref());
+                            let fail = failing
+                                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                                    n.checked_sub(1)
+                                })
+                                .is_ok();
+                            let _ = if fail {
+                                respond(
+                                    &mut stream,
+                                    "500 Internal Server Error",
+                                    r#"{"error_code":50001,"message":"Error in the backend data store"}"#,
+                                )
+                            } else {
+                                serve(stream, &schemas, expected.as_deref())
+                            };
                         }
                         Err(_) => std::thread::sleep(std::time::Duration::from_millis(5)),
                     }
@@ -66,6 +87,7 @@ impl TestRegistry {
             schemas,
             stop,
             requests,
+            failing,
             thread: Some(thread),
         }
     }
@@ -80,6 +102,31 @@ impl TestRegistry {
         let mut s = self.schemas.lock().unwrap();
         s.by_id.insert(id, schema.to_string());
         s.subjects.entry(subject.to_string()).or_default().push(id);
+    }
+
+    /// From now on `subject` refuses any schema it does not hold yet as
+    /// incompatible, as a registry's compatibility check would.
+    pub fn freeze(&self, subject: &str) {
+        self.schemas
+            .lock()
+            .unwrap()
+            .frozen
+            .insert(subject.to_string());
+    }
+
+    /// The ids registered under `subject`, oldest first, with their
+    /// schemas.
+    pub fn subject(&self, subject: &str) -> Vec<(u32, String)> {
+        let s = self.schemas.lock().unwrap();
+        s.subjects
+            .get(subject)
+            .map(|ids| ids.iter().map(|id| (*id, s.by_id[id].clone())).collect())
+            .unwrap_or_default()
+    }
+
+    /// Answers the next `n` requests with a server error (500).
+    pub fn fail_next(&self, n: usize) {
+        self.failing.store(n, Ordering::Relaxed);
     }
 
     /// How many requests it has answered.
@@ -187,8 +234,27 @@ fn serve(
                 Some((id, _)) => *id,
                 None => s.by_id.keys().max().map_or(1, |m| m + 1),
             };
+            let held = s
+                .subjects
+                .get(*subject)
+                .is_some_and(|ids| ids.contains(&id));
+            if !held && s.frozen.contains(*subject) {
+                return respond(
+                    &mut stream,
+                    "409 Conflict",
+                    &serde_json::json!({
+                        "error_code": 409,
+                        "message": format!(
+                            "Schema being registered is incompatible with an earlier schema for subject \"{subject}\""
+                        ),
+                    })
+                    .to_string(),
+                );
+            }
             s.by_id.insert(id, schema);
-            s.subjects.entry(subject.to_string()).or_default().push(id);
+            if !held {
+                s.subjects.entry(subject.to_string()).or_default().push(id);
+            }
             respond(
                 &mut stream,
                 "200 OK",

@@ -211,51 +211,89 @@ impl FramedDecoder {
     }
 }
 
-/// `batch` without the rows whose decimal has more digits than its
-/// column's precision (Avro does not check a decimal's bytes against
-/// the schema's precision), and those rows' records (`records[row]`)
-/// with the reason.
+/// `batch` without the rows whose decimal — a column's, or one inside a
+/// struct or a list — has more digits than its type's precision (Avro
+/// does not check a decimal's bytes against the schema's precision), and
+/// those rows' records (`records[row]`) with the reason.
 pub(super) fn without_overlong_decimals(
     batch: RecordBatch,
     records: &[usize],
 ) -> Result<(RecordBatch, Vec<(usize, String)>)> {
-    use arrow_array::types::{Decimal128Type, DecimalType};
-    let mut keep = vec![true; batch.num_rows()];
-    let mut refused = Vec::new();
+    let mut reasons: Vec<Option<String>> = vec![None; batch.num_rows()];
     for (field, column) in batch.schema().fields().iter().zip(batch.columns()) {
-        let &arrow_schema::DataType::Decimal128(precision, scale) = field.data_type() else {
-            continue;
-        };
-        let Some(values) = column
-            .as_any()
-            .downcast_ref::<arrow_array::Decimal128Array>()
-        else {
-            continue;
-        };
-        for (row, value) in values.iter().enumerate() {
-            let Some(v) = value else { continue };
-            if keep[row] && Decimal128Type::validate_decimal_precision(v, precision, scale).is_err()
-            {
-                keep[row] = false;
-                refused.push((
-                    records.get(row).copied().unwrap_or(usize::MAX),
-                    format!(
-                        "column `{}`: {} has more digits than decimal({precision},{scale}) holds",
-                        field.name(),
-                        Decimal128Type::format_decimal(v, precision, scale)
-                    ),
-                ));
-            }
-        }
+        overlong_rows(column.as_ref(), field.name(), &mut reasons);
     }
+    let refused: Vec<(usize, String)> = reasons
+        .iter()
+        .enumerate()
+        .filter_map(|(row, why)| {
+            let why = why.clone()?;
+            Some((records.get(row).copied().unwrap_or(usize::MAX), why))
+        })
+        .collect();
     if refused.is_empty() {
         return Ok((batch, refused));
     }
-    let mask = arrow_array::BooleanArray::from(keep);
+    let mask = arrow_array::BooleanArray::from_iter(reasons.iter().map(|r| Some(r.is_none())));
     Ok((
         arrow_select::filter::filter_record_batch(&batch, &mask)?,
         refused,
     ))
+}
+
+/// Marks in `reasons` (one per value of `array`, `None` so far) each value
+/// holding a decimal with more digits than its precision; `path` names
+/// the value's place (`lines[].price`).
+fn overlong_rows(array: &dyn arrow_array::Array, path: &str, reasons: &mut [Option<String>]) {
+    use arrow_array::cast::AsArray;
+    use arrow_array::types::{Decimal128Type, DecimalType};
+    use arrow_array::Array as _;
+    use arrow_schema::DataType;
+    match array.data_type() {
+        &DataType::Decimal128(precision, scale) => {
+            for (row, value) in array.as_primitive::<Decimal128Type>().iter().enumerate() {
+                let Some(v) = value else { continue };
+                if reasons[row].is_none()
+                    && Decimal128Type::validate_decimal_precision(v, precision, scale).is_err()
+                {
+                    reasons[row] = Some(format!(
+                        "column `{path}`: {} has more digits than decimal({precision},{scale}) holds",
+                        Decimal128Type::format_decimal(v, precision, scale)
+                    ));
+                }
+            }
+        }
+        DataType::Struct(fields) => {
+            let s = array.as_struct();
+            for (field, child) in fields.iter().zip(s.columns()) {
+                let mut inner = vec![None; child.len()];
+                overlong_rows(
+                    child.as_ref(),
+                    &format!("{path}.{}", field.name()),
+                    &mut inner,
+                );
+                for (row, why) in inner.into_iter().enumerate() {
+                    if why.is_some() && s.is_valid(row) && reasons[row].is_none() {
+                        reasons[row] = why;
+                    }
+                }
+            }
+        }
+        DataType::List(_) => {
+            let list = array.as_list::<i32>();
+            let items = list.values();
+            let mut inner = vec![None; items.len()];
+            overlong_rows(items.as_ref(), &format!("{path}[]"), &mut inner);
+            for (row, range) in list.offsets().windows(2).enumerate() {
+                if list.is_null(row) || reasons[row].is_some() {
+                    continue;
+                }
+                let (from, to) = (range[0] as usize, range[1] as usize);
+                reasons[row] = inner[from..to].iter().find_map(Clone::clone);
+            }
+        }
+        _ => {}
+    }
 }
 
 /// The frame before an Avro body: a 0 byte and a 4-byte schema id.
@@ -273,5 +311,58 @@ fn frame_id(value: Option<&[u8]>) -> Result<u32, String> {
              schema id); it starts {}",
             hex::encode(&value[..value.len().min(8)])
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::{Array, ArrayRef, Decimal128Array, ListArray, StringArray, StructArray};
+    use arrow_buffer::OffsetBuffer;
+    use arrow_schema::{DataType, Field, Fields, Schema};
+    use std::sync::Arc;
+
+    /// Rows of `id` and `lines: list<struct{price: decimal(4,2)}>` whose
+    /// prices are `prices` (unscaled), each row taking `per_row` of them.
+    fn batch(prices: Vec<i128>, per_row: &[i32]) -> RecordBatch {
+        let price = Arc::new(Field::new("price", DataType::Decimal128(4, 2), false));
+        let prices: ArrayRef = Arc::new(
+            Decimal128Array::from(prices)
+                .with_precision_and_scale(4, 2)
+                .unwrap(),
+        );
+        let item = StructArray::new(Fields::from(vec![price.clone()]), vec![prices], None);
+        let item_field = Arc::new(Field::new("item", item.data_type().clone(), false));
+        let lines = ListArray::new(
+            item_field.clone(),
+            OffsetBuffer::from_lengths(per_row.iter().map(|&n| n as usize)),
+            Arc::new(item),
+            None,
+        );
+        let ids: Vec<String> = (0..per_row.len()).map(|i| format!("r{i}")).collect();
+        RecordBatch::try_new(
+            Arc::new(Schema::new(vec![
+                Field::new("id", DataType::Utf8, false),
+                Field::new("lines", DataType::List(item_field), false),
+            ])),
+            vec![Arc::new(StringArray::from(ids)), Arc::new(lines)],
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn an_overlong_decimal_inside_a_list_of_structs_sets_its_row_aside() {
+        // 99.99 fits decimal(4,2); 123.45 does not.
+        let (kept, refused) =
+            without_overlong_decimals(batch(vec![9999, 1, 12345, 5], &[2, 1, 1]), &[10, 11, 12])
+                .unwrap();
+        assert_eq!(kept.num_rows(), 2);
+        assert_eq!(
+            refused,
+            [(
+                11,
+                "column `lines[].price`: 123.45 has more digits than decimal(4,2) holds".into()
+            )]
+        );
     }
 }

@@ -1,6 +1,7 @@
 //! Avro, read with arrow-avro straight into Arrow: object container files
 //! in a files (or S3) source, and Kafka values in a schema registry's wire
-//! format (`registry.rs`).
+//! format (`registry.rs`, `framed.rs`); and written from Arrow, as a Kafka
+//! sink's values in that format (`encode.rs`).
 //!
 //! The source's declared columns become an Avro **reader schema**
 //! ([`reader_schema`]), and every writer's schema is resolved into it by
@@ -11,6 +12,8 @@
 //! that is neither written nor nullable, a `string` where a `long` is
 //! declared) is refused with arrow-avro's reason.
 
+mod blocks;
+pub mod encode;
 pub mod framed;
 pub mod registry;
 
@@ -43,9 +46,10 @@ pub fn reader_schema(schema: &Schema, writer: &str) -> Result<AvroSchema> {
     Ok(AvroSchema::new(record.to_string()))
 }
 
-/// The records a reader schema defines, so that each is defined once.
+/// The records a reader schema defines, with the declared fields each was
+/// defined for, so that each is defined once.
 #[derive(Default)]
-struct Names(std::collections::HashSet<String>);
+struct Names(std::collections::HashMap<String, Fields>);
 
 impl Names {
     /// A record of `fields`, named like `writer` (a record, or a union
@@ -56,9 +60,18 @@ impl Names {
             Some(ns) => format!("{ns}.{name}"),
             None => name.clone(),
         };
-        if !self.0.insert(full.clone()) {
+        if let Some(defined) = self.0.get(&full) {
+            // Avro defines a record once and refers to it by name after:
+            // every column read from it must declare the same fields.
+            if defined != fields {
+                bail!(
+                    "the writer's record `{full}` is read into two struct columns declared with \
+                     different fields; declare every column of that record with the same fields"
+                );
+            }
             return Ok(json!(full));
         }
+        self.0.insert(full.clone(), fields.clone());
         let writer_fields = writer.and_then(record_of).and_then(|r| r.get("fields"));
         let fields = fields
             .iter()
@@ -289,10 +302,23 @@ pub fn decode_file(
     batch_rows: usize,
     origin: &str,
 ) -> Result<Vec<RecordBatch>> {
-    let writer = arrow_avro::reader::read_header_info(std::io::Cursor::new(&data))
-        .with_context(|| format!("{origin} is not an Avro object container file"))?
+    let header = arrow_avro::reader::read_header_info(std::io::Cursor::new(&data))
+        .with_context(|| format!("{origin} is not an Avro object container file"))?;
+    let writer = header
         .writer_schema()
         .with_context(|| format!("{origin} has no readable writer schema"))?;
+    let writer_json: Value = serde_json::from_str(&writer.json_string)
+        .with_context(|| format!("{origin}'s writer schema is not JSON"))?;
+    blocks::check(
+        &data,
+        usize::try_from(header.header_len())?,
+        header.sync(),
+        header
+            .compression()
+            .with_context(|| format!("{origin}'s codec"))?,
+        &writer_json,
+    )
+    .with_context(|| format!("{origin} is not a whole Avro file"))?;
     let reader_schema = reader_schema(schema, &writer.json_string).with_context(|| {
         format!("{origin}'s writer schema does not resolve into the declared columns")
     })?;
@@ -316,4 +342,44 @@ pub fn decode_file(
         out.push(batch);
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn address(fields: &[&str]) -> DataType {
+        DataType::Struct(
+            fields
+                .iter()
+                .map(|f| Field::new(*f, DataType::Utf8, true))
+                .collect(),
+        )
+    }
+
+    /// A writer defines `Address` once and names it again for `work`.
+    const WRITER: &str = r#"{"type":"record","name":"Customer","fields":[
+      {"name":"home","type":{"type":"record","name":"Address","fields":[
+        {"name":"street","type":"string"},{"name":"city","type":"string"}]}},
+      {"name":"work","type":"Address"}]}"#;
+
+    #[test]
+    fn columns_read_from_one_writer_record_must_declare_the_same_fields() {
+        let alike = Schema::new(vec![
+            Field::new("home", address(&["street", "city"]), false),
+            Field::new("work", address(&["street", "city"]), false),
+        ]);
+        let reader: Value =
+            serde_json::from_str(&reader_schema(&alike, WRITER).unwrap().json_string).unwrap();
+        assert_eq!(reader["fields"][1]["type"], "Address");
+        let unlike = Schema::new(vec![
+            Field::new("home", address(&["street", "city"]), false),
+            Field::new("work", address(&["street"]), false),
+        ]);
+        let err = format!("{:#}", reader_schema(&unlike, WRITER).unwrap_err());
+        assert!(
+            err.contains("record `Address`") && err.contains("different fields"),
+            "{err}"
+        );
+    }
 }

@@ -1,14 +1,18 @@
-//! Writer schemas from a Confluent-compatible schema registry, by the id a
-//! record's framing names (`0x00`, then the id as 4 big-endian bytes), with
-//! a cache, and recorded in the checkpoint so that a replay decodes with
-//! the schemas its first run used even when the registry is gone.
+//! A client of a Confluent-compatible schema registry: writer schemas by
+//! the id a record's framing names (`0x00`, then the id as 4 big-endian
+//! bytes), for the sources; and the id of the schema a sink writes with,
+//! registered under its subject. Both cached, and recorded in the
+//! checkpoint so that a replay decodes, and frames, with what its first
+//! run used even when the registry is gone.
 //!
 //! A registry id names one schema forever, so what is recorded is the id's
 //! schema text, under `<checkpoint>/schemas/`: the text by its digest
 //! (`sha256-….avsc`) and the id's entry (`ids/<id>`) naming that digest —
-//! or, for an id the registry did not have, that and why. Both are written
-//! and synced before a record is decided with them, so no output the epoch
-//! commits was decided from something the checkpoint does not hold.
+//! or, for an id the registry did not have, that and why. A sink's
+//! registration is recorded as `registered/<digest>.json` (the subject,
+//! the schema's digest and its id). Each is written and synced before a
+//! record is decided or sent with it, so no output the epoch commits rests
+//! on something the checkpoint does not hold.
 
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
@@ -38,6 +42,14 @@ pub struct RegistryConfig {
 }
 
 impl RegistryConfig {
+    /// The files it names (`ca_file`, a password `file`), to resolve
+    /// against the pipeline file's directory like every path in it.
+    pub fn paths_mut(&mut self) -> Vec<&mut PathBuf> {
+        let mut paths: Vec<&mut PathBuf> = self.ca_file.as_mut().into_iter().collect();
+        paths.extend(self.password.as_mut().and_then(SecretSource::path_mut));
+        paths
+    }
+
     /// Refuses a URL that is neither `http://` nor `https://`, a password
     /// without a user (or the other way round), and a password sent in the
     /// clear (`http://`) anywhere but to this machine.
@@ -77,17 +89,18 @@ fn is_loopback(url: &reqwest::Url) -> bool {
             .is_ok_and(|ip| ip.is_loopback())
 }
 
-/// A response's body, refused past [`MAX_RESPONSE`] bytes.
-fn read_body(response: reqwest::blocking::Response, id: u32) -> Result<Vec<u8>> {
+/// A response's body, refused past [`MAX_RESPONSE`] bytes; `what` names
+/// the request in errors ("schema id 7").
+fn read_body(response: reqwest::blocking::Response, what: &str) -> Result<Vec<u8>> {
     use std::io::Read as _;
     let mut body = Vec::new();
     response
         .take(MAX_RESPONSE + 1)
         .read_to_end(&mut body)
-        .with_context(|| format!("reading the schema registry's answer for schema id {id}"))?;
+        .with_context(|| format!("reading the schema registry's answer for {what}"))?;
     if body.len() as u64 > MAX_RESPONSE {
         bail!(
-            "the schema registry's answer for schema id {id} is over {} MiB: not a schema",
+            "the schema registry's answer for {what} is over {} MiB: not a schema",
             MAX_RESPONSE >> 20
         );
     }
@@ -190,12 +203,10 @@ impl Registry {
     }
 
     fn fetch(&self, id: u32) -> Result<Lookup> {
+        let what = format!("schema id {id}");
         let url = format!("{}/schemas/ids/{id}", self.url);
-        let mut request = self.client.get(&url);
-        if let Some((user, password)) = &self.auth {
-            request = request.basic_auth(user, Some(password.expose()));
-        }
-        let response = request
+        let response = self
+            .authorized(self.client.get(&url))
             .send()
             .with_context(|| format!("schema registry {}: asking for schema id {id}", self.url))?;
         let status = response.status();
@@ -203,7 +214,7 @@ impl Registry {
             // Only the registry's own "schema not found" is the record's
             // answer; a 404 from elsewhere (a wrong `url`) is the setup's.
             let body: serde_json::Value =
-                serde_json::from_slice(&read_body(response, id)?).unwrap_or_default();
+                serde_json::from_slice(&read_body(response, &what)?).unwrap_or_default();
             if body["error_code"] == SCHEMA_NOT_FOUND {
                 return Ok(Lookup::Unknown(format!(
                     "schema id {id} is not in the schema registry"
@@ -221,13 +232,24 @@ impl Registry {
                 self.url
             );
         }
-        let body: SchemaById = serde_json::from_slice(&read_body(response, id)?)
+        let body: SchemaById = serde_json::from_slice(&read_body(response, &what)?)
             .with_context(|| format!("schema registry {}: schema id {id}", self.url))?;
         match body.schema_type.as_deref() {
             None | Some("AVRO") => Ok(Lookup::Found(body.schema.into())),
             Some(other) => Ok(Lookup::Unknown(format!(
                 "schema id {id} is a {other} schema, not Avro"
             ))),
+        }
+    }
+
+    /// `request` with the configured credentials, if any.
+    fn authorized(
+        &self,
+        request: reqwest::blocking::RequestBuilder,
+    ) -> reqwest::blocking::RequestBuilder {
+        match &self.auth {
+            Some((user, password)) => request.basic_auth(user, Some(password.expose())),
+            None => request,
         }
     }
 
@@ -270,18 +292,150 @@ impl Registry {
         let content = match lookup {
             Lookup::Unknown(reason) => format!("{UNKNOWN}{reason}"),
             Lookup::Found(text) => {
-                let digest = Digest::of(text.as_bytes()).to_string();
-                let path = self
-                    .recorded
-                    .join(format!("{}.avsc", digest.replace(':', "-")));
-                weir_core::fsutil::write_atomic(&path, text.as_bytes())
-                    .with_context(|| format!("recording schema id {id} in {}", path.display()))?;
+                let digest = self.record_text(text, &format!("schema id {id}"))?;
                 tracing::info!(id, %digest, registry = %self.url, "recorded a writer schema from the registry");
                 digest
             }
         };
         weir_core::fsutil::write_atomic(&entry, content.as_bytes())
             .with_context(|| format!("recording schema id {id} in {}", entry.display()))
+    }
+
+    /// Writes a schema's text under its digest (`sha256-….avsc`); the
+    /// digest.
+    fn record_text(&self, text: &str, what: &str) -> Result<String> {
+        weir_core::fsutil::create_dir_durable(&self.recorded)?;
+        let digest = Digest::of(text.as_bytes()).to_string();
+        let path = self
+            .recorded
+            .join(format!("{}.avsc", digest.replace(':', "-")));
+        weir_core::fsutil::write_atomic(&path, text.as_bytes())
+            .with_context(|| format!("recording {what} in {}", path.display()))?;
+        Ok(digest)
+    }
+}
+
+/// A sink's registration of one schema under one subject, as recorded.
+#[derive(Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct Registration {
+    subject: String,
+    /// The digest of the schema's text (`sha256:…`).
+    schema: String,
+    id: u32,
+}
+
+/// The registry's answer to a registration.
+#[derive(Deserialize)]
+struct Registered {
+    id: u32,
+}
+
+impl Registry {
+    /// The id under which `subject` holds `schema` (Avro JSON), for a sink
+    /// to frame its values with: as this checkpoint recorded it, else
+    /// registered (`POST /subjects/{subject}/versions`, which answers a
+    /// schema the subject already has with its id) and recorded, so that
+    /// a replay frames its values as the first run did, registry or not.
+    /// A registry that refuses the schema (incompatible with the subject's
+    /// earlier versions, or invalid) is an error naming the subject and the
+    /// registry's reason.
+    pub fn register(&mut self, subject: &str, schema: &str) -> Result<u32> {
+        let digest = Digest::of(schema.as_bytes()).to_string();
+        let entry = self.registration_entry(subject, &digest);
+        if let Some(id) = self.registered(&entry, subject, &digest)? {
+            return Ok(id);
+        }
+        let id = self.post_schema(subject, schema)?;
+        self.record_text(schema, &format!("the schema of subject `{subject}`"))?;
+        let registration = Registration {
+            subject: subject.to_string(),
+            schema: digest.clone(),
+            id,
+        };
+        let json = serde_json::to_vec_pretty(&registration)?;
+        weir_core::fsutil::create_dir_durable(&self.recorded.join("registered"))?;
+        weir_core::fsutil::write_atomic(&entry, &json)
+            .with_context(|| format!("recording a registration in {}", entry.display()))?;
+        tracing::info!(subject, id, %digest, registry = %self.url, "registered the output's Avro schema");
+        Ok(id)
+    }
+
+    /// Where the registration of the schema of `digest` under `subject`
+    /// is recorded: named by a digest of both, as a subject may hold any
+    /// character.
+    fn registration_entry(&self, subject: &str, digest: &str) -> PathBuf {
+        let key = Digest::of(format!("{subject}\n{digest}").as_bytes()).to_string();
+        self.recorded
+            .join("registered")
+            .join(format!("{}.json", key.replace(':', "-")))
+    }
+
+    /// The recorded id of a registration, if this checkpoint has one.
+    fn registered(&self, entry: &Path, subject: &str, digest: &str) -> Result<Option<u32>> {
+        let text = match std::fs::read(entry) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e).with_context(|| format!("reading {}", entry.display())),
+        };
+        let recorded: Registration = serde_json::from_slice(&text)
+            .with_context(|| format!("the recorded registration {}", entry.display()))?;
+        if recorded.subject != subject || recorded.schema != digest {
+            bail!(
+                "the recorded registration {} is of subject `{}` and schema {}, not `{subject}` and {digest}",
+                entry.display(),
+                recorded.subject,
+                recorded.schema
+            );
+        }
+        Ok(Some(recorded.id))
+    }
+
+    /// `POST /subjects/{subject}/versions`: the schema's id.
+    fn post_schema(&self, subject: &str, schema: &str) -> Result<u32> {
+        let what = format!("registering subject `{subject}`");
+        let mut url = reqwest::Url::parse(&self.url)
+            .with_context(|| format!("`schema_registry.url` `{}`", self.url))?;
+        url.path_segments_mut()
+            .map_err(|()| {
+                anyhow::anyhow!("`schema_registry.url` `{}` cannot take a path", self.url)
+            })?
+            .pop_if_empty()
+            .extend(["subjects", subject, "versions"]);
+        let response = self
+            .authorized(self.client.post(url))
+            .header(
+                reqwest::header::CONTENT_TYPE,
+                "application/vnd.schemaregistry.v1+json",
+            )
+            .body(serde_json::json!({ "schema": schema }).to_string())
+            .send()
+            .with_context(|| format!("schema registry {}: {what}", self.url))?;
+        let status = response.status();
+        let body = read_body(response, &what)?;
+        if !status.is_success() {
+            let answer: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+            let message = answer["message"].as_str().map_or_else(
+                || String::from_utf8_lossy(&body).into_owned(),
+                str::to_string,
+            );
+            let why = match status.as_u16() {
+                409 => {
+                    "refused the output's Avro schema as incompatible with the subject's \
+                        earlier versions (change the output back, or the subject's compatibility)"
+                }
+                422 => "refused the output's Avro schema as invalid",
+                401 | 403 => "refused the credentials (`schema_registry.username`, `password`)",
+                _ => "failed",
+            };
+            bail!(
+                "schema registry {}: {what} {why}: {status}: {message}",
+                self.url
+            );
+        }
+        let registered: Registered = serde_json::from_slice(&body).with_context(|| {
+            format!("schema registry {}: {what}: the answer has no id", self.url)
+        })?;
+        Ok(registered.id)
     }
 }
 

@@ -175,6 +175,12 @@ impl SourceConnector for KafkaSourceConfig {
     fn paths(&mut self) -> Vec<&mut PathBuf> {
         let mut paths: Vec<&mut PathBuf> = self.dead_letter.as_mut().into_iter().collect();
         paths.extend(self.protobuf.as_mut().map(|p| &mut p.descriptor_set));
+        paths.extend(
+            self.schema_registry
+                .as_mut()
+                .map(|r| r.paths_mut())
+                .unwrap_or_default(),
+        );
         paths.extend(security_paths(self.tls.as_mut(), self.sasl.as_mut()));
         paths
     }
@@ -224,7 +230,20 @@ impl SourceConnector for KafkaSourceConfig {
     }
 }
 
-/// One JSON message per output row to a Kafka topic.
+/// How the Kafka sink writes each output row as a message value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SinkValueFormat {
+    /// One JSON object per row.
+    #[default]
+    Json,
+    /// Avro in a schema registry's wire format: the output's columns as an
+    /// Avro record schema, registered under `subject` in `schema_registry`.
+    Avro,
+}
+
+/// One message per output row to a Kafka topic: JSON, or Avro with a
+/// schema registry.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct KafkaSinkConfig {
@@ -251,17 +270,62 @@ pub struct KafkaSinkConfig {
     /// How long metadata requests and deliveries may take.
     #[serde(default = "default_timeout", with = "weir_core::duration")]
     pub timeout: Duration,
+    /// How rows become values (default `json`).
+    #[serde(default)]
+    pub value_format: SinkValueFormat,
+    /// The registry the values' schema is registered in
+    /// (`value_format = "avro"`).
+    #[serde(default)]
+    pub schema_registry: Option<crate::avro::registry::RegistryConfig>,
+    /// The subject the schema is registered under (default
+    /// `<topic>-value`, the registry's topic name strategy).
+    #[serde(default)]
+    pub subject: Option<String>,
+    /// The Avro record's full name (default `weir.<topic>`).
+    #[serde(default)]
+    pub avro_record: Option<String>,
 }
 
 impl SinkConnector for KafkaSinkConfig {
     const KIND: &'static str = "kafka";
 
     fn validate(&self) -> Result<()> {
-        self.security().validate()
+        self.security().validate()?;
+        match (self.value_format, &self.schema_registry) {
+            (SinkValueFormat::Avro, None) => bail!(
+                "`sink.value_format = \"avro\"` registers the output's schema and frames each \
+                 value with its id: give `schema_registry = {{ url = \"…\" }}`"
+            ),
+            (SinkValueFormat::Avro, Some(registry)) => registry.validate()?,
+            (SinkValueFormat::Json, _) => {
+                let avro_only = [
+                    ("schema_registry", self.schema_registry.is_some()),
+                    ("subject", self.subject.is_some()),
+                    ("avro_record", self.avro_record.is_some()),
+                ];
+                if let Some((key, _)) = avro_only.iter().find(|(_, set)| *set) {
+                    bail!("`sink.{key}` is for `value_format = \"avro\"`");
+                }
+            }
+        }
+        if self.subject.as_deref().is_some_and(|s| s.trim().is_empty()) {
+            bail!("`sink.subject` must not be empty");
+        }
+        if let Some(record) = &self.avro_record {
+            crate::avro::encode::check_record_name(record).context("`sink.avro_record`")?;
+        }
+        Ok(())
     }
 
     fn paths(&mut self) -> Vec<&mut PathBuf> {
-        security_paths(self.tls.as_mut(), self.sasl.as_mut())
+        let mut paths = security_paths(self.tls.as_mut(), self.sasl.as_mut());
+        paths.extend(
+            self.schema_registry
+                .as_mut()
+                .map(|r| r.paths_mut())
+                .unwrap_or_default(),
+        );
+        paths
     }
 
     fn identity(&self) -> Result<String> {
@@ -280,11 +344,29 @@ impl SinkConnector for KafkaSinkConfig {
             query_id: ctx.query_id.to_string(),
             task: ctx.task,
             writer_id: ctx.writer_id(),
+            avro: self.avro(ctx.checkpoint),
         })?))
     }
 }
 
 impl KafkaSinkConfig {
+    /// What an Avro sink registers and where it records it.
+    fn avro(&self, checkpoint: &Path) -> Option<super::sink::AvroValues> {
+        let registry = self.schema_registry.clone()?;
+        Some(super::sink::AvroValues {
+            registry,
+            checkpoint: checkpoint.to_path_buf(),
+            subject: self
+                .subject
+                .clone()
+                .unwrap_or_else(|| format!("{}-value", self.topic)),
+            record: self
+                .avro_record
+                .clone()
+                .unwrap_or_else(|| crate::avro::encode::default_record_name(&self.topic)),
+        })
+    }
+
     /// The `tls`, `sasl` and `options` keys, to check or resolve.
     pub fn security(&self) -> KafkaSecurity<'_> {
         KafkaSecurity {

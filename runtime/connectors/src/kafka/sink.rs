@@ -1,4 +1,5 @@
-//! Operator output to a Kafka topic: one JSON message per row, with
+//! Operator output to a Kafka topic: one message per row (JSON, or Avro
+//! in a schema registry's wire format: `crate::avro::encode`), with
 //! `acks=all` and idempotence, each carrying `weir-query` and `weir-epoch`
 //! headers. By default the sink is at-least-once: a replayed epoch is sent
 //! again, with the same headers, so consumers can drop it. With
@@ -21,14 +22,18 @@ use super::client::{Brokers, Reader, Reporting};
 use super::fetch::fetch_ranges;
 use super::security::ClientSecurity;
 use super::source::Fetched;
+use crate::avro::encode::FramedEncoder;
+use crate::avro::registry::{Registry, RegistryConfig};
 use crate::kafka::plan::PartitionRange;
 use anyhow::{bail, Context, Result};
 use arrow_array::{Array, RecordBatch, StringArray};
+use bytes::Bytes;
 use rdkafka::client::ClientContext;
 use rdkafka::consumer::Consumer;
 use rdkafka::message::{Header, OwnedHeaders};
 use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -77,6 +82,18 @@ pub struct KafkaSinkSettings {
     pub task: u16,
     /// This writer's own name ([`crate::connector::SinkContext::writer_id`]).
     pub writer_id: String,
+    /// Avro values with a schema registry (`None`: JSON).
+    pub avro: Option<AvroValues>,
+}
+
+/// What an Avro sink registers its schema in, under which subject and
+/// record name, and the checkpoint the registration is recorded in.
+#[derive(Debug, Clone)]
+pub struct AvroValues {
+    pub registry: RegistryConfig,
+    pub checkpoint: PathBuf,
+    pub subject: String,
+    pub record: String,
 }
 
 impl KafkaSinkSettings {
@@ -151,6 +168,8 @@ pub struct KafkaSink {
     committed_tail: Option<Option<u64>>,
     /// The real-time epoch whose transaction is open (transactional only).
     open_transaction: Option<u64>,
+    /// Encodes rows as Avro values (`None`: JSON).
+    avro: Option<FramedEncoder>,
 }
 
 fn brokers(s: &KafkaSinkSettings) -> Brokers<'_> {
@@ -165,6 +184,15 @@ fn brokers(s: &KafkaSinkSettings) -> Brokers<'_> {
 impl KafkaSink {
     /// Connects; with `transactional`, registers the transactional producer.
     pub fn new(s: KafkaSinkSettings) -> Result<Self> {
+        let avro = s
+            .avro
+            .as_ref()
+            .map(|a| {
+                let registry = Registry::new(&a.registry, &a.checkpoint)?;
+                FramedEncoder::new(registry, &a.subject, &a.record)
+            })
+            .transpose()
+            .context("`sink.schema_registry`")?;
         let deliveries = Deliveries::default();
         let mut cfg = brokers(&s).producer();
         if s.transactional {
@@ -189,6 +217,7 @@ impl KafkaSink {
             sent: AtomicU64::new(0),
             committed_tail: None,
             open_transaction: None,
+            avro,
         })
     }
 
@@ -323,19 +352,35 @@ impl KafkaSink {
         Ok(keys)
     }
 
+    /// Each row of `batches` as a message value, in order: Avro framed
+    /// with the registered schema's id, or a JSON line.
+    fn values(&mut self, batches: &[RecordBatch]) -> Result<Vec<Bytes>> {
+        if let Some(encoder) = &mut self.avro {
+            return encoder.encode(batches);
+        }
+        let lines = Bytes::from(to_json_lines(batches)?);
+        let mut values = Vec::new();
+        let mut start = 0;
+        for (end, &byte) in lines.iter().enumerate() {
+            if byte == b'\n' {
+                if end > start {
+                    values.push(lines.slice(start..end));
+                }
+                start = end + 1;
+            }
+        }
+        Ok(values)
+    }
+
     /// Sends every row as a message tagged with the query, the epoch and
     /// (real-time) the part, so that a consumer can drop a replay's repeats.
-    fn send_rows(&self, epoch: u64, part: Option<u32>, batches: &[RecordBatch]) -> Result<()> {
-        let lines = to_json_lines(batches)?;
+    fn send_rows(&mut self, epoch: u64, part: Option<u32>, batches: &[RecordBatch]) -> Result<()> {
+        let values = self.values(batches)?;
         let keys = self.keys(batches)?;
         let epoch_text = epoch.to_string();
         let part_text = part.map(|p| p.to_string());
         let task_text = (self.s.task > 0).then(|| self.s.task.to_string());
-        for (i, line) in lines
-            .split(|&b| b == b'\n')
-            .filter(|l| !l.is_empty())
-            .enumerate()
-        {
+        for (i, value) in values.iter().enumerate() {
             let mut headers = OwnedHeaders::new()
                 .insert(Header {
                     key: "weir-query",
@@ -358,7 +403,7 @@ impl KafkaSink {
                 });
             }
             let mut record = BaseRecord::<str, [u8]>::to(&self.s.topic)
-                .payload(line)
+                .payload(value.as_ref())
                 .headers(headers);
             if let Some(k) = keys.get(i).and_then(Option::as_deref) {
                 record = record.key(k);

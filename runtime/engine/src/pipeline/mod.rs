@@ -22,7 +22,7 @@ mod sinks;
 mod tasks;
 
 use retry::{Closing, Resume};
-pub(crate) use sinks::PipelineSinks;
+pub(crate) use sinks::{PipelineSinks, WriterIdentity};
 use tasks::TaskRun;
 pub use tasks::Tasks;
 

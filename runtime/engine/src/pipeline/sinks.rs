@@ -14,9 +14,22 @@ use crate::config::sinks::Sinks;
 use anyhow::{Context, Result};
 use arrow_array::RecordBatch;
 use std::collections::HashSet;
+use std::path::PathBuf;
 use weir_connectors::connector::{SinkContext, SinkSettings};
 use weir_core::outputs;
 use weir_core::sink::Sink;
+
+/// Who the writers write for: what every sink's writers share of their
+/// [`SinkContext`].
+#[derive(Clone)]
+pub(crate) struct WriterIdentity {
+    pub pipeline: String,
+    pub query_id: String,
+    /// The source partition a cluster worker runs.
+    pub partition: Option<i32>,
+    /// The checkpoint's directory.
+    pub checkpoint: PathBuf,
+}
 
 /// Every sink's writers, and which output each takes.
 pub(crate) struct PipelineSinks {
@@ -34,16 +47,11 @@ struct Route {
 impl PipelineSinks {
     /// Opens every sink's first writer (a sink that cannot be reached or
     /// configured fails the start).
-    pub fn open(
-        sinks: &Sinks,
-        pipeline: &str,
-        query_id: &str,
-        partition: Option<i32>,
-    ) -> Result<Self> {
+    pub fn open(sinks: &Sinks, identity: &WriterIdentity) -> Result<Self> {
         let routes = sinks
             .iter()
             .map(|s| {
-                let writers = TaskSinks::open(&*s.settings, &s.name, pipeline, query_id, partition)
+                let writers = TaskSinks::open(&*s.settings, &s.name, identity)
                     .with_context(|| format!("sink `{}`", s.name))?;
                 Ok(Route {
                     name: s.name.clone(),
@@ -140,9 +148,7 @@ fn route_shares(shares: &[&[RecordBatch]], output: &str) -> Result<Vec<Vec<Recor
 pub(crate) struct TaskSinks {
     settings: Box<dyn SinkSettings>,
     name: String,
-    pipeline: String,
-    query_id: String,
-    partition: Option<i32>,
+    identity: WriterIdentity,
     writers: Vec<Box<dyn Sink>>,
     /// Whether writers take ownership as they open ([`TaskSinks::fence`]).
     fencing: bool,
@@ -151,20 +157,15 @@ pub(crate) struct TaskSinks {
 impl TaskSinks {
     /// Opens the first task's writer at once, so that a sink that cannot
     /// be reached or configured fails the start.
-    /// `partition` is the source partition a cluster worker runs.
     pub fn open(
         settings: &dyn SinkSettings,
         name: &str,
-        pipeline: &str,
-        query_id: &str,
-        partition: Option<i32>,
+        identity: &WriterIdentity,
     ) -> Result<Self> {
         let mut sinks = TaskSinks {
             settings: settings.clone_box(),
             name: name.to_string(),
-            pipeline: pipeline.to_string(),
-            query_id: query_id.to_string(),
-            partition,
+            identity: identity.clone(),
             writers: Vec::new(),
             fencing: false,
         };
@@ -185,10 +186,11 @@ impl TaskSinks {
                 .settings
                 .open(&SinkContext {
                     name: &self.name,
-                    pipeline: &self.pipeline,
-                    query_id: &self.query_id,
+                    pipeline: &self.identity.pipeline,
+                    query_id: &self.identity.query_id,
                     task,
-                    partition: self.partition,
+                    partition: self.identity.partition,
+                    checkpoint: &self.identity.checkpoint,
                 })
                 .with_context(|| format!("opening task {task}'s sink writer"))?;
             self.writers.push(writer);
