@@ -37,16 +37,10 @@ step() {
     step protobuf-writer install-protobuf-writer.sh
 ) &
 downloads=$!
-# The Python and JavaScript components beside the servers' builds: they
-# share nothing, and each build has single-core stretches.
-step polyglot build-polyglot.sh &
-polyglot=$!
 step tansu install-tansu.sh
 step s3s-fs install-s3s.sh
-failed=0
-wait "$downloads" || failed=1
-wait "$polyglot" || failed=1
-if ((failed)); then
-    echo "[prepare-service-tests] an install or a build failed (its lines are above)" >&2
+step polyglot build-polyglot.sh
+if ! wait "$downloads"; then
+    echo "[prepare-service-tests] an install failed (its lines are above)" >&2
     exit 1
 fi

@@ -11,12 +11,10 @@
 #   with code generation), so no dependency is compiled twice;
 # - what only the service tests need (tansu and s3s-fs, built from
 #   crates.io; Chromium; delta-rs's reader; the Python and JavaScript
-#   operator components) is installed and built in the background beside
-#   the workspace's compile, at the same CPU priority: it must be ready
-#   when the other tests end, and its last steps (tansu's largest crates,
-#   its link) use one core, which the workspace's compile fills. The fuzz
-#   targets are built at a low priority, from what is left. Each is waited
-#   for where it is needed.
+#   operator components) and the fuzz targets are installed and built in
+#   the background at a low CPU priority, using what the workspace's
+#   compile and then the tests leave idle. Each is waited for where it is
+#   needed.
 #
 # Ends with one line of each phase's time (`[test.sh] phases: …`), also
 # when a phase fails, for the closing notes' CI breakdown; a background
@@ -96,11 +94,8 @@ trap report EXIT
 
 phase install bash scripts/install.sh
 # Chromium, delta-rs's reader, tansu, s3s-fs and the Python and JavaScript
-# operator components (each kept while its sources are unchanged). At a
-# low priority (15) they took the whole compile and the other tests to
-# build and were the run's critical path: the service tests waited ~5
-# minutes for them, much of it for tansu's single-core tail.
-background services 0 bash scripts/prepare-service-tests.sh
+# operator components (each kept while its sources are unchanged).
+background services 15 bash scripts/prepare-service-tests.sh
 # The fuzz targets, needed last, get what is left after that.
 background fuzz-build 19 bash scripts/fuzz.sh --build-only
 phase fmt cargo fmt --all --check
