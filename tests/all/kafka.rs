@@ -556,7 +556,6 @@ fn raw_records_carry_key_value_and_metadata_columns() {
 #[test]
 #[ignore = "needs tansu"]
 fn a_source_opened_for_one_partition_reads_only_that_partition() {
-    use arrow_array::Array;
     use weir_connectors::kafka::KafkaSource;
     use weir_core::source::{PlanLimit, Source};
     let broker = Broker::start();
@@ -577,20 +576,7 @@ fn a_source_opened_for_one_partition_reads_only_that_partition() {
         [(1, 0, 100)]
     );
     let input = source.read(&range).unwrap();
-    let values: Vec<String> = input
-        .batches
-        .iter()
-        .flat_map(|b| {
-            let col = b.column_by_name("value").unwrap();
-            let col = col
-                .as_any()
-                .downcast_ref::<arrow_array::StringArray>()
-                .unwrap();
-            (0..col.len())
-                .map(|i| col.value(i).to_string())
-                .collect::<Vec<_>>()
-        })
-        .collect();
+    let values = crate::common::utf8_values(&input.batches, "value");
     let expected: Vec<String> = (0..300)
         .filter(|i| i % 3 == 1)
         .map(|i| format!("v{i}"))

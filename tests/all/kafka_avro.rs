@@ -470,20 +470,7 @@ fn after_a_registry_error_the_retry_decodes_every_record() {
 
     let rows = decoder.decode(&values).unwrap();
     assert!(rows.rejected.is_empty(), "{:?}", rows.rejected);
-    let ids: Vec<String> = rows
-        .batches
-        .iter()
-        .flat_map(|b| {
-            let ids = b.column_by_name("txn_id").unwrap();
-            let ids = ids
-                .as_any()
-                .downcast_ref::<arrow_array::StringArray>()
-                .unwrap();
-            ids.iter()
-                .map(|s| s.unwrap().to_string())
-                .collect::<Vec<_>>()
-        })
-        .collect();
+    let ids = crate::common::utf8_values(&rows.batches, "txn_id");
     assert_eq!(ids, ["a1", "a2"]);
     assert!(dir.path().join("schemas/ids/1").exists());
 }

@@ -180,6 +180,25 @@ pub fn canonical_rows(out: &Path) -> Vec<String> {
     rows
 }
 
+/// The values of the text column `name` across `batches`, in order (a
+/// null fails the test).
+pub fn utf8_values(batches: &[arrow_array::RecordBatch], name: &str) -> Vec<String> {
+    batches
+        .iter()
+        .flat_map(|b| {
+            let column = b.column_by_name(name).unwrap();
+            let column = column
+                .as_any()
+                .downcast_ref::<arrow_array::StringArray>()
+                .unwrap();
+            column
+                .iter()
+                .map(|v| v.unwrap().to_string())
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
 /// Every output file of the sink, sorted by name, with its bytes.
 pub fn sink_files(out: &Path) -> Vec<(String, Vec<u8>)> {
     let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(out)

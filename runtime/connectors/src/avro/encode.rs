@@ -15,7 +15,7 @@ use arrow_avro::schema::{
 };
 use arrow_avro::writer::format::AvroSoeFormat;
 use arrow_avro::writer::{Encoder, WriterBuilder};
-use arrow_schema::Schema;
+use arrow_schema::{Fields, Schema};
 use bytes::Bytes;
 use std::collections::HashMap;
 
@@ -26,10 +26,11 @@ pub struct FramedEncoder {
     /// The record's name and namespace.
     name: String,
     namespace: Option<String>,
-    /// Per Avro schema (its JSON) of the output's columns: the encoder
-    /// framing with its registered id. An output's columns change only
-    /// with a new operator version, so this stays small.
-    encoders: HashMap<String, Encoder>,
+    /// Per set of output columns: the encoder framing with the id their
+    /// Avro schema was registered under. An output's columns change only
+    /// with a new operator version, so this stays small, and the schema is
+    /// made and registered once per set, not per batch.
+    encoders: HashMap<Fields, Encoder>,
 }
 
 impl FramedEncoder {
@@ -57,25 +58,15 @@ impl FramedEncoder {
     pub fn encode(&mut self, batches: &[RecordBatch]) -> Result<Vec<Bytes>> {
         let mut values = Vec::new();
         for batch in batches.iter().filter(|b| b.num_rows() > 0) {
-            let schema = self.named(batch.schema_ref());
-            let json = AvroSchema::try_from(&schema)
-                .context("the output's columns as an Avro schema")?
-                .json_string;
-            let encoder = match self.encoders.entry(json) {
-                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-                std::collections::hash_map::Entry::Vacant(e) => {
-                    let id = self.registry.register(&self.subject, e.key())?;
-                    let mut metadata = schema.metadata().clone();
-                    metadata.insert(SCHEMA_METADATA_KEY.to_string(), e.key().clone());
-                    let schema = Schema::new_with_metadata(schema.fields().clone(), metadata);
-                    e.insert(
-                        WriterBuilder::new(schema)
-                            .with_fingerprint_strategy(FingerprintStrategy::Id(id))
-                            .build_encoder::<AvroSoeFormat>()
-                            .context("an Avro encoder of the output's columns")?,
-                    )
-                }
-            };
+            let fields = batch.schema_ref().fields();
+            if !self.encoders.contains_key(fields) {
+                let encoder = self.encoder(fields)?;
+                self.encoders.insert(fields.clone(), encoder);
+            }
+            let encoder = self
+                .encoders
+                .get_mut(fields)
+                .context("the encoder just made")?;
             encoder
                 .encode(batch)
                 .context("encoding the output's rows as Avro")?;
@@ -84,28 +75,31 @@ impl FramedEncoder {
         Ok(values)
     }
 
-    /// The output's columns with only the record's name and namespace as
-    /// metadata (anything else would pass into the Avro schema).
-    fn named(&self, schema: &Schema) -> Schema {
+    /// An encoder of rows of `fields`: their Avro schema (the record named
+    /// as configured; no other metadata, which would pass into it),
+    /// registered, its id framing every value.
+    fn encoder(&mut self, fields: &Fields) -> Result<Encoder> {
         let mut metadata = HashMap::from([(AVRO_NAME_METADATA_KEY.to_string(), self.name.clone())]);
         if let Some(ns) = &self.namespace {
             metadata.insert(AVRO_NAMESPACE_METADATA_KEY.to_string(), ns.clone());
         }
-        Schema::new_with_metadata(schema.fields().clone(), metadata)
+        let json =
+            AvroSchema::try_from(&Schema::new_with_metadata(fields.clone(), metadata.clone()))
+                .context("the output's columns as an Avro schema")?
+                .json_string;
+        let id = self.registry.register(&self.subject, &json)?;
+        metadata.insert(SCHEMA_METADATA_KEY.to_string(), json);
+        WriterBuilder::new(Schema::new_with_metadata(fields.clone(), metadata))
+            .with_fingerprint_strategy(FingerprintStrategy::Id(id))
+            .build_encoder::<AvroSoeFormat>()
+            .context("an Avro encoder of the output's columns")
     }
 }
 
 /// Refuses a record name Avro does not allow: dot-separated parts, each a
 /// letter or `_` then letters, digits or `_`.
 pub fn check_record_name(record: &str) -> Result<()> {
-    let part_ok = |p: &str| {
-        let mut chars = p.chars();
-        chars
-            .next()
-            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-            && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
-    };
-    if !record.split('.').all(part_ok) {
+    if !record.split('.').all(super::is_avro_name) {
         bail!(
             "`{record}` is not an Avro record name: dot-separated parts, each a letter or `_` \
              followed by letters, digits or `_` (e.g. `bank.Alert`)"

@@ -219,8 +219,18 @@ pub(super) fn without_overlong_decimals(
     batch: RecordBatch,
     records: &[usize],
 ) -> Result<(RecordBatch, Vec<(usize, String)>)> {
+    let schema = batch.schema();
+    let decimals: Vec<_> = schema
+        .fields()
+        .iter()
+        .zip(batch.columns())
+        .filter(|(field, _)| holds_decimal(field.data_type()))
+        .collect();
+    if decimals.is_empty() {
+        return Ok((batch, Vec::new()));
+    }
     let mut reasons: Vec<Option<String>> = vec![None; batch.num_rows()];
-    for (field, column) in batch.schema().fields().iter().zip(batch.columns()) {
+    for (field, column) in decimals {
         overlong_rows(column.as_ref(), field.name(), &mut reasons);
     }
     let refused: Vec<(usize, String)> = reasons
@@ -239,6 +249,18 @@ pub(super) fn without_overlong_decimals(
         arrow_select::filter::filter_record_batch(&batch, &mask)?,
         refused,
     ))
+}
+
+/// Whether values of type `t` hold a decimal (themselves, or inside a
+/// struct or a list): only those are checked.
+fn holds_decimal(t: &arrow_schema::DataType) -> bool {
+    use arrow_schema::DataType;
+    match t {
+        DataType::Decimal128(..) => true,
+        DataType::Struct(fields) => fields.iter().any(|f| holds_decimal(f.data_type())),
+        DataType::List(item) => holds_decimal(item.data_type()),
+        _ => false,
+    }
 }
 
 /// Marks in `reasons` (one per value of `array`, `None` so far) each value
@@ -265,7 +287,8 @@ fn overlong_rows(array: &dyn arrow_array::Array, path: &str, reasons: &mut [Opti
         }
         DataType::Struct(fields) => {
             let s = array.as_struct();
-            for (field, child) in fields.iter().zip(s.columns()) {
+            let children = fields.iter().zip(s.columns());
+            for (field, child) in children.filter(|(f, _)| holds_decimal(f.data_type())) {
                 let mut inner = vec![None; child.len()];
                 overlong_rows(
                     child.as_ref(),

@@ -92,9 +92,7 @@ impl Names {
 
     fn field(&mut self, field: &Field, writer: Option<&Value>, path: &str) -> Result<Value> {
         let name = field.name();
-        let valid = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
-            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-        if !valid {
+        if !is_avro_name(name) {
             bail!(
                 "column `{name}` cannot be read from Avro: Avro names are letters, digits and \
                  `_`, not starting with a digit"
@@ -158,6 +156,13 @@ impl Names {
             other => bail!("{other} has no Avro type here"),
         })
     }
+}
+
+/// Whether `name` is an Avro name (of a field, or one part of a record's
+/// full name): a letter or `_`, then letters, digits or `_`.
+pub(crate) fn is_avro_name(name: &str) -> bool {
+    name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 /// `t` without a `null` branch: the member of a `["null", T]` union.

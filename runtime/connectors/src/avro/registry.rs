@@ -107,6 +107,15 @@ fn read_body(response: reqwest::blocking::Response, what: &str) -> Result<Vec<u8
     Ok(body)
 }
 
+/// A recorded file's bytes; `None` if nothing was recorded there.
+fn read_if_present(path: &Path) -> Result<Option<Vec<u8>>> {
+    match std::fs::read(path) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
+    }
+}
+
 /// What the registry says of an id.
 #[derive(Debug, Clone)]
 pub enum Lookup {
@@ -261,11 +270,11 @@ impl Registry {
     /// its digest), or that the registry did not have it.
     fn recorded(&self, id: u32) -> Result<Option<Lookup>> {
         let entry = self.id_entry(id);
-        let recorded = match std::fs::read_to_string(&entry) {
-            Ok(d) => d,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(e).with_context(|| format!("reading {}", entry.display())),
+        let Some(recorded) = read_if_present(&entry)? else {
+            return Ok(None);
         };
+        let recorded = String::from_utf8(recorded)
+            .with_context(|| format!("{} is not text", entry.display()))?;
         if let Some(reason) = recorded.strip_prefix(UNKNOWN) {
             return Ok(Some(Lookup::Unknown(reason.to_string())));
         }
@@ -372,10 +381,8 @@ impl Registry {
 
     /// The recorded id of a registration, if this checkpoint has one.
     fn registered(&self, entry: &Path, subject: &str, digest: &str) -> Result<Option<u32>> {
-        let text = match std::fs::read(entry) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(e).with_context(|| format!("reading {}", entry.display())),
+        let Some(text) = read_if_present(entry)? else {
+            return Ok(None);
         };
         let recorded: Registration = serde_json::from_slice(&text)
             .with_context(|| format!("the recorded registration {}", entry.display()))?;

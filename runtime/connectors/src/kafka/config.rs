@@ -352,6 +352,10 @@ impl SinkConnector for KafkaSinkConfig {
 impl KafkaSinkConfig {
     /// What an Avro sink registers and where it records it.
     fn avro(&self, checkpoint: &Path) -> Option<super::sink::AvroValues> {
+        if self.value_format != SinkValueFormat::Avro {
+            return None;
+        }
+        // `validate` refused `value_format = "avro"` without a registry.
         let registry = self.schema_registry.clone()?;
         Some(super::sink::AvroValues {
             registry,

@@ -361,13 +361,11 @@ impl KafkaSink {
         let lines = Bytes::from(to_json_lines(batches)?);
         let mut values = Vec::new();
         let mut start = 0;
-        for (end, &byte) in lines.iter().enumerate() {
-            if byte == b'\n' {
-                if end > start {
-                    values.push(lines.slice(start..end));
-                }
-                start = end + 1;
+        for end in memchr::memchr_iter(b'\n', &lines) {
+            if end > start {
+                values.push(lines.slice(start..end));
             }
+            start = end + 1;
         }
         Ok(values)
     }
