@@ -9,7 +9,10 @@ use crate::deploy::validate::{Checks, Setup};
 use crate::deploy::Control;
 use crate::event_time::EventTime;
 use crate::operator_cache::OperatorCache;
-use crate::pipeline::{ActiveOperator, Pipeline, PipelineSinks, Tasks, WriterIdentity};
+use crate::pipeline::{
+    ActiveOperator, EpochLog, InputPrep, KeyedState, Pipeline, PipelineSinks, Reporter, Tasks,
+    Versions, VersionsSetup, WriterIdentity,
+};
 use crate::registry::{Actor, Origin, Registry, Version};
 use crate::runner::Runner;
 use anyhow::{Context, Result};
@@ -115,7 +118,6 @@ pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<
         configs,
     } = plane;
     let tasks = tasks_of(cfg, source.as_ref(), &active_loaded)?;
-    let operators = control.operators().clone();
     let dead_letter_dir = cfg
         .source
         .dead_letter()
@@ -138,45 +140,41 @@ pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<
         routing = %tasks.describe_routing(),
         "pipeline opened"
     );
+    let name = &cfg.name;
+    let versions = Versions::new(
+        name,
+        VersionsSetup {
+            active: ActiveOperator {
+                version: active.number,
+                digest: active.digest,
+                config_digest: active.config_digest,
+                artifacts: active.artifacts,
+            },
+            runner,
+            grants: cfg.operator.grants,
+            configs,
+            control,
+            own_blobs: checkpoint.blobs(),
+        },
+    );
     Ok(Pipeline {
-        name: cfg.name.clone(),
-        checkpoint,
+        name: name.clone(),
+        trigger: cfg.trigger,
+        tasks,
+        failure: cfg.operator.failure_policy(),
+        partition: opts.partition,
         source,
         sinks,
-        lookups,
-        lookup_failures: 0,
-        trigger: cfg.trigger,
-        active: ActiveOperator {
-            version: active.number,
-            digest: active.digest,
-            config_digest: active.config_digest,
-            artifacts: active.artifacts,
-        },
-        runner,
-        grants: cfg.operator.grants,
-        dead_letter_dir,
-        configs,
-        artifacts: HashMap::new(),
-        state,
-        state_opened,
-        state_namespace: cfg.operator.state_namespace.clone(),
-        event_time,
-        dedup,
-        control,
-        operators,
-        last_digest: None,
-        last_watermark: None,
-        shadow: None,
-        telemetry,
-        previous_start: None,
-        carried: None,
-        defer_pending: None,
-        failure: cfg.operator.failure_policy(),
-        wal: cfg.wal,
-        tasks,
-        task_run: Default::default(),
-        partition: opts.partition,
-        warned_timers: false,
+        log: EpochLog::new(name, checkpoint, cfg.wal, dead_letter_dir),
+        versions,
+        input: InputPrep::new(event_time, dedup, lookups),
+        state: KeyedState::new(
+            name,
+            state,
+            state_opened,
+            cfg.operator.state_namespace.clone(),
+        ),
+        reporter: Reporter::new(telemetry),
     })
 }
 

@@ -23,9 +23,10 @@ impl Pipeline {
     /// entries away frees. One pass over the entries, before compaction.
     pub(super) fn lookup_versions_freed_by(&self, keep_from: u64) -> Result<BTreeSet<Digest>> {
         let mut named_before = BTreeSet::new();
-        let mut used: BTreeSet<Digest> = self.lookups.versions().into_values().collect();
-        for epoch in self.checkpoint.offsets.epochs()? {
-            let Some(entry) = self.checkpoint.offsets.get(epoch)? else {
+        let mut used: BTreeSet<Digest> = self.input.table_versions().into_values().collect();
+        let offsets = &self.log.checkpoint().offsets;
+        for epoch in offsets.epochs()? {
+            let Some(entry) = offsets.get(epoch)? else {
                 continue;
             };
             if epoch < keep_from {
@@ -43,7 +44,7 @@ impl Pipeline {
     /// Deletes the lookup versions `freed` (locally and in the object
     /// store), once the entries that named them are gone.
     pub(super) fn remove_lookup_versions(&self, freed: BTreeSet<Digest>) -> Result<()> {
-        let blobs = self.checkpoint.blobs();
+        let blobs = self.log.checkpoint().blobs();
         for digest in &freed {
             blobs
                 .remove(digest)

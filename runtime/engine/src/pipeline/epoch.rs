@@ -28,26 +28,34 @@
 //! became durable, never from the top once the sink has the epoch: phases
 //! 7–9 run from a [`Closing`] value that the retry takes up
 //! ([`super::retry`], the table of where each retry starts).
+//!
+//! **An epoch is a value** that moves from phase to phase and carries what
+//! the next one needs: [`Planned`] (phases 1–2) → [`ReadEpoch`] (3) →
+//! [`RanEpoch`] (4–5) → [`Closing`] (6, the sink has it) → the progress
+//! record (7–9, committed). Nothing passes between phases through the
+//! pipeline's fields; the parts ([`super::Pipeline`]) are asked and told
+//! through their methods, so an epoch that closes (the log, the state,
+//! the source) and the next one that runs (the versions, the input, the
+//! sinks) touch different parts.
 
+use super::report::Started;
 use super::resilience::{PreparedInput, Ran};
 use super::retry::{Closing, Reached};
 use super::{Pipeline, Prepared};
 use crate::config::TriggerConfig;
 use crate::dedup::Dropped;
-use crate::event_time::{EventTime, Observed};
-use crate::operator_state::{self, epoch_state};
+use crate::event_time::Observed;
+use crate::operator_state;
 use anyhow::{Context, Result};
 use arrow_array::RecordBatch;
 use std::time::{Duration, Instant};
 use weir_core::clock::now_ms;
-use weir_core::faults::{self, FaultPoint};
-use weir_core::fsutil;
+use weir_core::faults::FaultPoint;
 use weir_core::latency::Histogram;
-use weir_core::progress::{rate, EpochProgress, Phases, ShadowReport};
+use weir_core::progress::{Phases, ShadowReport};
 use weir_core::source::{Backlog, DeadLetter, EpochInput, PlanLimit};
-use weir_core::wal::{CommitEntry, OffsetEntry, ENTRY_FORMAT};
+use weir_core::wal::{OffsetEntry, ENTRY_FORMAT};
 use weir_host::WasmHost;
-use weir_state::{Changes, TimerSpace};
 
 /// Runs `f` and adds the time it took to `phase`, a field of the progress
 /// record's [`Phases`]: the one way the epoch loop is timed.
@@ -69,13 +77,78 @@ pub(super) enum EntryKind {
     NoData,
 }
 
+/// Epoch N after phases 1–2, as the run loop hands it on.
+pub(super) struct Planned {
+    pub epoch: u64,
+    /// Planned by an earlier run or attempt: run again exactly as recorded.
+    pub replay: bool,
+    /// `offsets/<epoch>` is written (all but a live real-time epoch, which
+    /// plans as it runs).
+    pub logged: bool,
+    /// Planning's share of the phases (micro-batch epochs planned just now).
+    pub phases: Phases,
+    pub backlog: Option<Backlog>,
+}
+
+impl Planned {
+    /// An epoch whose `offsets/N` an earlier run or attempt wrote.
+    pub fn replay(epoch: u64) -> Self {
+        Planned {
+            replay: true,
+            ..Planned::logged(epoch, Phases::default(), None)
+        }
+    }
+
+    /// An epoch whose `offsets/N` was just written.
+    pub fn logged(epoch: u64, phases: Phases, backlog: Option<Backlog>) -> Self {
+        Planned {
+            epoch,
+            replay: false,
+            logged: true,
+            phases,
+            backlog,
+        }
+    }
+
+    /// A live real-time epoch, which writes its `offsets/N` as it opens.
+    pub fn live(epoch: u64) -> Self {
+        Planned {
+            logged: false,
+            ..Planned::logged(epoch, Phases::default(), None)
+        }
+    }
+}
+
+/// Epoch N after phase 3: its entry and exactly the input it records.
+pub(super) struct ReadEpoch {
+    replay: bool,
+    phases: Phases,
+    backlog: Option<Backlog>,
+    started: Started,
+    entry: OffsetEntry,
+    input: EpochInput,
+}
+
+/// Epoch N after phases 4–5: the operator's output and state changes, and
+/// the shadow's report.
+pub(super) struct RanEpoch {
+    replay: bool,
+    phases: Phases,
+    backlog: Option<Backlog>,
+    started: Started,
+    rows_in: u64,
+    micro_batches: usize,
+    /// The source's dead letters (malformed records).
+    dead_letters: Vec<DeadLetter>,
+    ran: Ran,
+    shadow: Option<ShadowReport>,
+}
+
 /// What an epoch did, for its progress record (micro-batch or real-time).
 pub(super) struct Done {
     pub epoch: u64,
     pub replay: bool,
-    pub started: Instant,
-    pub started_ms: i64,
-    pub since_previous: Option<Duration>,
+    pub started: Started,
     pub rows_in: u64,
     pub rows_out: u64,
     /// Rows of each named output.
@@ -96,7 +169,7 @@ pub(super) struct Done {
 impl Pipeline {
     /// Phases 1–2: plans epoch `epoch` and makes `offsets/<epoch>` durable;
     /// `None` if the source has no new data.
-    pub(super) fn plan(&mut self, epoch: u64) -> Result<Option<(Phases, Option<Backlog>)>> {
+    pub(super) fn plan(&mut self, epoch: u64) -> Result<Option<Planned>> {
         let mut phases = Phases::default();
         let limit = match self.trigger {
             TriggerConfig::Once => PlanLimit::Unbounded,
@@ -104,49 +177,123 @@ impl Pipeline {
         };
         let planned = timed(&mut phases.plan, || self.source.plan(limit))?;
         let backlog = self.source.backlog();
-        self.telemetry.source_polled(backlog);
+        self.reporter.telemetry().source_polled(backlog);
         let Some(range) = planned else {
             return Ok(None);
         };
         timed(&mut phases.wal, || {
             self.write_offsets(epoch, range, EntryKind::MicroBatch)
         })?;
-        Ok(Some((phases, backlog)))
+        Ok(Some(Planned::logged(epoch, phases, backlog)))
     }
 
-    /// Phases 3–6 of epoch `epoch`, whose `offsets/<epoch>` is durable
-    /// (planned just now, or by a run that did not commit it: `replay`).
-    /// Returns the epoch as the sink has it, for [`Pipeline::close`] to
-    /// commit (phases 7–9).
-    pub(super) fn execute(
+    /// Writes `offsets/<epoch>` for `range` with the active operator, the
+    /// watermark, the task split and the reference tables' versions.
+    pub(super) fn write_offsets(
         &mut self,
-        host: &WasmHost,
         epoch: u64,
-        replay: bool,
-        mut phases: Phases,
-        backlog: Option<Backlog>,
-    ) -> Result<Closing> {
-        let planning = phases.plan + phases.wal;
-        let started = Instant::now() - planning;
-        let started_ms = now_ms() - planning.as_millis() as i64;
-        let since_previous = self
-            .previous_start
-            .replace(started)
-            .map(|p| started.duration_since(p));
-        let entry = self.offset_entry(epoch)?;
-        self.fault(FaultPoint::OffsetsWritten, epoch)?;
+        range: serde_json::Value,
+        kind: EntryKind,
+    ) -> Result<OffsetEntry> {
+        self.input
+            .refresh_tables(self.log.checkpoint(), self.versions.control());
+        let active = self.versions.active();
+        let entry = OffsetEntry {
+            migrate_from: self.log.migrate_from(active.digest),
+            format: ENTRY_FORMAT,
+            epoch,
+            epoch_time_ms: now_ms(),
+            source: range,
+            operator: active.operator_ref(),
+            watermark_ms: self.input.watermark(),
+            previous_watermark_ms: self.log.last_watermark(),
+            isolated: Vec::new(),
+            real_time: kind == EntryKind::RealTime,
+            no_data: kind == EntryKind::NoData,
+            tasks: self.tasks.split(),
+            lookups: self.input.table_versions(),
+        };
+        self.log.write_offsets(entry, kind == EntryKind::MicroBatch)
+    }
 
-        let mut input = timed(&mut phases.read, || self.read_input(&entry))?;
+    /// Phases 3–6 of an epoch whose `offsets/N` is durable (planned just
+    /// now, or by a run that did not commit it: a replay). Returns the
+    /// epoch as the sink has it, for [`Pipeline::close`] to commit
+    /// (phases 7–9).
+    pub(super) fn execute(&mut self, host: &WasmHost, planned: Planned) -> Result<Closing> {
+        let read = self.read(planned)?;
+        let ran = self.run_read(host, read)?;
+        self.write(ran)
+    }
+
+    /// Phase 3: exactly the range `offsets/N` records.
+    fn read(&mut self, p: Planned) -> Result<ReadEpoch> {
+        let Planned {
+            epoch,
+            replay,
+            mut phases,
+            backlog,
+            ..
+        } = p;
+        let started = self.reporter.start(phases.plan + phases.wal);
+        let entry = self.log.entry(epoch)?;
+        self.log.fault(FaultPoint::OffsetsWritten, epoch)?;
+        let input = timed(&mut phases.read, || self.read_input(&entry))?;
+        Ok(ReadEpoch {
+            replay,
+            phases,
+            backlog,
+            started,
+            entry,
+            input,
+        })
+    }
+
+    /// Phases 4–5: prepares the input and runs the operator under the
+    /// failure rules, then the shadow candidate over the same input.
+    fn run_read(&mut self, host: &WasmHost, r: ReadEpoch) -> Result<RanEpoch> {
+        let ReadEpoch {
+            replay,
+            mut phases,
+            backlog,
+            started,
+            entry,
+            input,
+        } = r;
         let (rows_in, micro_batches) = (input.rows(), input.batches.len());
-        let batches = std::mem::take(&mut input.batches);
         let ran = timed(&mut phases.operator, || {
-            self.run_resilient(host, entry, batches)
+            self.run_resilient(host, entry, input.batches)
         })?;
-        // The last operator run was the epoch's (the shadow's comes next).
-        let task_run = std::mem::take(&mut self.task_run);
         let shadow = timed(&mut phases.shadow, || {
             self.shadow_hook(host, &ran.entry, &ran.prepared.batches, &ran.outputs)
         });
+        Ok(RanEpoch {
+            replay,
+            phases,
+            backlog,
+            started,
+            rows_in,
+            micro_batches,
+            dead_letters: input.dead_letters,
+            ran,
+            shadow,
+        })
+    }
+
+    /// Phase 6: dead letters and output to the sinks; the epoch is then a
+    /// [`Closing`] value whose state changes are still to commit.
+    fn write(&mut self, e: RanEpoch) -> Result<Closing> {
+        let RanEpoch {
+            replay,
+            mut phases,
+            backlog,
+            started,
+            rows_in,
+            micro_batches,
+            mut dead_letters,
+            ran,
+            shadow,
+        } = e;
         let Ran {
             entry,
             prepared,
@@ -154,6 +301,7 @@ impl Pipeline {
             env,
             migrated,
             isolated,
+            tasks,
         } = ran;
         // The input rows are not needed past the operator and its shadow:
         // free them before the sink and the state commit need memory.
@@ -162,145 +310,57 @@ impl Pipeline {
             observed,
             dropped,
         } = prepared;
-        input.dead_letters.extend(isolated);
+        let epoch = entry.epoch;
+        dead_letters.extend(isolated);
         let changes = operator_state::changes(env);
-        self.warn_if_timers_cannot_fire(epoch, &changes);
+        self.state
+            .warn_if_timers_cannot_fire(epoch, &changes, self.input.has_event_time());
         timed(&mut phases.sink, || {
-            self.write_sink(epoch, &input.dead_letters, &task_run.shares(&outputs))
+            self.write_sink(epoch, &dead_letters, &tasks.shares(&outputs))
         })?;
         let mut latency = Histogram::default();
-        self.measure_latency(&outputs, &mut latency);
-        let max_event_time_ms = self
-            .event_time
-            .as_ref()
-            .and_then(|et| et.max_through(&observed));
+        self.input.measure_latency(&outputs, &mut latency);
         let done = Done {
             epoch,
             replay,
             started,
-            started_ms,
-            since_previous,
             rows_in,
             rows_out: weir_core::outputs::default_rows(&outputs),
             named_rows: weir_core::outputs::named_rows(&outputs),
             micro_batches,
-            dead_letters: input.dead_letters.len() as u64,
+            dead_letters: dead_letters.len() as u64,
             observed,
             dropped,
             backlog,
             phases,
             latency,
             parts: None,
-            tasks: task_run.progress,
+            tasks: tasks.progress,
         };
         let ranges = match entry.no_data {
             true => Vec::new(),
             false => vec![entry.source.clone()],
         };
         Ok(Closing {
+            max_event_time_ms: self.input.max_through(&done.observed),
             entry,
             done,
             migrated,
             shadow,
-            max_event_time_ms,
             ranges,
             reached: Reached::SinkWritten(changes),
         })
     }
 
-    /// Says so, once per run, when the operator sets event-time timers in
-    /// a pipeline without `[event_time]`: no watermark would ever fire them,
-    /// so its windows would never close and its state would only grow,
-    /// silently. (An error, not a failed epoch: a pipeline that ran so
-    /// before must not stop at its next start.)
-    pub(super) fn warn_if_timers_cannot_fire(&mut self, epoch: u64, changes: &Changes) {
-        if self.event_time.is_some()
-            || self.warned_timers
-            || !TimerSpace::of(&self.state_namespace).set_in(changes)
-        {
-            return;
-        }
-        self.warned_timers = true;
-        tracing::error!(
-            pipeline = %self.name,
-            epoch,
-            "the operator sets event-time timers, but the pipeline has no `[event_time]`: \
-             without a watermark no timer ever fires (its windows never close and its state \
-             grows). Add `[event_time]` with the event-time column (README, \"Event time\"), \
-             or run a version that sets no timers"
-        );
-    }
-
-    /// Loads the lookup tables due for a refresh; a table that begins
-    /// failing to load is recorded in the audit trail.
-    fn refresh_lookups(&mut self) {
-        let failed_before = self.lookups.failed_refreshes;
-        for failure in self.lookups.refresh(&self.checkpoint) {
-            // The whole cause is in the log; the trail keeps its start.
-            let cause: String = failure.error.chars().take(300).collect();
-            self.control.record(
-                "lookup-refresh-failed",
-                format!(
-                    "lookup `{}` keeps version {}: {cause}",
-                    failure.lookup, failure.kept
-                ),
-            );
-        }
-        self.lookup_failures += self.lookups.failed_refreshes - failed_before;
-    }
-
-    /// Writes `offsets/<epoch>` for `range` with the active operator.
-    pub(super) fn write_offsets(
-        &mut self,
-        epoch: u64,
-        range: serde_json::Value,
-        kind: EntryKind,
-    ) -> Result<OffsetEntry> {
-        let migrate_from = self.last_digest.filter(|d| *d != self.active.digest);
-        self.refresh_lookups();
-        let entry = OffsetEntry {
-            migrate_from,
-            format: ENTRY_FORMAT,
-            epoch,
-            epoch_time_ms: now_ms(),
-            source: range,
-            operator: self.active.operator_ref(),
-            watermark_ms: self.event_time.as_ref().and_then(EventTime::watermark),
-            previous_watermark_ms: self.last_watermark,
-            isolated: Vec::new(),
-            real_time: kind == EntryKind::RealTime,
-            no_data: kind == EntryKind::NoData,
-            tasks: self.tasks.split(),
-            lookups: self.lookups.versions(),
-        };
-        let written = self
-            .fault(FaultPoint::Offsets, epoch)
-            .and_then(|()| self.checkpoint.offsets.write(epoch, &entry))
-            .with_context(|| format!("writing offsets/{epoch}"));
-        if let Err(e) = written {
-            // The source counts the range as planned: the next attempt
-            // takes it up again, as a range no `offsets/N` holds yet.
-            if kind == EntryKind::MicroBatch {
-                self.carried = Some(entry.source);
-            }
-            return Err(e);
-        }
-        self.last_digest = Some(entry.operator.digest);
-        self.last_watermark = entry.watermark_ms;
-        Ok(entry)
-    }
-
     /// Phase 3: exactly the recorded range (a real-time epoch's: its logged
     /// parts, one after the other, as they ran).
     pub(super) fn read_input(&mut self, entry: &OffsetEntry) -> Result<EpochInput> {
+        let name = &self.name;
         let read = |source: &mut Box<dyn weir_core::source::DynSource>,
                     range: &serde_json::Value| {
-            source.read(range).with_context(|| {
-                format!(
-                    "pipeline `{}` epoch {}: reading input",
-                    self.name, entry.epoch
-                )
-            })
+            source
+                .read(range)
+                .with_context(|| format!("pipeline `{name}` epoch {}: reading input", entry.epoch))
         };
         if entry.no_data {
             return Ok(EpochInput::default());
@@ -309,7 +369,7 @@ impl Pipeline {
             return read(&mut self.source, &entry.source);
         }
         let mut all = EpochInput::default();
-        for part in self.checkpoint.parts.read(entry.epoch)? {
+        for part in self.log.checkpoint().parts.read(entry.epoch)? {
             let input = read(&mut self.source, &part.range)?;
             all.batches.extend(input.batches);
             all.dead_letters.extend(input.dead_letters);
@@ -317,22 +377,15 @@ impl Pipeline {
         Ok(all)
     }
 
-    /// The epoch's view of the state, and its input after event-time
-    /// accounting and the host's dedup.
+    /// Phase 4: the epoch's view of the state, and its input after
+    /// event-time accounting and the host's dedup.
     pub(super) fn prepare(
         &mut self,
         entry: &OffsetEntry,
         batches: Vec<RecordBatch>,
     ) -> Result<Prepared> {
-        let mut state = epoch_state(self.state.reader(), &self.state_namespace, entry)?;
-        let observed = match &self.event_time {
-            Some(et) => et.observe(&batches, entry.watermark_ms)?,
-            None => Observed::default(),
-        };
-        let (batches, dropped) = match &self.dedup {
-            Some(d) => d.apply(batches, entry.watermark_ms, &mut state)?,
-            None => (batches, Dropped::default()),
-        };
+        let mut state = self.state.view(entry)?;
+        let (batches, observed, dropped) = self.input.apply(entry, batches, &mut state)?;
         let env = self.env_for(state, entry)?;
         Ok(Prepared {
             batches,
@@ -352,79 +405,14 @@ impl Pipeline {
         dead_letters: &[DeadLetter],
         shares: &[&[RecordBatch]],
     ) -> Result<()> {
-        self.fault(FaultPoint::Sink, epoch)?;
-        self.write_dead_letters(epoch, dead_letters)?;
+        self.log.fault(FaultPoint::Sink, epoch)?;
+        self.log.write_dead_letters(epoch, dead_letters)?;
         self.sinks.write_epoch(epoch, shares).with_context(|| {
             format!(
                 "pipeline `{}` epoch {epoch}: writing to the sink",
                 self.name
             )
         })
-    }
-
-    pub(super) fn write_dead_letters(&self, epoch: u64, letters: &[DeadLetter]) -> Result<()> {
-        if letters.is_empty() {
-            return Ok(());
-        }
-        fsutil::create_dir_durable(&self.dead_letter_dir)?;
-        let mut bytes = Vec::new();
-        for letter in letters {
-            serde_json::to_writer(&mut bytes, letter)?;
-            bytes.push(b'\n');
-        }
-        let path = self
-            .dead_letter_dir
-            .join(format!("epoch-{epoch:010}.jsonl"));
-        tracing::warn!(
-            pipeline = %self.name,
-            epoch,
-            count = letters.len(),
-            path = %path.display(),
-            "records set aside to the dead-letter output (malformed, or the operator failed on them)"
-        );
-        // The default place is inside the checkpoint: kept in the object
-        // store with it, where the checkpoint is in one.
-        let mirror = self
-            .checkpoint
-            .mirror()
-            .filter(|_| path.starts_with(self.checkpoint.root()));
-        weir_core::mirror::write_through(mirror.map(|m| m.as_ref()), &path, &bytes)
-    }
-
-    pub(super) fn commit_state(&mut self, epoch: u64, changes: &Changes) -> Result<()> {
-        self.state
-            .commit(epoch, changes)
-            .with_context(|| format!("pipeline `{}` epoch {epoch}: committing state", self.name))
-    }
-
-    /// Phase 8: `commits/<epoch>`, the epoch's end.
-    pub(super) fn write_commit(
-        &mut self,
-        epoch: u64,
-        rows_in: u64,
-        rows_out: u64,
-        max_event_time_ms: Option<i64>,
-    ) -> Result<()> {
-        let commit = CommitEntry {
-            format: ENTRY_FORMAT,
-            epoch,
-            committed_at_ms: now_ms(),
-            rows_in,
-            rows_out,
-            max_event_time_ms,
-        };
-        self.checkpoint
-            .commits
-            .write(epoch, &commit)
-            .or_else(|e| {
-                // A replay may find its commit written by the run that crashed
-                // right after committing: same epoch, other timestamp.
-                match self.checkpoint.commits.get(epoch)? {
-                    Some(c) if c.rows_in == rows_in && c.rows_out == rows_out => Ok(()),
-                    _ => Err(e),
-                }
-            })
-            .with_context(|| format!("writing commits/{epoch}"))
     }
 
     /// Phase 9 after the source was told: snapshots, compaction, watermark.
@@ -434,13 +422,11 @@ impl Pipeline {
         max_event_time_ms: Option<i64>,
     ) -> Result<()> {
         if self.state.snapshot_due(epoch) {
-            self.fault(FaultPoint::Snapshot, epoch)?;
+            self.log.fault(FaultPoint::Snapshot, epoch)?;
         }
         self.state.after_commit(epoch)?;
         self.compact_logs(epoch)?;
-        if let Some(et) = &mut self.event_time {
-            et.restore(max_event_time_ms);
-        }
+        self.input.restore_event_time(max_event_time_ms);
         Ok(())
     }
 
@@ -450,99 +436,21 @@ impl Pipeline {
     /// the lookup versions only the deleted entries named
     /// ([`super::blob_gc`]).
     fn compact_logs(&mut self, epoch: u64) -> Result<()> {
-        let every = self.wal.compact_every;
-        if every == 0 || !(epoch + 1).is_multiple_of(every) {
+        if !self.log.compaction_due(epoch) {
             return Ok(());
         }
-        self.fault(FaultPoint::Compaction, epoch)?;
-        let keep_from = (epoch + 1)
-            .saturating_sub(self.wal.retain)
-            .min(self.state.rebuild_replays_from()?);
+        self.log.fault(FaultPoint::Compaction, epoch)?;
+        let keep_from = self
+            .log
+            .keep_from(epoch, self.state.rebuild_replays_from()?);
         let source = self.source.planned_so_far()?;
         let freed = self.lookup_versions_freed_by(keep_from)?;
-        self.checkpoint
+        self.log
+            .checkpoint()
             .compact(epoch, source, keep_from)
             .with_context(|| format!("compacting the offset and commit logs at epoch {epoch}"))?;
         self.remove_lookup_versions(freed)?;
         weir_core::memory::release_free_memory();
         Ok(())
-    }
-
-    /// The progress record of a finished epoch, handed to the control plane
-    /// and telemetry.
-    pub(super) fn report(
-        &mut self,
-        done: Done,
-        entry: &OffsetEntry,
-        migrated: bool,
-        shadow: Option<ShadowReport>,
-    ) -> EpochProgress {
-        let total = done.started.elapsed();
-        let (state_keys, state_bytes) = self.state.size();
-        let (range, source) = match done.parts {
-            Some(n) => (
-                format!("{n} parts (real-time)"),
-                serde_json::json!({ "parts": n }),
-            ),
-            None if entry.no_data => (
-                "no data: the watermark reached timers".to_string(),
-                serde_json::json!({ "no_data": true }),
-            ),
-            None => (self.source.describe(&entry.source), entry.source.clone()),
-        };
-        let progress = EpochProgress {
-            pipeline: self.name.clone(),
-            partition: self.partition,
-            epoch: done.epoch,
-            started_ms: done.started_ms,
-            finished_ms: now_ms(),
-            epoch_time_ms: entry.epoch_time_ms,
-            replay: done.replay,
-            rows_in: done.rows_in,
-            input_rows_per_sec: rate(done.rows_in, done.since_previous.unwrap_or(total)),
-            processed_rows_per_sec: rate(done.rows_in, total),
-            rows_out: done.rows_out,
-            named_rows: done.named_rows,
-            lookups: entry.lookups.clone(),
-            lookup_refresh_failures: std::mem::take(&mut self.lookup_failures),
-            dead_letters: done.dead_letters,
-            isolated_rows: entry.isolated.len() as u64,
-            late_rows: done.observed.late,
-            duplicates: done.dropped.duplicates,
-            watermark_ms: entry.watermark_ms,
-            micro_batches: done.micro_batches,
-            operator_digest: entry.operator.digest,
-            operator_version: self.control.version_of(&entry.operator),
-            migrated,
-            shadow,
-            range,
-            source,
-            backlog: done.backlog,
-            state_keys,
-            state_bytes,
-            trigger_interval_ms: self.trigger.interval_ms(),
-            phases: done.phases,
-            total,
-            latency: done.latency.summary(),
-            latency_histogram: Some(done.latency),
-            tasks: done.tasks,
-        };
-        self.control.epoch_done(&progress);
-        self.telemetry.epoch_done(&progress);
-        progress
-    }
-
-    /// An injected fault at `point` of `epoch`, if a test armed one
-    /// ([`weir_core::faults`]).
-    pub(super) fn fault(&self, point: FaultPoint, epoch: u64) -> Result<()> {
-        faults::hit(self.checkpoint.root(), point, epoch)
-            .with_context(|| format!("pipeline `{}` epoch {epoch}", self.name))
-    }
-
-    pub(super) fn offset_entry(&self, epoch: u64) -> Result<OffsetEntry> {
-        self.checkpoint
-            .offsets
-            .get(epoch)?
-            .with_context(|| format!("offsets/{epoch} disappeared"))
     }
 }

@@ -80,7 +80,7 @@ impl Pipeline {
         if pending != Some(epoch) {
             bail!("the copy of the checkpoint does not end at epoch {epoch} ({pending:?})");
         }
-        let entry = self.offset_entry(epoch)?;
+        let entry = self.log.entry(epoch)?;
         let read = self.read_input(&entry)?;
         let prepared = self.prepare(&entry, without_isolated(&entry, read.batches)?)?;
         let input = prepared.batches.clone();
@@ -90,7 +90,7 @@ impl Pipeline {
             input,
             outputs: ran.batches,
             state: self.state.reader(),
-            namespace: self.state_namespace.clone(),
+            namespace: self.state.namespace().to_string(),
         })
     }
 
@@ -99,7 +99,7 @@ impl Pipeline {
     /// finds the input of a row an operator held in state (a window) and
     /// emitted in a later epoch.
     pub fn recorded_input(&mut self, epoch: u64) -> Result<Option<Vec<RecordBatch>>> {
-        let Some(entry) = self.checkpoint.offsets.get(epoch)? else {
+        let Some(entry) = self.log.checkpoint().offsets.get(epoch)? else {
             return Ok(None);
         };
         let read = self.read_input(&entry)?;
@@ -116,7 +116,7 @@ impl Pipeline {
         batch: RecordBatch,
     ) -> Result<Vec<RecordBatch>> {
         let env = weir_host::EpochEnv {
-            lookups: self.lookups.for_epoch(&entry.lookups, &self.checkpoint)?,
+            lookups: self.input.tables_for(entry, self.log.checkpoint())?,
             ..Default::default()
         };
         let single = OffsetEntry {

@@ -56,13 +56,11 @@ use super::retry::{Closing, Reached};
 use super::{EpochFailed, Pipeline};
 use crate::dedup::Dropped;
 use crate::event_time::Observed;
-use crate::operator_state::{self, epoch_state};
-use crate::runner::EpochAt;
+use crate::operator_state;
 use anyhow::{Context, Result};
 use arrow_array::RecordBatch;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
-use weir_core::clock::now_ms;
 use weir_core::faults::FaultPoint;
 use weir_core::latency::Histogram;
 use weir_core::parts::{Decoded, PartEntry, PartWriter};
@@ -139,16 +137,11 @@ impl Pipeline {
         interval: Duration,
         stop: &AtomicBool,
     ) -> Result<Closing> {
-        let started = Instant::now();
-        let started_ms = now_ms();
-        let since_previous = self
-            .previous_start
-            .replace(started)
-            .map(|p| started.duration_since(p));
+        let started = self.reporter.start(Duration::ZERO);
         let mut phases = Phases::default();
         let log = if replay {
-            self.write_pending_defer(epoch)?;
-            Some(self.checkpoint.parts.read_log(epoch)?)
+            self.log.write_pending_defer(epoch)?;
+            Some(self.log.checkpoint().parts.read_log(epoch)?)
         } else {
             None
         };
@@ -156,10 +149,10 @@ impl Pipeline {
             Some(log) => self.replay_entry(epoch, log)?,
             None => self.write_offsets(epoch, serde_json::Value::Null, EntryKind::RealTime)?,
         };
-        self.fault(FaultPoint::OffsetsWritten, epoch)?;
+        self.log.fault(FaultPoint::OffsetsWritten, epoch)?;
         let mut running = self.start_instances(host, &entry)?;
         let mut totals = Totals {
-            shadowed: self.shadow.as_ref().map(|_| Default::default()),
+            shadowed: self.versions.shadow().map(|_| Default::default()),
             ..Totals::default()
         };
         let mut deferred = None;
@@ -167,7 +160,7 @@ impl Pipeline {
             self.replay_parts(&mut running, &entry, log.parts, &mut totals, &mut phases)?;
             deferred = log.deferred;
         } else {
-            let deadline = started + interval;
+            let deadline = started.at + interval;
             let mut run = LiveRun {
                 running: &mut running,
                 totals: &mut totals,
@@ -182,34 +175,30 @@ impl Pipeline {
         let migrated = running.migrated();
         let task_progress = running.progress();
         let changes = operator_state::changes(running.finish());
-        self.warn_if_timers_cannot_fire(epoch, &changes);
+        self.state
+            .warn_if_timers_cannot_fire(epoch, &changes, self.input.has_event_time());
         let shadow = totals.shadowed.take().and_then(|(input, output)| {
             super::epoch::timed(&mut phases.shadow, || {
                 self.shadow_hook(host, &entry, &input, &output)
             })
         });
         super::epoch::timed(&mut phases.sink, || -> Result<()> {
-            self.fault(FaultPoint::Sink, epoch)?;
-            self.write_dead_letters(epoch, &totals.dead_letters)?;
+            self.log.fault(FaultPoint::Sink, epoch)?;
+            self.log.write_dead_letters(epoch, &totals.dead_letters)?;
             self.sinks.end_epoch(epoch)
         })?;
         // A deferred part runs next (a range whose logging failed may be
         // carried already).
         if let Some(part) = deferred.filter(|_| replay) {
-            self.carried = Some(part.range);
+            self.log.carry(part.range);
         }
         let backlog = self.source.backlog();
-        self.telemetry.source_polled(backlog);
-        let max_event_time_ms = self
-            .event_time
-            .as_ref()
-            .and_then(|et| et.max_through(&totals.observed));
+        self.reporter.telemetry().source_polled(backlog);
+        let max_event_time_ms = self.input.max_through(&totals.observed);
         let done = Done {
             epoch,
             replay,
             started,
-            started_ms,
-            since_previous,
             rows_in: totals.rows_in,
             rows_out: totals.rows_out,
             named_rows: totals.named_rows,
@@ -234,27 +223,13 @@ impl Pipeline {
         })
     }
 
-    /// Writes the deferral of the part the operator failed on live in
-    /// `epoch`, if writing it failed then ([`Pipeline::defer_pending`]):
-    /// replayed as an ordinary part, it would fail again on every retry.
-    fn write_pending_defer(&mut self, epoch: u64) -> Result<()> {
-        let Some((pending, part)) = self.defer_pending else {
-            return Ok(());
-        };
-        if pending == epoch {
-            self.checkpoint.parts.defer_last(epoch, part)?;
-        }
-        self.defer_pending = None;
-        Ok(())
-    }
-
     /// `offsets/<epoch>` for a replay. An epoch that delivered nothing (no
     /// part logged: its instance failed to start, say) is re-planned with
     /// the active version first if another was activated meanwhile (a
     /// `weir rollback` while it was stuck), as a micro-batch epoch is.
     fn replay_entry(&mut self, epoch: u64, log: &Decoded) -> Result<OffsetEntry> {
-        let entry = self.offset_entry(epoch)?;
-        let Some(active) = self.control.planned().map(|p| p.active) else {
+        let entry = self.log.entry(epoch)?;
+        let Some(active) = self.versions.control().planned().map(|p| p.active) else {
             return Ok(entry);
         };
         let same = active.operator_ref() == entry.operator;
@@ -282,7 +257,7 @@ impl Pipeline {
         stop: &AtomicBool,
         run: &mut LiveRun<'_>,
     ) -> Result<LiveEnd> {
-        let mut log = self.checkpoint.parts.create(entry.epoch)?;
+        let mut log = self.log.checkpoint().parts.create(entry.epoch)?;
         while Instant::now() < deadline && !stop.load(Ordering::Relaxed) {
             let planned =
                 super::epoch::timed(&mut run.phases.plan, || self.source.plan(PlanLimit::Live))?;
@@ -302,7 +277,7 @@ impl Pipeline {
             if let Err(e) = log.append(&part) {
                 // The source counts the range as planned, and no log holds
                 // it: the next epoch takes it up (as a deferred part).
-                self.carried = Some(part.range);
+                self.log.carry(part.range);
                 return Err(e);
             }
             let number = part.part;
@@ -319,10 +294,11 @@ impl Pipeline {
                 Ok(()) => {}
                 Err(e) if e.downcast_ref::<EpochFailed>().is_some() => {
                     let deferred = self
+                        .log
                         .fault(FaultPoint::Defer, entry.epoch)
                         .and_then(|()| log.defer(number));
                     if let Err(io) = deferred {
-                        self.defer_pending = Some((entry.epoch, number));
+                        self.log.defer_later(entry.epoch, number);
                         return Err(io).context(format!(
                             "the operator failed on part {number} ({e:#}); writing that the \
                              part runs as the next epoch failed, and is retried"
@@ -347,20 +323,12 @@ impl Pipeline {
     /// The epoch's instances (one per task `offsets/N` records), over the
     /// epoch's view of the state.
     fn start_instances(&mut self, host: &WasmHost, entry: &OffsetEntry) -> Result<Instances> {
-        let operator = self.operator_for(host, &entry.operator.digest)?;
-        let config = self.config_for(&entry.operator.config_digest)?;
-        let state = epoch_state(self.state.reader(), &self.state_namespace, entry)?;
+        let state = self.state.view(entry)?;
         let env = self.env_for(state, entry)?;
         let tasks = self.tasks.of_entry(entry);
-        Instances::start(
-            &self.runner,
-            &operator,
-            &config,
-            EpochAt::of(entry),
-            env,
-            &tasks,
-        )
-        .map_err(|cause| self.epoch_failed(entry, cause))
+        self.versions
+            .start_instances(host, entry, env, &tasks)?
+            .map_err(|cause| self.epoch_failed(entry, cause))
     }
 
     /// A replay's logged parts, read [`REPLAY_READ_PARTS`] at a time
@@ -432,7 +400,7 @@ impl Pipeline {
             if let Some(log) = log {
                 log.sync()?;
             }
-            self.fault(FaultPoint::Sink, entry.epoch)?;
+            self.log.fault(FaultPoint::Sink, entry.epoch)?;
             self.sinks
                 .write_part(entry.epoch, part.part, &as_slices(&shares))
                 .with_context(|| {
@@ -443,7 +411,7 @@ impl Pipeline {
                 })
         })?;
         totals.delivered(&shares, |outputs, latency| {
-            self.measure_latency(outputs, latency)
+            self.input.measure_latency(outputs, latency)
         });
         totals.dead_letters.extend(input.dead_letters);
         totals.ranges.push(part.range);
@@ -460,23 +428,13 @@ impl Pipeline {
         totals: &mut Totals,
     ) -> Result<Shares> {
         totals.rows_in += row_count(&batches);
-        if let Some(et) = &self.event_time {
-            let seen = et.observe(&batches, entry.watermark_ms)?;
-            totals.observed.late += seen.late;
-            totals.observed.max = totals.observed.max.max(seen.max);
-        }
-        let batches = match (
-            &self.dedup,
+        let batches = self.input.apply_part(
+            entry,
+            batches,
             operator_state::epoch_state_mut(running.host_env()),
-        ) {
-            (Some(d), Some(state)) => {
-                let (kept, dropped) = d.apply(batches, entry.watermark_ms, state)?;
-                totals.dropped.duplicates += dropped.duplicates;
-                totals.dropped.late += dropped.late;
-                kept
-            }
-            _ => batches,
-        };
+            &mut totals.observed,
+            &mut totals.dropped,
+        )?;
         totals.micro_batches += batches.len();
         if let Some((input, _)) = &mut totals.shadowed {
             input.extend(batches.iter().cloned());
@@ -518,7 +476,7 @@ impl Pipeline {
             )
         })?;
         totals.delivered(&shares, |outputs, latency| {
-            self.measure_latency(outputs, latency)
+            self.input.measure_latency(outputs, latency)
         });
         if let Some((_, output)) = &mut totals.shadowed {
             output.extend(shares.into_iter().flatten());

@@ -9,15 +9,15 @@ use super::resilience::without_isolated;
 use super::Pipeline;
 use anyhow::{bail, Context, Result};
 use weir_host::WasmHost;
-use weir_state::Opened;
 
 impl Pipeline {
     /// Rebuilds the source's view of what was planned and brings the state
     /// to the last commit. Returns the next epoch number and the one
     /// planned-but-uncommitted epoch, if any, which `run` executes first.
     pub(super) fn recover(&mut self, host: &WasmHost) -> Result<(u64, Option<u64>)> {
-        let planned = self.checkpoint.offsets.epochs()?;
-        let folded = self.checkpoint.compacted()?;
+        let checkpoint = self.log.checkpoint();
+        let planned = checkpoint.offsets.epochs()?;
+        let folded = checkpoint.compacted()?;
         if let Some(c) = &folded {
             self.source.restore(&c.source).with_context(|| {
                 format!("restoring source progress from offsets/{}.compact", c.epoch)
@@ -25,7 +25,7 @@ impl Pipeline {
         }
         let folded = folded.map(|c| c.epoch);
         for &epoch in planned.iter().filter(|&&e| folded.is_none_or(|f| e > f)) {
-            let entry = self.offset_entry(epoch)?;
+            let entry = self.log.entry(epoch)?;
             self.restore_source(&entry)
                 .with_context(|| format!("restoring source progress from offsets/{epoch}"))?;
         }
@@ -34,25 +34,21 @@ impl Pipeline {
         } else {
             planned
         };
-        let latest = self.checkpoint.commits.latest()?;
+        let latest = self.log.checkpoint().commits.latest()?;
         let last_committed = latest.as_ref().map(|(e, _)| *e);
-        if let Some(et) = &mut self.event_time {
-            et.restore(latest.and_then(|(_, c)| c.max_event_time_ms));
-        }
+        self.input
+            .restore_event_time(latest.and_then(|(_, c)| c.max_event_time_ms));
         self.recover_state(host, last_committed)?;
         let Some(&last_planned) = planned.last() else {
             return Ok((0, None));
         };
-        let last = self.offset_entry(last_planned)?;
-        self.last_digest = Some(last.operator.digest);
-        self.last_watermark = last.watermark_ms;
+        let last = self.log.entry(last_planned)?;
+        self.log.follow(&last);
         if last_committed.is_some_and(|c| c >= last_planned) {
             // A part deferred by the last epoch runs next (see `realtime`).
-            self.carried = self
-                .checkpoint
-                .parts
-                .deferred(last_planned)?
-                .map(|p| p.range);
+            if let Some(part) = self.log.checkpoint().parts.deferred(last_planned)? {
+                self.log.carry(part.range);
+            }
             return Ok((last_planned + 1, None));
         }
         let expected = last_committed.map_or(0, |c| c + 1);
@@ -60,10 +56,10 @@ impl Pipeline {
             bail!(
                 "checkpoint {} is inconsistent: epochs up to {last_planned} are planned but only \
                  up to {last_committed:?} committed; only the newest epoch may be uncommitted",
-                self.checkpoint.root().display()
+                self.log.checkpoint().root().display()
             );
         }
-        let entry = self.offset_entry(last_planned)?;
+        let entry = self.log.entry(last_planned)?;
         tracing::info!(
             pipeline = %self.name,
             epoch = last_planned,
@@ -82,7 +78,7 @@ impl Pipeline {
         if !entry.real_time {
             return self.source.restore(&entry.source);
         }
-        let log = self.checkpoint.parts.read_log(entry.epoch)?;
+        let log = self.log.checkpoint().parts.read_log(entry.epoch)?;
         for part in log.parts.into_iter().chain(log.deferred) {
             self.source.restore(&part.range)?;
         }
@@ -93,15 +89,14 @@ impl Pipeline {
     /// epoch that never committed, and after a rebuild from a snapshot
     /// re-runs the operator (not the sink) over the epochs since.
     fn recover_state(&mut self, host: &WasmHost, last_committed: Option<u64>) -> Result<()> {
-        self.state.roll_back_uncommitted(last_committed)?;
-        if let (Opened::Restored { .. }, Some(last)) = (self.state_opened, last_committed) {
-            let from = self.state.replay_from()?;
+        if let (Some(from), Some(last)) = (self.state.recover(last_committed)?, last_committed) {
             for epoch in from..=last {
-                let entry = self.offset_entry(epoch)?;
+                let entry = self.log.entry(epoch)?;
                 let input = self.read_input(&entry)?;
                 let prepared = self.prepare(&entry, without_isolated(&entry, input.batches)?)?;
                 let ran = self.run_operator(host, &entry, &prepared.batches, prepared.env)?;
-                self.commit_state(epoch, &crate::operator_state::changes(ran.env))?;
+                self.state
+                    .commit(epoch, &crate::operator_state::changes(ran.env))?;
             }
             tracing::info!(
                 pipeline = %self.name,
@@ -109,7 +104,7 @@ impl Pipeline {
                 "state rebuilt by replaying the operator over the epochs after the snapshot"
             );
         }
-        self.state_opened = Opened::Working;
+        self.state.recovered();
         Ok(())
     }
 }

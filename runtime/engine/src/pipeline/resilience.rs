@@ -28,11 +28,12 @@
 //! epoch; [`super::Pipeline::run`] retries it with backoff on continuous
 //! pipelines, keeping the admin API up for a fix or a rollback.
 
+use super::tasks::TaskRun;
 use super::{EpochFailed, Pipeline, Prepared, StorageFault, VersionRun};
 use crate::config::OnError;
 use crate::isolate::{self, Isolation};
 use crate::registry::Version;
-use anyhow::{Context, Result};
+use anyhow::Result;
 use arrow_array::RecordBatch;
 use weir_core::source::DeadLetter;
 use weir_core::wal::{IsolatedRow, OffsetEntry, OperatorRef};
@@ -48,6 +49,8 @@ pub(super) struct Ran {
     pub migrated: bool,
     /// Dead letters for the rows the operator failed on.
     pub isolated: Vec<DeadLetter>,
+    /// What each task ran, when several did.
+    pub tasks: TaskRun,
 }
 
 /// What [`Prepared`] keeps once its batches went to the operator.
@@ -75,7 +78,8 @@ impl Pipeline {
                 dropped,
             } = prepared;
             let run = VersionRun::of(&entry, &self.tasks);
-            let failure = match self.run_version(host, &run, &batches, env)? {
+            let ran = self.versions.run(host, &run, &batches, env)?;
+            let failure = match ran.result {
                 Ok(output) => {
                     let isolated = self.isolated_letters(&entry, &input)?;
                     return Ok(Ran {
@@ -89,6 +93,7 @@ impl Pipeline {
                         env: output.env,
                         migrated: output.migrated,
                         isolated,
+                        tasks: ran.tasks,
                     });
                 }
                 Err(failure) => failure,
@@ -120,18 +125,15 @@ impl Pipeline {
                          output and the rest of the epoch is processed: {failure}",
                         rows.len()
                     );
-                    self.telemetry.records_isolated(rows.len() as u64);
+                    self.reporter
+                        .telemetry()
+                        .records_isolated(rows.len() as u64);
                     entry.isolated.extend(
                         rows.into_iter()
                             .map(|(row, error)| IsolatedRow { row, error }),
                     );
                     entry.isolated.sort_by_key(|r| r.row);
-                    self.checkpoint
-                        .offsets
-                        .amend(entry.epoch, &entry)
-                        .with_context(|| {
-                            format!("recording isolated rows in offsets/{}", entry.epoch)
-                        })?;
+                    self.log.amend(&entry, "recording isolated rows")?;
                 }
                 Isolation::NotIsolable => {
                     let note = "No single record fails alone: the failure needs several rows of \
@@ -193,7 +195,8 @@ impl Pipeline {
         input: &[RecordBatch],
         failure: &OperatorFailure,
     ) -> Result<Option<Version>> {
-        let Some(planned) = self.control.planned() else {
+        let control = self.versions.control().clone();
+        let Some(planned) = control.planned() else {
             return Ok(None);
         };
         let active = planned.active;
@@ -211,7 +214,7 @@ impl Pipeline {
         if self.committed_on(&entry.operator, entry.epoch)? >= self.failure.probation_epochs {
             return Ok(None);
         }
-        let Some(previous) = self.control.previous_version() else {
+        let Some(previous) = control.previous_version() else {
             return Ok(None);
         };
         let probe = OffsetEntry {
@@ -234,24 +237,24 @@ impl Pipeline {
             to = previous.number,
             "rolling back a failing new version automatically: {reason}"
         );
-        let to = self.control.auto_roll_back(active.number, &reason)?;
-        self.telemetry.rolled_back();
+        let to = control.auto_roll_back(active.number, &reason)?;
+        self.reporter.telemetry().rolled_back();
         Ok(Some(to))
     }
 
     /// How many epochs just before `epoch` ran `operator` and committed,
     /// counting back until another version or `probation_epochs`.
     fn committed_on(&self, operator: &OperatorRef, epoch: u64) -> Result<u64> {
+        let checkpoint = self.log.checkpoint();
         let mut n = 0;
         let mut e = epoch;
         while n < self.failure.probation_epochs && e > 0 {
             e -= 1;
-            let same = self
-                .checkpoint
+            let same = checkpoint
                 .offsets
                 .get(e)?
                 .is_some_and(|o| o.operator == *operator);
-            if !same || self.checkpoint.commits.get(e)?.is_none() {
+            if !same || checkpoint.commits.get(e)?.is_none() {
                 break;
             }
             n += 1;
@@ -263,7 +266,12 @@ impl Pipeline {
     /// delivered, so `offsets/N` is amended and the epoch runs again.
     pub(super) fn replan(&mut self, entry: OffsetEntry, target: &Version) -> Result<OffsetEntry> {
         let before = match entry.epoch.checked_sub(1) {
-            Some(e) => self.checkpoint.offsets.get(e)?.map(|o| o.operator.digest),
+            Some(e) => self
+                .log
+                .checkpoint()
+                .offsets
+                .get(e)?
+                .map(|o| o.operator.digest),
             None => None,
         };
         let replanned = OffsetEntry {
@@ -273,11 +281,7 @@ impl Pipeline {
             isolated: Vec::new(),
             ..entry
         };
-        self.checkpoint
-            .offsets
-            .amend(replanned.epoch, &replanned)
-            .with_context(|| format!("re-planning offsets/{}", replanned.epoch))?;
-        self.last_digest = Some(replanned.operator.digest);
+        self.log.amend(&replanned, "re-planning")?;
         Ok(replanned)
     }
 
@@ -320,7 +324,11 @@ impl Pipeline {
     ) -> Result<Option<OperatorFailure>> {
         let prepared = self.prepare(entry, batches)?;
         let run = VersionRun::of(entry, &self.tasks);
-        match self.run_version(host, &run, &prepared.batches, prepared.env)? {
+        match self
+            .versions
+            .run(host, &run, &prepared.batches, prepared.env)?
+            .result
+        {
             Ok(_) => Ok(None),
             Err(f) if f.is_host_fault() => Err(self.epoch_failed(entry, f)),
             Err(f) => Ok(Some(f)),

@@ -95,7 +95,7 @@ impl Pipeline {
             ..
         } = closing;
         if let Some(report) = &shadow {
-            self.control.shadow_done(report.clone());
+            self.versions.control().shadow_done(report.clone());
         }
         Ok(self.report(done, &entry, migrated, shadow))
     }
@@ -103,22 +103,23 @@ impl Pipeline {
     fn close_phases(&mut self, c: &mut Closing) -> Result<()> {
         let epoch = c.entry.epoch;
         // A commit that reached the store though it reported an error.
-        if self.state.epoch() == Some(epoch) {
+        if self.state.committed_epoch() == Some(epoch) {
             if let Reached::SinkWritten(_) = c.reached {
                 c.reached = Reached::StateCommitted;
             }
         }
         if let Reached::SinkWritten(changes) = &c.reached {
-            self.fault(FaultPoint::SinkWritten, epoch)?;
-            self.commit_state(epoch, changes)?;
+            self.log.fault(FaultPoint::SinkWritten, epoch)?;
+            self.state.commit(epoch, changes)?;
             c.reached = Reached::StateCommitted;
         }
         if let Reached::StateCommitted = c.reached {
-            self.fault(FaultPoint::StateCommitted, epoch)?;
-            self.write_commit(epoch, c.done.rows_in, c.done.rows_out, c.max_event_time_ms)?;
+            self.log.fault(FaultPoint::StateCommitted, epoch)?;
+            self.log
+                .write_commit(epoch, c.done.rows_in, c.done.rows_out, c.max_event_time_ms)?;
             c.reached = Reached::Committed;
         }
-        self.fault(FaultPoint::CommitsWritten, epoch)?;
+        self.log.fault(FaultPoint::CommitsWritten, epoch)?;
         for range in &c.ranges {
             self.source
                 .committed(range)
@@ -131,29 +132,14 @@ impl Pipeline {
     /// had all of it: re-run it if `offsets/N` is durable (a write that
     /// failed may have landed), plan it again otherwise.
     pub(super) fn resume_before_sink(&mut self, epoch: u64) -> Result<Resume> {
-        let Some(entry) = self.checkpoint.offsets.get(epoch)? else {
+        let Some(entry) = self.log.checkpoint().offsets.get(epoch)? else {
             return Ok(Resume::Plan);
         };
         // `offsets/N` holds the range a failed write may have left carried.
-        if self.carried_is_planned(epoch)? {
-            self.carried = None;
-        }
+        self.log.forget_carried_if_planned(epoch)?;
         // What the entry's write set when it succeeded (a write that
         // reported an error may have landed), as a restart reads it.
-        self.last_digest = Some(entry.operator.digest);
-        self.last_watermark = entry.watermark_ms;
+        self.log.follow(&entry);
         Ok(Resume::Rerun(epoch))
-    }
-
-    /// Whether the carried range is the one `offsets/<epoch>` records.
-    fn carried_is_planned(&self, epoch: u64) -> Result<bool> {
-        let Some(range) = &self.carried else {
-            return Ok(false);
-        };
-        Ok(self
-            .checkpoint
-            .offsets
-            .get(epoch)?
-            .is_some_and(|e| !e.real_time && &e.source == range))
     }
 }

@@ -26,8 +26,8 @@ impl Pipeline {
         batches: &[RecordBatch],
         outputs: &[RecordBatch],
     ) -> Option<ShadowReport> {
-        let (candidate, key) = self.shadow.clone()?;
-        let active_version = self.control.version_of(&entry.operator);
+        let (candidate, key) = self.versions.shadow().cloned()?;
+        let active_version = self.versions.control().version_of(&entry.operator);
         let started = Instant::now();
         let state = EpochState::new(self.state.reader(), entry.epoch, entry.epoch_time_ms);
         let env = match self.env_for(state, entry) {
@@ -46,8 +46,8 @@ impl Pipeline {
             },
             tasks: self.tasks.of_entry(entry),
         };
-        let result = self.run_version(host, &run, batches, env);
-        let mut report = match result {
+        let result = self.versions.run(host, &run, batches, env);
+        let mut report = match result.map(|ran| ran.result) {
             Ok(Ok(theirs)) => {
                 let theirs = theirs.batches;
                 let key = shadow::key_column(key.as_deref(), outputs, &theirs);
