@@ -5,7 +5,7 @@
 # coordinator (scripts/tansu-0.6.0-group-expiry.patch): in 0.6.0 a member
 # that dies without LeaveGroup is dropped from the group but the group never
 # rebalances, so its partitions are never assigned again. Workers' failover
-# (issue 18, docs/cluster.md) rests on that rebalance. Upstream fixed the same
+# (docs/cluster.md) rests on that rebalance. Upstream fixed the same
 # area after 0.6.0 in a release that needs a newer Rust than this project's.
 #
 # Idempotent: a tansu built from this version and this patch is kept.

@@ -3,7 +3,7 @@
 /// `a == b`, fast for the short strings rules compare (codes, ids) in a
 /// Wasm guest too. There, `==` on byte slices calls wasi-libc's `memcmp`,
 /// a byte-at-a-time loop behind a call: the `pipeline` bench's profile
-/// found it was 40% of `fraud-rules`' `process` (docs/parallelism.md).
+/// found it was 40% of `fraud-rules`' `process` (docs/design/performance.md).
 /// In Wasm this compares lengths, then the bytes with at most two loads a
 /// side and no loop up to 16 bytes: every loop iteration in a guest pays
 /// an epoch-deadline check (the host's guarantee that no operator hangs),

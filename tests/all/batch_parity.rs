@@ -1,4 +1,4 @@
-//! Batch parity (issue 19): the fraud team's check before they switch from
+//! Batch parity: the fraud team's check before they switch from
 //! their batch job. The same operator over the same day of payments gives
 //! the same alerts read two ways: as a stream from Kafka in real-time mode
 //! while the payments are produced, and as a batch over the day's objects

@@ -1,4 +1,4 @@
-//! The ground issue 18's workers stand on: Kafka's consumer-group protocol
+//! The ground the workers stand on: Kafka's consumer-group protocol
 //! (JoinGroup, SyncGroup, Heartbeat, LeaveGroup), through librdkafka,
 //! against tansu, the test broker. Workers take partition ownership from
 //! it; this checks that members share a topic's partitions disjointly,

@@ -1,4 +1,4 @@
-//! The Delta sink (issue 19): one commit per epoch with a `txn` action,
+//! The Delta sink: one commit per epoch with a `txn` action,
 //! every table read back with delta-rs's own Python reader (the
 //! `deltalake` package, installed by scripts/install-delta-reader.sh), not
 //! with Weir.

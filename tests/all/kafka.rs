@@ -551,7 +551,7 @@ fn raw_records_carry_key_value_and_metadata_columns() {
     );
 }
 
-/// A cluster worker's source (issue 18): opened for one partition, it
+/// A cluster worker's source: opened for one partition, it
 /// plans and reads that partition's records and no others.
 #[test]
 #[ignore = "needs tansu"]

@@ -1,4 +1,4 @@
-//! The lake's formats (issue 19): the Parquet sink, Parquet input.
+//! The lake's formats: the Parquet sink, Parquet input.
 
 use crate::common::{
     guest, pipeline_toml, sorted_rows, weir_run_quiet, write_input, VELOCITY_CONFIG,

@@ -1,4 +1,4 @@
-//! Reference tables (issue 20): `[[lookup]]` tables the host loads,
+//! Reference tables: `[[lookup]]` tables the host loads,
 //! versions by content and records per epoch in `offsets/N`; `card-home`
 //! reads the `cards` table through `weir_sdk::lookup` and reports the
 //! version it read in every row.

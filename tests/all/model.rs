@@ -1,4 +1,4 @@
-//! The fraud model inside the sandbox (`fraud-model`, issue 20): the
+//! The fraud model inside the sandbox (`fraud-model`): the
 //! component scores exactly what the same model scores natively; a new
 //! model alone is a new version, deployed with `weir deploy --artifact`,
 //! shadowed, promoted and recorded in `offsets/N`.

@@ -1,4 +1,4 @@
-//! Checkpoints in an S3-compatible object store (issue 18): s3s-fs, a real
+//! Checkpoints in an S3-compatible object store: s3s-fs, a real
 //! S3 server, on 127.0.0.1. The object store is the checkpoint; the local
 //! directory only caches it, so a worker on an empty disk resumes from it.
 

@@ -1,4 +1,4 @@
-//! Several outputs per operator (issue 19): `fraud-velocity` returns its
+//! Several outputs per operator: `fraud-velocity` returns its
 //! alerts (the `default` output) and emits every payment's score to
 //! `scores`; `[[sink]]` tables route each output to its own sink.
 

@@ -482,7 +482,7 @@ fn a_role_without_create_rights_writes_into_existing_tables() {
     );
 }
 
-/// Issue 18's fence: a writer that took ownership of a query's output
+/// The fence: a writer that took ownership of a query's output
 /// (a worker assigned the partition) has its later writes refused once
 /// another writer takes it (the partition moved), even an epoch without
 /// rows, so it cannot commit; the new owner writes on, and the claim keeps

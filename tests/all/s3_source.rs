@@ -1,4 +1,4 @@
-//! The S3 source (issue 19): objects under a prefix of a real
+//! The S3 source: objects under a prefix of a real
 //! S3-compatible server (s3s-fs) as input, planned once each by key, size
 //! and ETag, read back exactly or refused.
 

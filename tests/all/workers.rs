@@ -1,4 +1,4 @@
-//! Workers (issue 18): several `weir run` processes of one `[cluster]`
+//! Workers: several `weir run` processes of one `[cluster]`
 //! pipeline share a Kafka topic's partitions through the consumer-group
 //! protocol (tansu), keep the checkpoint in an S3-compatible store (s3s-fs)
 //! and write alerts to PostgreSQL. A worker killed with SIGKILL, or stopped
@@ -500,7 +500,7 @@ fn feed_steadily(broker: &Broker, from: u64, stop: &std::sync::atomic::AtomicBoo
     }
 }
 
-/// Issue 18, point 5: `weir deploy`, `rollback`, `versions` and `status`
+/// `weir deploy`, `rollback`, `versions` and `status`
 /// through any worker reach the whole cluster. A version deployed through
 /// one worker runs on every partition of both; a rollback through the
 /// other undoes it everywhere; either worker's status lists both workers

@@ -137,7 +137,7 @@ pub(super) fn router(
         .fallback(|| async {
             ApiError(
                 StatusCode::NOT_FOUND,
-                "no such endpoint; see `weir --help` or the README's admin API table".into(),
+                "no such endpoint; see `weir --help` or docs/deploy.md, \"The admin API\"".into(),
             )
         })
         .layer(middleware::from_fn_with_state(app, time_limit))

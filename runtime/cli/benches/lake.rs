@@ -1,5 +1,5 @@
 //! `cargo bench -p weir-cli --bench lake`: the lake's formats against the
-//! JSON lines they sit beside (issue 19), measured in one run:
+//! JSON lines they sit beside, measured in one run:
 //!
 //! 1. input: the demo's payments decoded from JSON lines and from Parquet
 //!    by the files source's own readers (rows/s; median of 5);

@@ -1,5 +1,5 @@
 //! `cargo bench -p weir-cli --bench model`: what enrichment and a model
-//! cost (issue 20), each against a baseline measured in the same run.
+//! cost, each against a baseline measured in the same run.
 //!
 //! 1. The fraud model (`fraud-model`, tract) inside the component vs the
 //!    same library natively, scoring 10k and 100k rows of features.

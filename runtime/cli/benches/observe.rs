@@ -1,4 +1,4 @@
-//! `cargo bench -p weir-runtime --bench observe`: what watching a pipeline
+//! `cargo bench -p weir-cli --bench observe`: what watching a pipeline
 //! costs. Runs the demo pipeline (200,000 payments, 10 epochs, the
 //! stateless `fraud-rules` operator, the cheapest epochs there are) and
 //! measures, in the same process, the per-epoch bookkeeping of

@@ -1,4 +1,4 @@
-//! Workers (issue 18): how long a dead worker's partitions take to resume
+//! Workers: how long a dead worker's partitions take to resume
 //! elsewhere, and what 1, 2 and 3 workers get through. Real services on
 //! 127.0.0.1: tansu (SQLite storage), s3s-fs and PostgreSQL; `weir run
 //! --worker` processes of a `[cluster]` velocity pipeline over a

@@ -48,7 +48,7 @@ enum Command {
     /// is taken up by every partition on every worker, and `weir status`
     /// lists every worker and its partitions.
     Run {
-        /// The pipeline file (see README, "Pipeline config").
+        /// The pipeline file (see docs/config.md).
         pipeline: PathBuf,
         /// Print only the summary, not a line per epoch.
         #[arg(long, short)]

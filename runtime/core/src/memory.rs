@@ -8,7 +8,7 @@
 //! core), each keeping its own freed memory: the files source's decode
 //! threads added 7–13 MiB that way. The windows bench measured 140–146 MiB
 //! peak with the defaults and 102–105 MiB with [`tune_allocator`]
-//! (docs/operators.md). Elsewhere than glibc these are no-ops.
+//! (docs/design/performance.md). Elsewhere than glibc these are no-ops.
 
 /// Blocks this large or larger are mapped on their own and unmapped when
 /// freed: 256 KiB is above a 10k-row batch's numeric columns (80 KiB) and

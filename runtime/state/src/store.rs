@@ -70,7 +70,7 @@ pub struct StoreOptions {
 /// the index and filter blocks of a few million keys and the hot data
 /// blocks, and 4 MiB memtables flush every epoch or two of a busy pipeline
 /// (an epoch's writes are one batch, which a memtable takes whole however
-/// large). The windows bench (issue 16) ran as fast with this as with 32
+/// large). The windows bench ran as fast with this as with 32
 /// MiB each, with 40 MB less resident; a state whose hot keys do not fit
 /// wants more (`[state] memory`).
 pub const DEFAULT_STATE_MEMORY: usize = 16 << 20;
