@@ -8,7 +8,7 @@ use crate::common::broker::Broker;
 use crate::common::s3::{S3Server, BUCKET};
 use crate::common::{canonical_rows, guest, run_epochs, VELOCITY_CONFIG};
 use std::path::Path;
-use weir_cli::demo::generator::{json_lines, payment, SCHEMA_TOML};
+use weir_connectors::generator::payments::{json_lines, payment, SCHEMA_TOML};
 
 const SEED: u64 = 31;
 const HOURS: u64 = 8;

@@ -3,7 +3,8 @@
 //! kept in the host's state across epochs.
 
 use std::collections::BTreeMap;
-use weir_cli::demo::{self, generator, DemoOperator, DemoOptions};
+use weir_cli::demo::{self, DemoOperator, DemoOptions};
+use weir_connectors::generator::payments as generator;
 use weir_engine::config::PipelineConfig;
 
 /// A row-at-a-time scorer written from the rule definitions, sharing no code

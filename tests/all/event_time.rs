@@ -5,7 +5,7 @@
 
 use crate::common::{guest, open_pipeline, pipeline_toml, sink_files};
 use std::path::Path;
-use weir_cli::demo::generator::{payment, START_MS};
+use weir_connectors::generator::payments::{payment, START_MS};
 use weir_host::WasmHost;
 
 fn write_file(dir: &Path, n: u64, range: std::ops::Range<u64>) {

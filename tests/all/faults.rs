@@ -50,7 +50,7 @@ retain = 1000
 "#,
         dir = dir.display(),
         op = guest("fraud_velocity").display(),
-        schema = weir_cli::demo::generator::SCHEMA_TOML,
+        schema = weir_connectors::generator::payments::SCHEMA_TOML,
     )
 }
 

@@ -12,8 +12,8 @@ use std::process::{Command, Output};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
-use weir_engine::deploy::{Then, Upload};
-use weir_engine::registry::Origin;
+use weir_engine::versions::registry::Origin;
+use weir_engine::versions::{Then, Upload};
 
 pub(crate) const TOKEN: &str = "test-token-0123456789";
 
@@ -562,7 +562,7 @@ fn shadow_reports_exactly_the_rows_a_changed_rule_changes() {
                 Then::Shadow {
                     key: Some("txn_id".into()),
                 },
-                &weir_engine::registry::Actor::named("test"),
+                &weir_engine::versions::registry::Actor::named("test"),
             )
             .unwrap();
     });
@@ -656,7 +656,7 @@ fn a_restart_keeps_the_deployed_version_unless_the_pipeline_file_changed() {
                     origin: Origin::Upload { file_name: None },
                 },
                 Then::Activate,
-                &weir_engine::registry::Actor::named("test"),
+                &weir_engine::versions::registry::Actor::named("test"),
             )
             .unwrap();
     });

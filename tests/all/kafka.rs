@@ -10,7 +10,9 @@ use weir_host::WasmHost;
 /// `n` of the demo's payments as JSON values (seed 11).
 pub(crate) fn payments(n: usize) -> Vec<Vec<u8>> {
     (0..n as u64)
-        .map(|i| serde_json::to_vec(&weir_cli::demo::generator::payment(11, i).0).unwrap())
+        .map(|i| {
+            serde_json::to_vec(&weir_connectors::generator::payments::payment(11, i).0).unwrap()
+        })
         .collect()
 }
 
@@ -36,7 +38,7 @@ path = "{dir}/out"
 "#,
         dir = dir.display(),
         op = guest("sandbox_tests").display(),
-        schema = weir_cli::demo::generator::SCHEMA_TOML,
+        schema = weir_connectors::generator::payments::SCHEMA_TOML,
     )
 }
 
@@ -119,7 +121,11 @@ fn epochs_cover_exactly_what_was_produced_within_the_rate_limit() {
     let mut ids = output_ids(dir.path());
     ids.sort();
     let mut expected: Vec<String> = (0..900)
-        .map(|i| weir_cli::demo::generator::payment(11, i).0.txn_id)
+        .map(|i| {
+            weir_connectors::generator::payments::payment(11, i)
+                .0
+                .txn_id
+        })
         .collect();
     expected.sort();
     assert_eq!(ids, expected, "every record exactly once");
@@ -148,7 +154,9 @@ fn an_uncommitted_epoch_replays_the_same_records() {
         std::fs::remove_file(file).unwrap();
     }
     let more: Vec<Vec<u8>> = (300..400)
-        .map(|i| serde_json::to_vec(&weir_cli::demo::generator::payment(11, i).0).unwrap())
+        .map(|i| {
+            serde_json::to_vec(&weir_connectors::generator::payments::payment(11, i).0).unwrap()
+        })
         .collect();
     broker.produce("replay", &more, |i| (i % 2) as i32);
 
@@ -187,7 +195,7 @@ fn without_a_key_each_partition_is_read_by_one_task() {
     // went to partition `i mod 3`).
     let partition_of: BTreeMap<String, u64> = (0..300u64)
         .map(|i| {
-            let p = weir_cli::demo::generator::payment(11, i).0;
+            let p = weir_connectors::generator::payments::payment(11, i).0;
             (p.txn_id.to_string(), i % 3)
         })
         .collect();
@@ -403,7 +411,9 @@ fn a_broker_restart_mid_run_loses_nothing() {
     std::thread::sleep(std::time::Duration::from_secs(3)); // several triggers with the broker down
     broker.restart();
     let more: Vec<Vec<u8>> = (500..1_000)
-        .map(|i| serde_json::to_vec(&weir_cli::demo::generator::payment(11, i).0).unwrap())
+        .map(|i| {
+            serde_json::to_vec(&weir_connectors::generator::payments::payment(11, i).0).unwrap()
+        })
         .collect();
     broker.produce("restart", &more, |i| (i % 2) as i32);
     wait("the records produced after the restart", 1_000);
@@ -433,7 +443,9 @@ fn starting_offsets_latest_and_explicit_are_pinned_by_the_first_epoch() {
     let first = run(dir.path(), &toml);
     assert_eq!(first.iter().map(|e| e.rows_in).sum::<u64>(), 0);
     let more: Vec<Vec<u8>> = (100..130)
-        .map(|i| serde_json::to_vec(&weir_cli::demo::generator::payment(11, i).0).unwrap())
+        .map(|i| {
+            serde_json::to_vec(&weir_connectors::generator::payments::payment(11, i).0).unwrap()
+        })
         .collect();
     broker.produce("start", &more, |i| (i % 2) as i32);
     let second = run(dir.path(), &toml);

@@ -43,7 +43,7 @@ timeout = "5s"
 "#,
         dir = dir.display(),
         op = guest("sandbox_tests").display(),
-        schema = weir_cli::demo::generator::SCHEMA_TOML,
+        schema = weir_connectors::generator::payments::SCHEMA_TOML,
     )
 }
 

@@ -47,13 +47,13 @@ refresh = "10ms"
 "#,
         dir = dir.display(),
         op = guest("card_home").display(),
-        schema = weir_cli::demo::generator::SCHEMA_TOML,
+        schema = weir_connectors::generator::payments::SCHEMA_TOML,
     )
 }
 
 /// Every card of the first `files` input files.
 fn cards(files: u64) -> BTreeSet<String> {
-    let lines = weir_cli::demo::generator::json_lines(SEED, 0, files * PER_FILE);
+    let lines = weir_connectors::generator::payments::json_lines(SEED, 0, files * PER_FILE);
     String::from_utf8(lines)
         .unwrap()
         .lines()
@@ -175,7 +175,7 @@ fn a_refresh_takes_effect_at_the_next_epoch_and_a_replay_reads_its_own_version()
         "the bad version is counted once, while epoch 1 is planned"
     );
     // And recorded once in the audit trail, by the engine.
-    let trail = weir_engine::registry::audit_trail(&ck).unwrap();
+    let trail = weir_engine::versions::registry::audit_trail(&ck).unwrap();
     let failed: Vec<_> = trail
         .iter()
         .filter(|e| e.action == "lookup-refresh-failed")

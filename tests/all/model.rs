@@ -7,7 +7,7 @@ use crate::common::Running;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use weir_cli::demo::generator;
+use weir_connectors::generator::payments as generator;
 
 const TOKEN: &str = "test-token-model-0123456789";
 

@@ -157,7 +157,7 @@ fn workers_changing_the_shared_registry_at_once_lose_no_change() {
     use std::sync::{Arc, Barrier};
     use weir_connectors::s3::S3Remote;
     use weir_core::mirror::Mirror;
-    use weir_engine::registry::{Origin, Registry, Version};
+    use weir_engine::versions::registry::{Origin, Registry, Version};
 
     const WRITERS: usize = 4;
     const EACH: usize = 6;
@@ -192,9 +192,10 @@ fn workers_changing_the_shared_registry_at_once_lose_no_change() {
                         .map(|i| {
                             let v = version(format!("w{w}-{i}"));
                             registry
-                                .change(&weir_engine::registry::Actor::named("test"), |r| {
-                                    r.register(v.clone())
-                                })
+                                .change(
+                                    &weir_engine::versions::registry::Actor::named("test"),
+                                    |r| r.register(v.clone()),
+                                )
                                 .unwrap()
                                 .number
                         })

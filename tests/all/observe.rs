@@ -39,7 +39,8 @@ impl Setup {
         let d = dir.path();
         write_input(d, 11, FILES, PER_FILE);
         // The last file: good rows and malformed lines.
-        let good = weir_cli::demo::generator::json_lines(11, FILES * PER_FILE, LAST_GOOD);
+        let good =
+            weir_connectors::generator::payments::json_lines(11, FILES * PER_FILE, LAST_GOOD);
         let mut last = String::from_utf8(good).unwrap();
         for i in 0..LAST_BAD {
             last.push_str(&format!("{{\"txn_id\": broken {i}\n"));

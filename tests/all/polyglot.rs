@@ -51,9 +51,12 @@ fn run_typed(operator: &Path, host: &weir_host::WasmHost) -> BTreeMap<String, se
         crate::common::DEMO_RULES_INLINE.replace("threshold = 2500.0", "threshold = \"2500.00\"");
     assert_ne!(config, crate::common::DEMO_RULES_INLINE);
     let toml = crate::common::pipeline_toml(dir.path(), operator, &config, "", "");
-    let basic = weir_cli::demo::generator::SCHEMA_TOML;
+    let basic = weir_connectors::generator::payments::SCHEMA_TOML;
     assert!(toml.contains(basic));
-    let toml = toml.replace(basic, weir_cli::demo::generator::TYPED_SCHEMA_TOML);
+    let toml = toml.replace(
+        basic,
+        weir_connectors::generator::payments::TYPED_SCHEMA_TOML,
+    );
     let (epochs_and_rows, alerts) = run_to_end(dir.path(), &toml, host);
     assert_eq!(epochs_and_rows, (10, 100_000));
     alerts
@@ -344,8 +347,8 @@ fn python_and_javascript_rules_compare_decimal_amounts_exactly() {
         let dir = tempfile::tempdir().unwrap();
         crate::common::write_input_file(dir.path(), 0, (rows.join("\n") + "\n").as_bytes());
         let toml = crate::common::pipeline_toml(dir.path(), operator, config, "", "").replace(
-            weir_cli::demo::generator::SCHEMA_TOML,
-            weir_cli::demo::generator::TYPED_SCHEMA_TOML,
+            weir_connectors::generator::payments::SCHEMA_TOML,
+            weir_connectors::generator::payments::TYPED_SCHEMA_TOML,
         );
         run_to_end(dir.path(), &toml, &host).1
     };

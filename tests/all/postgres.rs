@@ -167,7 +167,7 @@ fn copy_and_insert_paths_write_the_same_rows_into_an_existing_table() {
     assert_eq!(copied.len(), 900);
     assert_eq!(copied, pg.rows(&format!("SELECT {cols} FROM by_insert")));
     // ts (Unix ms) arrived as the same instant; amount as real.
-    let (first, _) = weir_cli::demo::generator::payment(9, 0);
+    let (first, _) = weir_connectors::generator::payments::payment(9, 0);
     let row = pg
         .client()
         .query_one(
@@ -256,7 +256,7 @@ fn refused_writes_name_the_column_or_constraint_and_commit_nothing() {
          CREATE TABLE unique_ids (txn_id text CONSTRAINT one_alert_per_txn PRIMARY KEY, amount float8, {cols});
          CREATE TABLE too_few (txn_id text, {cols});"
     ));
-    let (first, _) = weir_cli::demo::generator::payment(5, 0);
+    let (first, _) = weir_connectors::generator::payments::payment(5, 0);
     pg.client()
         .execute(
             "INSERT INTO unique_ids (txn_id) VALUES ($1)",

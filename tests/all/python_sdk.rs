@@ -23,7 +23,11 @@ fn line_of(what: &str) -> usize {
 /// (success, stdout and stderr together).
 fn operator_test(dir: &Path, config: &str) -> (bool, String) {
     let input = dir.join("in.jsonl");
-    std::fs::write(&input, weir_cli::demo::generator::json_lines(1, 0, 3)).unwrap();
+    std::fs::write(
+        &input,
+        weir_connectors::generator::payments::json_lines(1, 0, 3),
+    )
+    .unwrap();
     let config_file = dir.join("config.json");
     std::fs::write(&config_file, config).unwrap();
     let component: PathBuf = crate::polyglot::polyglot("sdk_checks_py.wasm");

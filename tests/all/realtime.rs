@@ -91,7 +91,7 @@ fn part_files(out: &Path) -> usize {
 
 #[test]
 fn real_time_emits_the_alerts_of_micro_batch_over_the_same_input() {
-    const START: i64 = weir_cli::demo::generator::START_MS;
+    const START: i64 = weir_connectors::generator::payments::START_MS;
     let batch = tempfile::tempdir().unwrap();
     let epochs = run_epochs(
         batch.path(),
@@ -126,7 +126,7 @@ fn real_time_emits_the_alerts_of_micro_batch_over_the_same_input() {
 
 #[test]
 fn real_time_with_two_tasks_emits_the_alerts_of_one() {
-    const START: i64 = weir_cli::demo::generator::START_MS;
+    const START: i64 = weir_connectors::generator::payments::START_MS;
     let trigger = "mode = \"real-time\"\ncheckpoint_interval = \"100ms\"";
     let mut runs = Vec::new();
     for top in ["parallelism = 1\n", "parallelism = 2\nkey = \"card_id\"\n"] {
@@ -276,8 +276,8 @@ fn sigkill_in_real_time_mode_leaves_the_postgres_table_of_an_uninterrupted_run()
 
 #[test]
 fn a_hot_swap_in_real_time_mode_takes_effect_at_the_next_epoch() {
-    use weir_engine::deploy::{Then, Upload};
-    use weir_engine::registry::Actor;
+    use weir_engine::versions::registry::Actor;
+    use weir_engine::versions::{Then, Upload};
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let echo = |tag: &str| format!(r#"{{ mode = "echo", tag = "{tag}" }}"#);
@@ -309,7 +309,7 @@ fn a_hot_swap_in_real_time_mode_takes_effect_at_the_next_epoch() {
         artifacts: Default::default(),
         golden: None,
         label: None,
-        origin: weir_engine::registry::Origin::Upload { file_name: None },
+        origin: weir_engine::versions::registry::Origin::Upload { file_name: None },
     };
     let host = weir_host::WasmHost::new(None).unwrap();
     let mut p = crate::common::open_pipeline(d, &toml, &host).unwrap();
@@ -411,7 +411,7 @@ fn a_deferral_whose_write_failed_is_written_by_the_retry() {
 }
 
 fn poison_record_in_real_time_mode(defer_fails_once: bool) {
-    use weir_cli::demo::generator::{payment, START_MS};
+    use weir_connectors::generator::payments::{payment, START_MS};
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     if defer_fails_once {
@@ -499,7 +499,7 @@ fn the_kafka_sink_gets_every_part_at_once_tagged_with_its_epoch_and_part() {
     broker.create_topic("alerts", 2);
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    let start = weir_cli::demo::generator::START_MS;
+    let start = weir_connectors::generator::payments::START_MS;
     let trigger = "mode = \"real-time\"\ncheckpoint_interval = \"100ms\"";
     let files_sink = format!("kind = \"files\"\npath = \"{}/out\"", d.display());
     let toml = pipeline_of(d, trigger, 1_000, Some(start), 500, 5_000).replace(
@@ -599,14 +599,14 @@ path = "{dir}/out"
 "#,
         dir = dir.display(),
         op = guest("fraud_velocity").display(),
-        schema = weir_cli::demo::generator::SCHEMA_TOML,
+        schema = weir_connectors::generator::payments::SCHEMA_TOML,
     )
 }
 
 #[test]
 #[ignore = "needs tansu"]
 fn real_time_reads_kafka_as_records_arrive_through_a_broker_restart() {
-    use weir_cli::demo::generator::payment;
+    use weir_connectors::generator::payments::payment;
     let mut broker = crate::common::broker::Broker::start();
     broker.create_topic("live", 3);
     // A card's payments stay in one partition, in order, as a keyed
@@ -727,7 +727,7 @@ fn real_time_picks_up_files_renamed_into_place_and_emits_the_alerts_of_micro_bat
 #[test]
 #[ignore = "needs tansu"]
 fn a_killed_real_time_epoch_of_many_parts_replays_them_in_one_read() {
-    use weir_cli::demo::generator::payment;
+    use weir_connectors::generator::payments::payment;
     const BATCHES: u64 = 80;
     const PER_BATCH: u64 = 25;
     let broker = crate::common::broker::Broker::start();

@@ -40,7 +40,7 @@ fn uncommitted_epoch_replays_with_the_recorded_operator_and_config() {
     for file in weir_connectors::files::FileSink::epoch_files(&dir.path().join("out"), 1).unwrap() {
         std::fs::remove_file(file).unwrap();
     }
-    let more = weir_cli::demo::generator::json_lines(3, 6_000, 3_000);
+    let more = weir_connectors::generator::payments::json_lines(3, 6_000, 3_000);
     std::fs::write(dir.path().join("input/payments-0002.jsonl"), more).unwrap();
     let (second, epochs) = run(dir.path(), &guest("sandbox_tests"), r#"{ mode = "echo" }"#);
 

@@ -29,7 +29,7 @@ fn pipeline(dir: &Path, s3: Option<&S3Server>) -> String {
 
 /// Payments file `n` of the input, as JSON lines.
 fn payments(n: u64) -> Vec<u8> {
-    weir_cli::demo::generator::json_lines(SEED, n * PER_FILE, PER_FILE)
+    weir_connectors::generator::payments::json_lines(SEED, n * PER_FILE, PER_FILE)
 }
 
 /// The keys each epoch of the checkpoint planned, in epoch order.

@@ -40,7 +40,7 @@ pub(crate) fn expected_counts(files: u64) -> BTreeMap<String, i64> {
     let mut per_card: HashMap<String, i64> = HashMap::new();
     let mut out = BTreeMap::new();
     for i in 0..files * PER_FILE {
-        let (p, _) = weir_cli::demo::generator::payment(3, i);
+        let (p, _) = weir_connectors::generator::payments::payment(3, i);
         let n = per_card.entry(p.card_id.clone()).or_default();
         *n += 1;
         out.insert(p.txn_id, *n);
@@ -101,16 +101,16 @@ fn state_survives_a_hot_swap_to_a_new_version() {
     let mut p = crate::common::open_pipeline(dir.path(), &toml, &host).unwrap();
     p.control()
         .upload(
-            weir_engine::deploy::Upload {
+            weir_engine::versions::Upload {
                 wasm: v2.clone(),
                 config_json: None,
                 artifacts: Default::default(),
                 golden: None,
                 label: None,
-                origin: weir_engine::registry::Origin::Upload { file_name: None },
+                origin: weir_engine::versions::registry::Origin::Upload { file_name: None },
             },
-            weir_engine::deploy::Then::Activate,
-            &weir_engine::registry::Actor::named("test"),
+            weir_engine::versions::Then::Activate,
+            &weir_engine::versions::registry::Actor::named("test"),
         )
         .unwrap();
     let mut digests = Vec::new();

@@ -23,7 +23,7 @@ fn new_files_are_picked_up_while_running() {
 
     std::fs::write(
         input.join("a.jsonl"),
-        weir_cli::demo::generator::json_lines(9, 0, 2_000),
+        weir_connectors::generator::payments::json_lines(9, 0, 2_000),
     )
     .unwrap();
     wait_for("the first file", || committed() == 1);
@@ -32,7 +32,7 @@ fn new_files_are_picked_up_while_running() {
     let hidden = input.join(".b.jsonl");
     std::fs::write(
         &hidden,
-        weir_cli::demo::generator::json_lines(9, 2_000, 2_000),
+        weir_connectors::generator::payments::json_lines(9, 2_000, 2_000),
     )
     .unwrap();
     std::thread::sleep(Duration::from_millis(300));

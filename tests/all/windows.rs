@@ -11,7 +11,7 @@ use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
-use weir_cli::demo::generator::{Rng, START_MS};
+use weir_connectors::generator::payments::{Rng, START_MS};
 
 const CARDS: u64 = 60;
 const PER_FILE: u64 = 300;
@@ -484,8 +484,8 @@ fn assert_matches_loosely(dir: &Path, expected: &[BTreeMap<String, Alert>]) {
 
 #[test]
 fn timers_survive_restarts_and_hot_swaps() {
-    use weir_engine::deploy::{Then, Upload};
-    use weir_engine::registry::Origin;
+    use weir_engine::versions::registry::Origin;
+    use weir_engine::versions::{Then, Upload};
     let dir = tempfile::tempdir().unwrap();
     let toml = pipeline(dir.path(), "drop", "mode = \"available-now\"");
     for n in 0..6 {
@@ -512,7 +512,7 @@ fn timers_survive_restarts_and_hot_swaps() {
                         origin: Origin::Upload { file_name: None },
                     },
                     Then::Activate,
-                    &weir_engine::registry::Actor::named("test"),
+                    &weir_engine::versions::registry::Actor::named("test"),
                 )
                 .unwrap();
         }

@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-use weir_cli::demo::generator::{self, BURST_EVERY};
+use weir_connectors::generator::payments::{self as generator, BURST_EVERY};
 
 const TOPIC: &str = "payments";
 const PARTITIONS: i32 = 6;

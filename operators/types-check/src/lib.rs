@@ -4,7 +4,7 @@
 //!
 //! Input: `txn_id` utf8, `amount` decimal(18,2), `ts` timestamp(ms, UTC),
 //! `day` date, `raw` binary, `device` struct{id, ip, score int64},
-//! `tags` list<utf8>, `lines` list<struct{sku utf8, price decimal(18,2)}>.
+//! `tags` `list<utf8>`, `lines` `list<struct{sku utf8, price decimal(18,2)}>`.
 //! Output: each value rebuilt from the language's own values, plus values
 //! computed from them (exact decimal sums and comparisons, the instant and
 //! date as text, the next day, lengths, a struct's field), and one input

@@ -11,8 +11,8 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use weir_core::progress::ShadowReport;
-use weir_engine::deploy::{Listed, Status};
 use weir_engine::observe::ProgressReport;
+use weir_engine::versions::{Listed, Status};
 
 /// Where the admin API is and how to authenticate.
 #[derive(Clone)]
@@ -215,7 +215,7 @@ impl Target {
 
     /// `GET …/history`: the audit trail the registry holds (the newest
     /// thousand changes).
-    pub fn history(&self) -> Result<Vec<weir_engine::registry::Event>> {
+    pub fn history(&self) -> Result<Vec<weir_engine::versions::registry::Event>> {
         self.send(self.client()?.get(self.url("/history")))
     }
 

@@ -29,8 +29,8 @@ pub use weir_engine::config::admin::{
 };
 
 use anyhow::{Context, Result};
-use weir_engine::deploy::Control;
 use weir_engine::observe::Observe;
+use weir_engine::versions::Control;
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -40,11 +40,11 @@ use axum::Extension;
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
-use weir_core::upload_form::{FormParts, UploadForm};
-use weir_engine::deploy::validate::Golden;
-use weir_engine::deploy::{Control, DeployError, Then, Upload};
 use weir_engine::observe::Observe;
-use weir_engine::registry::{Actor, Origin};
+use weir_engine::versions::registry::{Actor, Origin};
+use weir_engine::versions::validate::Golden;
+use weir_engine::versions::{Control, DeployError, Then, Upload};
+use weir_upload_form::{FormParts, UploadForm};
 
 #[derive(Clone)]
 struct App {
@@ -429,10 +429,13 @@ struct ProgressQuery {
 }
 
 async fn progress(State(app): State<App>, Query(q): Query<ProgressQuery>) -> impl IntoResponse {
-    Json(app.telemetry.report(
-        q.after,
-        q.limit.unwrap_or(weir_engine::observe::DEFAULT_RETAIN),
-    ))
+    Json(
+        app.telemetry.report(
+            q.after,
+            q.limit
+                .unwrap_or(weir_engine::config::ProgressConfig::DEFAULT_RETAIN),
+        ),
+    )
 }
 
 async fn pipelines(State(app): State<App>) -> impl IntoResponse {

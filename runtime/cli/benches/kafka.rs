@@ -39,7 +39,7 @@ kind = "files"
 path = "{dir}/alerts"
 "#,
         dir = dir.display(),
-        schema = weir_cli::demo::generator::SCHEMA_TOML,
+        schema = weir_connectors::generator::payments::SCHEMA_TOML,
         ops = ops.replace(
             "fraud_rules.wasm",
             &format!("{}/fraud_rules.wasm", weir_cli::GUEST_DIR)

@@ -13,7 +13,8 @@ use arrow_array::{ArrayRef, Float64Array, RecordBatch};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use weir_cli::demo::{self, generator, DemoOperator, DemoOptions};
+use weir_cli::demo::{self, DemoOperator, DemoOptions};
+use weir_connectors::generator::payments as generator;
 use weir_host::{EpochEnv, Grants, Limits, WasmHost};
 
 const RUNS: usize = 7;

@@ -32,7 +32,8 @@ use fraud_rules::rules::{Amount, Hit, Payments, RuleSet};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use weir_cli::demo::{self, generator, DemoOperator, DemoOptions};
+use weir_cli::demo::{self, DemoOperator, DemoOptions};
+use weir_connectors::generator::payments as generator;
 use weir_engine::config::PipelineConfig;
 use weir_host::{Limits, WasmHost};
 

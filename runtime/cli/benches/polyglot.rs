@@ -37,13 +37,13 @@ fn batch() -> RecordBatch {
     let cfg = PipelineConfig::parse(
         &format!(
             "name = \"b\"\ncheckpoint = \"c\"\n[source]\nkind = \"files\"\npath = \"i\"\n{}\n[operator]\npath = \"x.wasm\"\n[sink]\nkind = \"console\"\n",
-            weir_cli::demo::generator::SCHEMA_TOML
+            weir_connectors::generator::payments::SCHEMA_TOML
         ),
         Path::new("."),
     )
     .unwrap();
     let schema = cfg.source.schema().unwrap();
-    let bytes = weir_cli::demo::generator::json_lines(7, 0, ROWS);
+    let bytes = weir_connectors::generator::payments::json_lines(7, 0, ROWS);
     let decoder = weir_core::json::JsonDecoder::new(
         schema,
         ROWS as usize,

@@ -40,7 +40,7 @@ fn source_table(bootstrap: &str) -> String {
     format!(
         "bootstrap_servers = \"{bootstrap}\"\ntopics = [\"{TOPIC}\"]\n\
          max_offsets_per_trigger = {PER_PART}\ntimeout = \"5s\"\n{}",
-        weir_cli::demo::generator::SCHEMA_TOML
+        weir_connectors::generator::payments::SCHEMA_TOML
     )
 }
 

@@ -104,7 +104,7 @@ fn main() {
         std::fs::create_dir_all(&input).unwrap();
         std::fs::write(
             input.join("payments-0000.jsonl"),
-            weir_cli::demo::generator::json_lines(1, 0, 20),
+            weir_connectors::generator::payments::json_lines(1, 0, 20),
         )
         .unwrap();
         let path = pipeline_file(dir.path());

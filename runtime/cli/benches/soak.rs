@@ -27,7 +27,7 @@ fn rss_kib() -> u64 {
 }
 
 fn write_file(input: &Path, n: u64) {
-    let bytes = demo::generator::json_lines(7, n * ROWS, ROWS);
+    let bytes = weir_connectors::generator::payments::json_lines(7, n * ROWS, ROWS);
     let tmp = input.join(format!(".f-{n:08}.jsonl"));
     std::fs::write(&tmp, bytes).unwrap();
     std::fs::rename(&tmp, input.join(format!("f-{n:08}.jsonl"))).unwrap();

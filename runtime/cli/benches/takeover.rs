@@ -260,7 +260,7 @@ session_timeout = "{SESSION}"
 {store}"#,
         dir = dir.display(),
         bootstrap = broker.bootstrap(),
-        schema = weir_cli::demo::generator::SCHEMA_TOML,
+        schema = weir_connectors::generator::payments::SCHEMA_TOML,
         op = Path::new(weir_cli::GUEST_DIR)
             .join("fraud_velocity.wasm")
             .display(),

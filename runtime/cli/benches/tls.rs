@@ -161,14 +161,16 @@ url = "{pg_url}"
 table = "alerts"
 "#,
         dir = dir.display(),
-        schema = demo::generator::SCHEMA_TOML,
+        schema = weir_connectors::generator::payments::SCHEMA_TOML,
         guests = weir_cli::GUEST_DIR,
     )
 }
 
 fn payments() -> Vec<Vec<u8>> {
     (0..RECORDS as u64)
-        .map(|i| serde_json::to_vec(&demo::generator::payment(11, i).0).unwrap())
+        .map(|i| {
+            serde_json::to_vec(&weir_connectors::generator::payments::payment(11, i).0).unwrap()
+        })
         .collect()
 }
 

@@ -18,7 +18,7 @@ use arrow_array::{Array, ArrayRef, Decimal128Array, Float64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use weir_cli::demo::generator;
+use weir_connectors::generator::payments as generator;
 use weir_core::json::{JsonDecoder, MalformedPolicy};
 use weir_host::{Limits, OperatorInstance, WasmHost};
 use weir_test_support::guests;

@@ -69,7 +69,11 @@ fn write_input(input: &Path, events: u64) {
     for (n, start) in (0..events).step_by(PER_EPOCH as usize).enumerate() {
         let count = PER_EPOCH.min(events - start);
         let path = input.join(format!("payments-{n:04}.jsonl"));
-        std::fs::write(&path, demo::generator::json_lines(0x5EED, start, count)).unwrap();
+        std::fs::write(
+            &path,
+            weir_connectors::generator::payments::json_lines(0x5EED, start, count),
+        )
+        .unwrap();
         let t = std::time::SystemTime::UNIX_EPOCH + Duration::from_secs(1_000 + n as u64);
         std::fs::File::options()
             .write(true)

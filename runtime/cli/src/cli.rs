@@ -10,9 +10,9 @@ use std::sync::Arc;
 use weir_admin::{client, AdminServer, AdminSettings};
 use weir_core::checkpoint::Checkpoint;
 use weir_engine::config::{PipelineConfig, TriggerConfig};
-use weir_engine::deploy::{Listed, Status};
 use weir_engine::observe::ProgressReport;
-use weir_engine::registry::Origin;
+use weir_engine::versions::registry::Origin;
+use weir_engine::versions::{Listed, Status};
 use weir_engine::OpenOptions;
 use weir_host::{default_cache_root, Grants, WasmHost};
 
@@ -1266,7 +1266,7 @@ fn status_text(s: &Status) -> String {
 
 /// The workers lines of `weir status` for a `[cluster]` pipeline: each
 /// worker, whether its record is fresh, and its partitions' newest epochs.
-fn cluster_text(c: &weir_engine::cluster::roster::ClusterStatus) -> String {
+fn cluster_text(c: &weir_engine::observe::ClusterStatus) -> String {
     let live = c.workers.iter().filter(|w| w.live).count();
     let mut out = format!(
         "  cluster  group {}: {} workers live{} (answered by {})\n",

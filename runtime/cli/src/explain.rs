@@ -12,8 +12,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use weir_core::outputs::output_of;
 use weir_engine::config::PipelineConfig;
-use weir_engine::deploy::shadow::rows_as_json;
-use weir_engine::pipeline::explain::{replay_epoch, EpochReplay};
+use weir_engine::explain::replay_epoch;
+use weir_engine::pipeline::EpochReplay;
+use weir_engine::versions::shadow::rows_as_json;
 use weir_host::WasmHost;
 
 /// What to explain.

@@ -3,11 +3,11 @@
 //! benchmark. Each payment's `ts` is its production time, so alerts tell how
 //! long a payment took from the producer to the sink.
 
-use crate::demo::generator;
 use anyhow::{Context, Result};
 use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
 use rdkafka::ClientConfig;
 use std::time::{Duration, Instant};
+use weir_connectors::generator::payments as generator;
 use weir_connectors::kafka::send_blocking;
 use weir_core::clock::now_ms;
 

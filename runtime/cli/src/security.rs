@@ -5,7 +5,7 @@ use anyhow::{bail, Context, Result};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use weir_admin::tokens::{self, Scope};
-use weir_engine::registry::Event;
+use weir_engine::versions::registry::Event;
 
 /// `weir token new`: prints a new token once; with `file`, adds its
 /// digest to the tokens file (created readable by its owner only), which
@@ -143,5 +143,5 @@ pub(crate) fn checkpoint_audit(dir: PathBuf, json: bool) -> Result<()> {
     if !dir.is_dir() {
         bail!("{} is not a checkpoint directory", dir.display());
     }
-    print_audit(&weir_engine::registry::audit_trail(&dir)?, json)
+    print_audit(&weir_engine::versions::registry::audit_trail(&dir)?, json)
 }

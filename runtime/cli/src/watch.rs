@@ -9,8 +9,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, SystemTime};
-use weir_engine::deploy::{Control, DeployError, Then, Upload};
-use weir_engine::registry::{Actor, Origin};
+use weir_engine::versions::registry::{Actor, Origin};
+use weir_engine::versions::{Control, DeployError, Then, Upload};
 
 /// How often the file is looked at.
 const POLL: Duration = Duration::from_millis(250);

@@ -31,7 +31,6 @@ pub mod digest;
 pub mod duration;
 pub mod faults;
 pub mod fsutil;
-pub mod guest_output;
 pub mod json;
 pub mod key_group;
 pub mod latency;
@@ -45,7 +44,6 @@ pub mod schema;
 pub mod secret;
 pub mod sink;
 pub mod source;
-pub mod upload_form;
 pub mod wal;
 
 pub use digest::Digest;

@@ -137,17 +137,9 @@ pub trait Sink: Send {
     /// Real-time mode: writes the output of part `part` of `epoch` at once,
     /// while the epoch runs on ([`crate::parts`]). Must be idempotent per
     /// `(epoch, part)`: a replay writes an epoch's logged parts again, with
-    /// the same rows. Only called when [`Sink::supports_parts`] says so.
-    fn write_part(&mut self, epoch: u64, part: u32, batches: &[RecordBatch]) -> Result<()> {
-        let _ = (epoch, part, batches);
-        anyhow::bail!("this sink cannot write real-time parts")
-    }
-
-    /// Whether [`Sink::write_part`] works: a real-time pipeline with a sink
-    /// that cannot is refused when it opens.
-    fn supports_parts(&self) -> bool {
-        false
-    }
+    /// the same rows. Every sink writes parts, so every sink works in both
+    /// modes.
+    fn write_part(&mut self, epoch: u64, part: u32, batches: &[RecordBatch]) -> Result<()>;
 
     /// Real-time mode: every part of `epoch` was written; called before its
     /// state commits (a sink that holds an epoch in one transaction commits

@@ -1,5 +1,5 @@
 //! The in-process exchange: an epoch's input rows dealt out to the tasks
-//! of a parallel pipeline ([`crate::tasks`]).
+//! of a parallel pipeline ([`crate::pipeline::Tasks`]).
 //!
 //! With a routing key (`key = "card_id"`), a row goes to the task that owns
 //! the key group of its key's bytes ([`weir_state::key_group`]), so every

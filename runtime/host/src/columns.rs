@@ -8,7 +8,7 @@ use super::bindings::{WitColumn, WitDataType, WitOutput, WitValues};
 use anyhow::Result;
 use arrow_array::{Array, RecordBatch};
 use arrow_schema::DataType;
-use weir_core::guest_output;
+use weir_guest_output as guest_output;
 
 /// The WIT type for an Arrow type, if Weir can carry it.
 pub fn wit_type(t: &DataType) -> Option<WitDataType> {
@@ -30,7 +30,7 @@ pub fn column_to_wit(array: &dyn Array) -> Result<WitColumn> {
 }
 
 /// Validates an operator's output and turns it into an Arrow batch (the
-/// checks live in [`weir_core::guest_output`], fuzzed there).
+/// checks live in [`weir_guest_output`], fuzzed there).
 pub fn output_to_batch(output: WitOutput) -> Result<RecordBatch> {
     guest_output::to_batch(guest_output::Output {
         num_rows: output.num_rows,

@@ -47,7 +47,11 @@ pub fn write_input(dir: &Path, seed: u64, files: u64, per_file: u64) {
 /// (`dir/input/payments-<n>.jsonl`), dated so that the file source takes
 /// files in the order of `n` (it orders by modification time, then name).
 pub fn write_payments(dir: &Path, seed: u64, n: u64, range: std::ops::Range<u64>) {
-    let bytes = weir_cli::demo::generator::json_lines(seed, range.start, range.end - range.start);
+    let bytes = weir_connectors::generator::payments::json_lines(
+        seed,
+        range.start,
+        range.end - range.start,
+    );
     write_input_file(dir, n, &bytes);
 }
 
@@ -123,7 +127,7 @@ path = "{dir}/out"
 "#,
         dir = dir.display(),
         op = operator.display(),
-        schema = weir_cli::demo::generator::SCHEMA_TOML,
+        schema = weir_connectors::generator::payments::SCHEMA_TOML,
     )
 }
 

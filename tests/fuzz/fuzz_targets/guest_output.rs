@@ -5,7 +5,7 @@
 
 use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
-use weir_core::guest_output::{to_batch, Column, NamedColumn, Output, Values};
+use weir_guest_output::{to_batch, Column, NamedColumn, Output, Values};
 
 #[derive(Debug, Arbitrary)]
 enum FuzzValues {

@@ -6,7 +6,7 @@
 
 use bytes::Bytes;
 use libfuzzer_sys::fuzz_target;
-use weir_core::upload_form::FormParts;
+use weir_upload_form::FormParts;
 
 const BOUNDARY: &str = "weirfuzzboundary";
 

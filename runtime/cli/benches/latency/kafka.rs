@@ -315,7 +315,7 @@ fn produce(bootstrap: &str, topic: &str, rate: u64, total: u64, sent: &Sent) {
             continue;
         }
         for i in n..due {
-            let (mut p, _) = weir_cli::demo::generator::payment(SEED, i);
+            let (mut p, _) = weir_connectors::generator::payments::payment(SEED, i);
             p.ts = weir_core::clock::now_ms();
             let value = serde_json::to_vec(&p).unwrap();
             sent.at[i as usize].store(sent.clock.elapsed().as_micros() as u64, Ordering::Relaxed);
@@ -499,7 +499,7 @@ config = {OPERATOR_CONFIG}
 {sink}
 "#,
         dir = dir.display(),
-        schema = weir_cli::demo::generator::SCHEMA_TOML,
+        schema = weir_connectors::generator::payments::SCHEMA_TOML,
         guests = weir_cli::GUEST_DIR,
     )
 }

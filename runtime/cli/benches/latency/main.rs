@@ -130,7 +130,7 @@ fn main() {
     println!("\nmaximum throughput over a backlog of {BACKLOG_ROWS} payments\n");
     println!("| mode | rows/s | vs micro-batch |");
     println!("|---|---|---|");
-    let past = weir_cli::demo::generator::START_MS;
+    let past = weir_connectors::generator::payments::START_MS;
     let mut base = None;
     for (name, trigger, tasks) in [
         (

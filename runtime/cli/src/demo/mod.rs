@@ -9,7 +9,7 @@
 //! per second for `--seconds`, scored as they arrive, and the summary adds
 //! their event→alert latency.
 
-pub mod generator;
+use weir_connectors::generator::payments as generator;
 
 use anyhow::{Context, Result};
 use serde::Deserialize;

@@ -14,7 +14,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::{Duration, SystemTime};
 use weir_connectors::files::FileSink;
 use weir_engine::config::PipelineConfig;
-use weir_engine::deploy::validate;
+use weir_engine::versions::validate;
 use weir_host::WasmHost;
 
 /// What one epoch of the test took in and gave out.
@@ -117,7 +117,7 @@ fn pipeline_toml(opts: &TestOptions, dir: &Path) -> Result<String> {
         .or_else(|| doc.get("schema"))
     {
         Some(schema) => schema.clone(),
-        None => toml::from_str::<toml::Table>(crate::demo::generator::SCHEMA_TOML)
+        None => toml::from_str::<toml::Table>(weir_connectors::generator::payments::SCHEMA_TOML)
             .context("the built-in payment schema")?
             .remove("schema")
             .context("the built-in payment schema has no columns")?,

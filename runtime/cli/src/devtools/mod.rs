@@ -14,8 +14,8 @@ use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 use weir_core::artifacts::Artifacts;
 use weir_engine::config::{ColumnConfig, PipelineConfig};
-use weir_engine::deploy::validate::{self, Checks, Setup};
-use weir_engine::runner::Runner;
+use weir_engine::versions::runner::Runner;
+use weir_engine::versions::validate::{self, Checks, Setup};
 use weir_host::{Grants, Limits, WasmHost};
 use weir_state::{SnapshotPolicy, StateStore};
 
@@ -31,7 +31,7 @@ pub struct TestOptions {
     pub pipeline: Option<PathBuf>,
     /// The exact output rows expected (JSON lines).
     pub expect: Option<PathBuf>,
-    /// Keyed state to start from (JSON lines, see [`seed`]); default: empty.
+    /// Keyed state to start from (JSON lines, see the `seed` module); default: empty.
     pub state: Option<PathBuf>,
     /// The named output whose rows are printed and checked; default: the
     /// rows `process` returns.
@@ -78,7 +78,7 @@ struct SchemaDoc {
 
 /// The columns of the demo's payments: the default input schema.
 pub fn demo_schema() -> Result<Vec<ColumnConfig>> {
-    let doc: SchemaDoc = toml::from_str(crate::demo::generator::SCHEMA_TOML)
+    let doc: SchemaDoc = toml::from_str(weir_connectors::generator::payments::SCHEMA_TOML)
         .context("the built-in payment schema")?;
     Ok(doc.schema)
 }

@@ -35,10 +35,6 @@ impl Sink for ConsoleSink {
     fn write_part(&mut self, epoch: u64, part: u32, batches: &[RecordBatch]) -> Result<()> {
         Self::print(&format!("epoch {epoch} part {part}"), batches)
     }
-
-    fn supports_parts(&self) -> bool {
-        true
-    }
 }
 
 /// `kind = "console"` in `[sink]`: no settings.

@@ -144,10 +144,6 @@ impl Sink for DeltaSink {
         self.commit_epoch(epoch, batches)
     }
 
-    fn supports_parts(&self) -> bool {
-        true
-    }
-
     /// Holds the part until the epoch ends: its rows reach the table with
     /// the epoch's commit, a checkpoint interval later.
     fn write_part(&mut self, epoch: u64, part: u32, batches: &[RecordBatch]) -> Result<()> {

@@ -145,8 +145,4 @@ impl Sink for FileSink {
         );
         self.write_file(&path, batches)
     }
-
-    fn supports_parts(&self) -> bool {
-        true
-    }
 }

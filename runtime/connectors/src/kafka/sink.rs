@@ -511,10 +511,6 @@ impl Sink for KafkaSink {
         self.send_rows(epoch, Some(part), batches)
     }
 
-    fn supports_parts(&self) -> bool {
-        true
-    }
-
     fn end_epoch(&mut self, epoch: u64) -> Result<()> {
         if self.open_transaction == Some(epoch) {
             self.open_transaction = None;

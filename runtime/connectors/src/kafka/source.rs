@@ -879,7 +879,7 @@ impl Source for KafkaSource {
     }
 
     /// A replayed real-time epoch's parts, with one fetch
-    /// ([`super::replay`]).
+    /// (the `replay` module).
     fn read_each(&mut self, ranges: &[KafkaRange]) -> Result<Vec<EpochInput>> {
         let records = self.fetch(&super::replay::spans(ranges))?;
         super::replay::split(ranges, records)

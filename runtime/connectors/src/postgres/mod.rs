@@ -13,7 +13,7 @@
 //! replayed part that committed before the crash is skipped the same way.
 //!
 //! A worker that takes a partition over fences the writer before it: each
-//! transaction checks the owner generation it took ([`owner`]), so a late
+//! transaction checks the owner generation it took (the `owner` module), so a late
 //! write from a worker that lost the partition is refused.
 //!
 //! Large epochs go through binary `COPY`, small ones through a prepared
@@ -636,10 +636,6 @@ impl weir_core::sink::Sink for PostgresSink {
             part: i32::try_from(part).context("part number beyond integer")?,
         };
         self.write_claimed(epoch, claim, batches)
-    }
-
-    fn supports_parts(&self) -> bool {
-        true
     }
 
     fn fence(&mut self) -> Result<()> {

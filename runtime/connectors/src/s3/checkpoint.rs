@@ -2,7 +2,7 @@
 //! over `object_store`. Conditional creates use S3's `If-None-Match: *`,
 //! which AWS S3, MinIO, R2 and s3s-fs honour; a store that ignores it
 //! would let two workers both "create" an epoch's entry, so the start
-//! checks it ([`S3Remote::check_conditional_create`]).
+//! checks it (`S3Remote::check_conditional_create`).
 
 use super::{ObjectStoreSettings, S3Client};
 use anyhow::{bail, Context, Result};

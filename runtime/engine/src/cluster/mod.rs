@@ -30,11 +30,12 @@ mod telemetry;
 pub use telemetry::WorkerTelemetry;
 
 use crate::config::{ClusterConfig, PipelineConfig};
-use crate::deploy::Control;
+use crate::observe::workers::{PartitionEpoch, PartitionRecord, WorkerRecord};
+use crate::versions::Control;
 use anyhow::{Context, Result};
 use partition::{Ended, OnEpoch, PartitionRun};
 use plane::ClusterPlane;
-use roster::{PartitionEpoch, PartitionRecord, Roster, WorkerRecord, PUBLISH_EVERY};
+use roster::{Roster, PUBLISH_EVERY};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};

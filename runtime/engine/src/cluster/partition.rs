@@ -3,10 +3,10 @@
 //! into this worker's cache when it opens), its keyed state, its epochs.
 
 use crate::config::PipelineConfig;
-use crate::deploy::Control;
 use crate::observe::Telemetry;
 use crate::open::{open, OpenOptions};
 use crate::pipeline::lost_ownership;
+use crate::versions::Control;
 use anyhow::{Context, Result};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};

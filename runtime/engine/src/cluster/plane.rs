@@ -7,7 +7,7 @@
 //! partition's `offsets/N` records the version that epoch ran.
 //!
 //! - **Writes** are conditional replaces of the registry version a worker
-//!   read ([`crate::registry::Registry::shared`]), so two workers changing
+//!   read ([`crate::versions::registry::Registry::shared`]), so two workers changing
 //!   it at once both get their change in, one after the other.
 //! - **Reads**: each worker follows the registry ([`Control::follow`]),
 //!   compiling a new active version before it takes it up.
@@ -16,11 +16,11 @@
 //!   an empty state: a worker holds no single partition's state.
 
 use crate::config::PipelineConfig;
-use crate::deploy::validate::Checks;
-use crate::deploy::Control;
-use crate::open::ControlPlane;
-use crate::registry::Registry;
-use crate::runner::Runner;
+use crate::versions::registry::Registry;
+use crate::versions::runner::Runner;
+use crate::versions::validate::Checks;
+use crate::versions::Control;
+use crate::versions::ControlPlane;
 use anyhow::{Context, Result};
 use std::path::Path;
 use std::sync::Arc;

@@ -45,7 +45,7 @@ pub struct PipelineConfig {
     pub checkpoint_url: Option<String>,
     /// Tasks that run the operator side by side, each on a thread of its
     /// own over its share of every epoch (default: one per core; see
-    /// [`PipelineConfig::tasks`]). Changing it between runs rescales: the
+    /// docs/parallelism.md). Changing it between runs rescales: the
     /// tasks own other ranges of key groups, nothing stored moves.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parallelism: Option<u16>,
@@ -140,6 +140,11 @@ pub struct ProgressConfig {
     pub retain: usize,
 }
 
+impl ProgressConfig {
+    /// Records kept when `[progress]` does not say.
+    pub const DEFAULT_RETAIN: usize = 100;
+}
+
 impl Default for ProgressConfig {
     fn default() -> Self {
         ProgressConfig {
@@ -149,7 +154,7 @@ impl Default for ProgressConfig {
 }
 
 fn default_progress_retain() -> usize {
-    crate::observe::DEFAULT_RETAIN
+    ProgressConfig::DEFAULT_RETAIN
 }
 
 /// Which column holds event time and how late rows may arrive: the

@@ -12,6 +12,7 @@ pub mod health;
 pub mod history;
 pub mod metrics;
 pub mod recent;
+pub mod workers;
 
 use anyhow::Result;
 use health::Health;
@@ -23,9 +24,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use weir_core::clock::now_ms;
 use weir_core::progress::EpochProgress;
 use weir_core::source::Backlog;
-
-/// Progress records kept when `[progress]` does not say.
-pub const DEFAULT_RETAIN: usize = 100;
+pub use workers::ClusterStatus;
 
 /// The source's lag as last polled (also between epochs, while idle).
 #[derive(Debug, Clone, Copy, Serialize, Deserialize)]

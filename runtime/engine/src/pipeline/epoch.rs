@@ -195,8 +195,9 @@ impl Pipeline {
         range: serde_json::Value,
         kind: EntryKind,
     ) -> Result<OffsetEntry> {
-        self.input
-            .refresh_tables(self.log.checkpoint(), self.versions.control());
+        for note in self.input.refresh_tables(self.log.checkpoint()) {
+            self.versions.record("lookup-refresh-failed", note);
+        }
         let active = self.versions.active();
         let entry = OffsetEntry {
             migrate_from: self.log.migrate_from(active.digest),

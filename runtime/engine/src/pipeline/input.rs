@@ -6,7 +6,6 @@
 //! the state, so a replay prepares the same input.
 
 use crate::dedup::{Dedup, Dropped};
-use crate::deploy::Control;
 use crate::event_time::{EventTime, Observed};
 use crate::lookups::LookupSet;
 use anyhow::{Context, Result};
@@ -128,22 +127,25 @@ impl InputPrep {
         self.lookups.versions()
     }
 
-    /// Loads the lookup tables due for a refresh; a table that begins
-    /// failing to load is recorded in the control plane's audit trail.
-    pub fn refresh_tables(&mut self, checkpoint: &Checkpoint, control: &Control) {
+    /// Loads the lookup tables due for a refresh; returns, for the audit
+    /// trail, a note on each table that began failing to load.
+    pub fn refresh_tables(&mut self, checkpoint: &Checkpoint) -> Vec<String> {
         let failed_before = self.lookups.failed_refreshes;
-        for failure in self.lookups.refresh(checkpoint) {
-            // The whole cause is in the log; the trail keeps its start.
-            let cause: String = failure.error.chars().take(300).collect();
-            control.record(
-                "lookup-refresh-failed",
+        let notes = self
+            .lookups
+            .refresh(checkpoint)
+            .into_iter()
+            .map(|failure| {
+                // The whole cause is in the log; the trail keeps its start.
+                let cause: String = failure.error.chars().take(300).collect();
                 format!(
                     "lookup `{}` keeps version {}: {cause}",
                     failure.lookup, failure.kept
-                ),
-            );
-        }
+                )
+            })
+            .collect();
         self.lookup_failures += self.lookups.failed_refreshes - failed_before;
+        notes
     }
 
     /// The lookup refreshes that failed since the last call (for the

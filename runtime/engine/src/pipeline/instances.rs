@@ -11,7 +11,7 @@
 
 use super::tasks::Tasks;
 use crate::operator_state;
-use crate::runner::{EpochAt, Runner, Running};
+use crate::versions::runner::{EpochAt, Runner, Running};
 use anyhow::Result;
 use arrow_array::RecordBatch;
 use weir_core::progress::TaskProgress;

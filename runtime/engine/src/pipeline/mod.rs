@@ -11,37 +11,37 @@
 
 mod blob_gc;
 mod epoch;
-pub mod explain;
 mod input;
 mod instances;
 mod keyed;
 mod log;
 mod realtime;
 mod recovery;
+mod replay;
 mod report;
 mod resilience;
 mod retry;
+mod run;
 mod shadow_hook;
 mod sinks;
+use run::VersionRun;
 mod tasks;
-mod versions;
 
 use epoch::{EntryKind, Planned};
 pub(crate) use input::InputPrep;
 pub(crate) use keyed::KeyedState;
 pub(crate) use log::EpochLog;
+pub use replay::EpochReplay;
 pub(crate) use report::Reporter;
 use retry::{Closing, Resume};
 pub(crate) use sinks::{PipelineSinks, WriterIdentity};
 pub use tasks::Tasks;
-use versions::VersionRun;
-pub(crate) use versions::{Versions, VersionsSetup};
 
 use crate::config::{FailurePolicy, OnError, TriggerConfig};
 use crate::dedup::Dropped;
-use crate::deploy::Control;
 use crate::event_time::Observed;
 use crate::observe::Telemetry;
+use crate::versions::{Control, Versions};
 use anyhow::{Context, Result};
 use arrow_array::RecordBatch;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -52,7 +52,7 @@ use weir_core::checkpoint::Checkpoint;
 use weir_core::progress::{EpochProgress, Phases};
 use weir_core::sink::Fenced;
 use weir_core::source::DynSource;
-use weir_core::wal::{OffsetEntry, OperatorRef};
+use weir_core::wal::OffsetEntry;
 use weir_core::Digest;
 use weir_host::{EpochEnv, OperatorFailure, RunOutput, WasmHost};
 
@@ -95,28 +95,6 @@ pub struct StorageFault {
     pub fault: String,
 }
 
-/// The operator version new epochs are planned with.
-#[derive(Debug, Clone)]
-pub struct ActiveOperator {
-    /// Registry number (see [`crate::registry`]).
-    pub version: u32,
-    pub digest: Digest,
-    pub config_digest: Digest,
-    /// Its artifact manifest, if it has artifacts.
-    pub artifacts: Option<Digest>,
-}
-
-impl ActiveOperator {
-    /// What `offsets/N` records of the epochs it runs.
-    pub fn operator_ref(&self) -> OperatorRef {
-        OperatorRef {
-            digest: self.digest,
-            config_digest: self.config_digest,
-            artifacts: self.artifacts,
-        }
-    }
-}
-
 /// What one turn of the run loop came to.
 enum Step {
     /// No new data and no timer due.
@@ -154,7 +132,7 @@ impl RunSummary {
 
 /// A pipeline bound to its checkpoint, source, operator and sink: the
 /// epoch loop over parts that each own one concern. Between phases and
-/// between epochs, state moves in the epoch values ([`epoch`]) or through
+/// between epochs, state moves in the epoch values (the `epoch` module) or through
 /// a part's methods, never through a field one phase sets for another.
 pub struct Pipeline {
     pub(crate) name: String,
@@ -170,7 +148,7 @@ pub struct Pipeline {
     pub(crate) sinks: PipelineSinks,
     /// The offset, commit and part logs, and the planning cursor ([`log`]).
     pub(crate) log: EpochLog,
-    /// The versions that run, and how ([`versions`]).
+    /// The versions that run ([`crate::versions::Versions`]).
     pub(crate) versions: Versions,
     /// Event time, dedup and reference tables ([`input`]).
     pub(crate) input: InputPrep,
@@ -227,7 +205,7 @@ impl Pipeline {
     /// Runs epochs according to the trigger until the trigger is done or
     /// `stop` is set (checked between epochs). `on_epoch` sees each epoch's
     /// progress as it finishes. A continuous pipeline retries a failed
-    /// epoch with backoff from where it can be retried ([`retry`]).
+    /// epoch with backoff from where it can be retried (the `retry` module).
     pub fn run(
         &mut self,
         host: &WasmHost,
@@ -506,8 +484,7 @@ impl Pipeline {
         env: EpochEnv,
     ) -> Result<RunOutput> {
         let run = VersionRun::of(entry, &self.tasks);
-        self.versions
-            .run(host, &run, batches, env)?
+        self.run_version(host, &run, batches, env)?
             .result
             .map_err(|cause| self.epoch_failed(entry, cause))
     }

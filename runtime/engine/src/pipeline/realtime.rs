@@ -229,7 +229,7 @@ impl Pipeline {
     /// `weir rollback` while it was stuck), as a micro-batch epoch is.
     fn replay_entry(&mut self, epoch: u64, log: &Decoded) -> Result<OffsetEntry> {
         let entry = self.log.entry(epoch)?;
-        let Some(active) = self.versions.control().planned().map(|p| p.active) else {
+        let Some(active) = self.versions.planned_active() else {
             return Ok(entry);
         };
         let same = active.operator_ref() == entry.operator;
@@ -325,9 +325,7 @@ impl Pipeline {
     fn start_instances(&mut self, host: &WasmHost, entry: &OffsetEntry) -> Result<Instances> {
         let state = self.state.view(entry)?;
         let env = self.env_for(state, entry)?;
-        let tasks = self.tasks.of_entry(entry);
-        self.versions
-            .start_instances(host, entry, env, &tasks)?
+        self.start_instances_of(host, entry, env)?
             .map_err(|cause| self.epoch_failed(entry, cause))
     }
 

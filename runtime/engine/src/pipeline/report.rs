@@ -80,7 +80,6 @@ impl Pipeline {
             ),
             None => (self.source.describe(&entry.source), entry.source.clone()),
         };
-        let control = self.versions.control();
         let progress = EpochProgress {
             pipeline: self.name.clone(),
             partition: self.partition,
@@ -103,7 +102,7 @@ impl Pipeline {
             watermark_ms: entry.watermark_ms,
             micro_batches: done.micro_batches,
             operator_digest: entry.operator.digest,
-            operator_version: control.version_of(&entry.operator),
+            operator_version: self.versions.version_of(&entry.operator),
             migrated,
             shadow,
             range,
@@ -118,7 +117,7 @@ impl Pipeline {
             latency_histogram: Some(done.latency),
             tasks: done.tasks,
         };
-        control.epoch_done(&progress);
+        self.versions.epoch_done(&progress);
         self.reporter.telemetry().epoch_done(&progress);
         progress
     }

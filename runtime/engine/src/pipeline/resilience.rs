@@ -28,11 +28,12 @@
 //! epoch; [`super::Pipeline::run`] retries it with backoff on continuous
 //! pipelines, keeping the admin API up for a fix or a rollback.
 
+use super::run::VersionRun;
 use super::tasks::TaskRun;
-use super::{EpochFailed, Pipeline, Prepared, StorageFault, VersionRun};
+use super::{EpochFailed, Pipeline, Prepared, StorageFault};
 use crate::config::OnError;
 use crate::isolate::{self, Isolation};
-use crate::registry::Version;
+use crate::versions::registry::Version;
 use anyhow::Result;
 use arrow_array::RecordBatch;
 use weir_core::source::DeadLetter;
@@ -78,7 +79,7 @@ impl Pipeline {
                 dropped,
             } = prepared;
             let run = VersionRun::of(&entry, &self.tasks);
-            let ran = self.versions.run(host, &run, &batches, env)?;
+            let ran = self.run_version(host, &run, &batches, env)?;
             let failure = match ran.result {
                 Ok(output) => {
                     let isolated = self.isolated_letters(&entry, &input)?;
@@ -195,11 +196,9 @@ impl Pipeline {
         input: &[RecordBatch],
         failure: &OperatorFailure,
     ) -> Result<Option<Version>> {
-        let control = self.versions.control().clone();
-        let Some(planned) = control.planned() else {
+        let Some(active) = self.versions.planned_active() else {
             return Ok(None);
         };
-        let active = planned.active;
         if active.operator_ref() != entry.operator {
             tracing::warn!(
                 pipeline = %self.name,
@@ -214,7 +213,7 @@ impl Pipeline {
         if self.committed_on(&entry.operator, entry.epoch)? >= self.failure.probation_epochs {
             return Ok(None);
         }
-        let Some(previous) = control.previous_version() else {
+        let Some(previous) = self.versions.previous_version() else {
             return Ok(None);
         };
         let probe = OffsetEntry {
@@ -237,7 +236,7 @@ impl Pipeline {
             to = previous.number,
             "rolling back a failing new version automatically: {reason}"
         );
-        let to = control.auto_roll_back(active.number, &reason)?;
+        let to = self.versions.auto_roll_back(active.number, &reason)?;
         self.reporter.telemetry().rolled_back();
         Ok(Some(to))
     }
@@ -325,8 +324,7 @@ impl Pipeline {
         let prepared = self.prepare(entry, batches)?;
         let run = VersionRun::of(entry, &self.tasks);
         match self
-            .versions
-            .run(host, &run, &prepared.batches, prepared.env)?
+            .run_version(host, &run, &prepared.batches, prepared.env)?
             .result
         {
             Ok(_) => Ok(None),

@@ -95,7 +95,7 @@ impl Pipeline {
             ..
         } = closing;
         if let Some(report) = &shadow {
-            self.versions.control().shadow_done(report.clone());
+            self.versions.shadow_done(report.clone());
         }
         Ok(self.report(done, &entry, migrated, shadow))
     }

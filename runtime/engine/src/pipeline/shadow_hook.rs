@@ -1,12 +1,13 @@
 //! The shadow hook: after the active version ran an epoch, a candidate
 //! version (`weir deploy --shadow`) runs over the same input against the
 //! committed state, its writes dropped, and its output is compared with the
-//! active version's ([`crate::deploy::shadow`]). It never affects the
+//! active version's ([`crate::versions::shadow`]). It never affects the
 //! epoch: a candidate that fails is reported, not retried.
 
-use super::{Pipeline, VersionRun};
-use crate::deploy::shadow;
-use crate::runner::EpochAt;
+use super::run::VersionRun;
+use super::Pipeline;
+use crate::versions::runner::EpochAt;
+use crate::versions::shadow;
 use arrow_array::RecordBatch;
 use std::time::Instant;
 use weir_core::progress::ShadowReport;
@@ -27,7 +28,7 @@ impl Pipeline {
         outputs: &[RecordBatch],
     ) -> Option<ShadowReport> {
         let (candidate, key) = self.versions.shadow().cloned()?;
-        let active_version = self.versions.control().version_of(&entry.operator);
+        let active_version = self.versions.version_of(&entry.operator);
         let started = Instant::now();
         let state = EpochState::new(self.state.reader(), entry.epoch, entry.epoch_time_ms);
         let env = match self.env_for(state, entry) {
@@ -46,7 +47,7 @@ impl Pipeline {
             },
             tasks: self.tasks.of_entry(entry),
         };
-        let result = self.versions.run(host, &run, batches, env);
+        let result = self.run_version(host, &run, batches, env);
         let mut report = match result.map(|ran| ran.result) {
             Ok(Ok(theirs)) => {
                 let theirs = theirs.batches;

@@ -66,14 +66,6 @@ impl PipelineSinks {
         })
     }
 
-    /// The sink that cannot write real-time parts, if any.
-    pub fn without_parts(&self) -> Option<&str> {
-        self.routes
-            .iter()
-            .find(|r| !r.writers.supports_parts())
-            .map(|r| r.name.as_str())
-    }
-
     /// Takes ownership of every sink's output ([`TaskSinks::fence`]).
     pub fn fence(&mut self) -> Result<()> {
         self.routes.iter_mut().try_for_each(|r| {
@@ -171,11 +163,6 @@ impl TaskSinks {
         };
         sinks.ensure(1)?;
         Ok(sinks)
-    }
-
-    /// Whether the sink can write real-time parts.
-    pub fn supports_parts(&self) -> bool {
-        self.writers.first().is_some_and(|w| w.supports_parts())
     }
 
     /// Opens writers up to task `count - 1`.

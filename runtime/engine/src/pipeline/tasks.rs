@@ -22,7 +22,7 @@
 
 use crate::exchange::Routing;
 use crate::operator_state;
-use crate::runner::{EpochAt, Runner};
+use crate::versions::runner::{EpochAt, Runner};
 use anyhow::{anyhow, Result};
 use arrow_array::RecordBatch;
 use std::time::{Duration, Instant};

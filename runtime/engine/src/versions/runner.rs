@@ -3,7 +3,7 @@
 //! all go through a [`Runner`], so a version is called the same way wherever
 //! it runs: the same pipeline name in its logs, the same limits, the same
 //! epoch context. Which compiled version and which config to run is the
-//! caller's business ([`crate::operator_cache`], the registry).
+//! caller's business ([`crate::versions::cache`], the registry).
 
 use arrow_array::RecordBatch;
 use weir_core::wal::OffsetEntry;

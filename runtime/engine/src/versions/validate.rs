@@ -5,7 +5,7 @@
 //! All of this runs beside the pipeline, never on its epoch loop.
 
 use crate::operator_state::state_env;
-use crate::runner::{EpochAt, Runner};
+use crate::versions::runner::{EpochAt, Runner};
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
 use serde_json::{Map, Value};

@@ -3,7 +3,7 @@
 //! and shared: the deploy control plane puts the versions it validated
 //! here, and the epoch loop finds them, or loads a version a replay needs
 //! from the checkpoint's blobs and puts it here. Deciding *which* version
-//! runs is the control plane's business ([`crate::deploy::Control`]); this
+//! runs is the control plane's business ([`crate::versions::Control`]); this
 //! only keeps the compiled code.
 
 use std::collections::HashMap;

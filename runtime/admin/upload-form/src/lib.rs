@@ -1,8 +1,8 @@
 //! The admin API's upload form (`POST …/versions`, multipart/form-data):
 //! which fields it has and what each must hold. The server reads the
-//! multipart body field by field into [`FormParts`]; this module has no
+//! multipart body field by field into [`FormParts`]; this crate has no
 //! HTTP in it so that the parsing can be fuzzed together with the
-//! multipart reader (`fuzz/fuzz_targets/upload_form.rs`).
+//! multipart reader (`tests/fuzz/fuzz_targets/upload_form.rs`).
 
 /// The form's fields, as the error for an unknown one lists them.
 pub const FIELDS: &str = "component, config, label, golden_input, golden_output, artifact:NAME";
@@ -52,7 +52,7 @@ impl FormParts {
             "golden_output" => self.golden_output = Some(bytes),
             other if other.starts_with("artifact:") => {
                 let artifact = &other["artifact:".len()..];
-                crate::artifacts::check_name(artifact).map_err(|e| format!("{e:#}"))?;
+                weir_core::artifacts::check_name(artifact).map_err(|e| format!("{e:#}"))?;
                 self.artifacts.insert(artifact.to_string(), bytes);
             }
             other => return Err(format!("unknown form field `{other}`; expected {FIELDS}")),

@@ -1,56 +1,58 @@
-//! The versions part: which operator version new epochs are planned with,
-//! which one runs in shadow, and how any recorded version is found and run
-//! — compiled once ([`OperatorCache`]), its config and artifacts read from
-//! the blobs once, and called through the one [`Runner`]. The epoch loop
-//! asks this part and never the registry: what the control plane decided
-//! is taken up only between epochs ([`Versions::follow_control`]).
+//! The versions a running pipeline uses — the seam between the epoch loop
+//! and everything else about versions. It says which version new epochs
+//! are planned with and which runs in shadow (taken up from the control
+//! plane only between epochs, [`Versions::follow_control`]), loads any
+//! recorded version — compiled once ([`OperatorCache`]), its config and
+//! artifacts read from the blobs once — and tells the control plane what
+//! became of epochs: committed (probation counts them), shadow reports,
+//! automatic rollbacks. The epoch loop never reaches past it.
 
-use super::instances::Instances;
-use super::tasks::{self, TaskRun, Tasks};
-use super::ActiveOperator;
-use crate::deploy::Control;
-use crate::operator_cache::OperatorCache;
-use crate::registry::Version;
-use crate::runner::{EpochAt, Runner};
+use super::cache::OperatorCache;
+use super::registry::Version;
+use super::runner::Runner;
+use super::Control;
 use anyhow::{Context, Result};
-use arrow_array::RecordBatch;
 use std::collections::HashMap;
 use std::sync::Arc;
 use weir_core::artifacts::Artifacts;
 use weir_core::checkpoint::Blobs;
-use weir_core::wal::{OffsetEntry, OperatorRef};
+use weir_core::progress::{EpochProgress, ShadowReport};
+use weir_core::wal::OperatorRef;
 use weir_core::Digest;
-use weir_host::{EpochEnv, Grants, LoadedOperator, OperatorFailure, RunOutput, WasmHost};
+use weir_host::{Grants, LoadedOperator, WasmHost};
 
-/// Which version to run over an epoch's batches, as which epoch, and as
-/// how many tasks.
-pub(super) struct VersionRun {
-    pub operator: OperatorRef,
-    pub at: EpochAt,
-    pub tasks: Tasks,
+/// The version new epochs are planned with.
+#[derive(Debug, Clone)]
+pub struct ActiveOperator {
+    /// Registry number (see [`super::registry`]).
+    pub version: u32,
+    pub digest: Digest,
+    pub config_digest: Digest,
+    /// Its artifact manifest, if it has artifacts.
+    pub artifacts: Option<Digest>,
 }
 
-impl VersionRun {
-    /// The run an offsets entry records (its task split included; the
-    /// pipeline's `tasks` add what the source decides, its partitions).
-    pub fn of(entry: &OffsetEntry, tasks: &Tasks) -> Self {
-        VersionRun {
-            operator: entry.operator,
-            at: EpochAt::of(entry),
-            tasks: tasks.of_entry(entry),
+impl ActiveOperator {
+    /// What `offsets/N` records of the epochs it runs.
+    pub fn operator_ref(&self) -> OperatorRef {
+        OperatorRef {
+            digest: self.digest,
+            config_digest: self.config_digest,
+            artifacts: self.artifacts,
         }
     }
 }
 
-/// A version's run over an epoch's batches: the operator's result (the
-/// inner error is the operator's), and each task's share of it.
-pub(super) struct VersionRan {
-    pub result: Result<RunOutput, OperatorFailure>,
-    pub tasks: TaskRun,
+/// A recorded version, ready to run: compiled, with its config and
+/// artifacts.
+pub struct Loaded {
+    pub operator: Arc<LoadedOperator>,
+    pub config: String,
+    pub artifacts: Arc<Artifacts>,
 }
 
 /// The operator versions one pipeline runs.
-pub(crate) struct Versions {
+pub struct Versions {
     pipeline: String,
     active: ActiveOperator,
     /// The version running in shadow, and the key its rows are matched on.
@@ -72,7 +74,7 @@ pub(crate) struct Versions {
 }
 
 /// What [`Versions`] starts from.
-pub(crate) struct VersionsSetup {
+pub struct VersionsSetup {
     pub active: ActiveOperator,
     pub runner: Runner,
     pub grants: Grants,
@@ -140,57 +142,56 @@ impl Versions {
         self.shadow = planned.shadow;
     }
 
-    /// Runs one version over the batches with [`Runner::run`], divided
-    /// among its tasks. The outer error is the host's (loading the
-    /// version, a task's thread).
-    pub(super) fn run(
-        &mut self,
-        host: &WasmHost,
-        run: &VersionRun,
-        batches: &[RecordBatch],
-        mut env: EpochEnv,
-    ) -> Result<VersionRan> {
-        let operator = self.operator_for(host, &run.operator.digest)?;
-        let config = self.config_for(&run.operator.config_digest)?;
-        // A shadow run's version may have other artifacts than the epoch's.
-        env.artifacts = self.artifacts_for(run.operator.artifacts.as_ref())?;
-        if run.tasks.count <= 1 {
-            return Ok(VersionRan {
-                result: self.runner.run(&operator, &config, run.at, batches, env),
-                tasks: TaskRun::default(),
-            });
-        }
-        let (result, tasks) = tasks::run_tasks(
-            &self.runner,
-            &operator,
-            &config,
-            run.at,
-            batches,
-            env,
-            &run.tasks,
-        )?;
-        Ok(VersionRan { result, tasks })
+    /// The version `operator` names, ready to run (loaded from the
+    /// blobs the first time).
+    pub fn load(&mut self, host: &WasmHost, operator: &OperatorRef) -> Result<Loaded> {
+        Ok(Loaded {
+            operator: self.operator_for(host, &operator.digest)?,
+            config: self.config_for(&operator.config_digest)?,
+            artifacts: self.artifacts_for(operator.artifacts.as_ref())?,
+        })
     }
 
-    /// A real-time epoch's instances of the version `entry` records, one
-    /// per task of `tasks`, over `env`. The outer error is the host's.
-    pub(super) fn start_instances(
-        &mut self,
-        host: &WasmHost,
-        entry: &OffsetEntry,
-        env: EpochEnv,
-        tasks: &Tasks,
-    ) -> Result<Result<Instances, OperatorFailure>> {
-        let operator = self.operator_for(host, &entry.operator.digest)?;
-        let config = self.config_for(&entry.operator.config_digest)?;
-        Ok(Instances::start(
-            &self.runner,
-            &operator,
-            &config,
-            EpochAt::of(entry),
-            env,
-            tasks,
-        ))
+    /// How every version is run (the pipeline's name and limits).
+    pub fn runner(&self) -> &Runner {
+        &self.runner
+    }
+
+    /// The registry number of the version `operator` names, if registered.
+    pub fn version_of(&self, operator: &OperatorRef) -> Option<u32> {
+        self.control.version_of(operator)
+    }
+
+    /// What the control plane plans new epochs with now: a version
+    /// activated since an epoch was planned re-plans it.
+    pub fn planned_active(&self) -> Option<Version> {
+        self.control.planned().map(|p| p.active)
+    }
+
+    /// The version active before the current one, if any.
+    pub fn previous_version(&self) -> Option<Version> {
+        self.control.previous_version()
+    }
+
+    /// Rolls the failing version `from` back, recording `reason`; returns
+    /// the version now active.
+    pub fn auto_roll_back(&self, from: u32, reason: &str) -> Result<Version> {
+        self.control.auto_roll_back(from, reason)
+    }
+
+    /// An epoch committed: probation and the last epoch's status.
+    pub fn epoch_done(&self, progress: &EpochProgress) {
+        self.control.epoch_done(progress);
+    }
+
+    /// A shadow run's report, for the shadow's status.
+    pub fn shadow_done(&self, report: ShadowReport) {
+        self.control.shadow_done(report);
+    }
+
+    /// An entry in the audit trail (a lookup table that failed to refresh).
+    pub fn record(&self, action: &str, note: String) {
+        self.control.record(action, note);
     }
 
     /// Whether the active version has an `on-timers` hook.

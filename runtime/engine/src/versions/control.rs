@@ -1,27 +1,24 @@
 //! Changing the operator of a running pipeline: the control plane shared by
 //! the admin API, `weir run --watch` and the epoch loop.
 //!
-//! Uploads are validated here, beside the pipeline ([`validate`]), then
+//! Uploads are validated here, beside the pipeline ([`super::validate`]), then
 //! registered in the checkpoint's [`Registry`]. Activation only changes what
 //! the registry says new epochs run with; the epoch loop asks
 //! [`Control::planned`] before planning each epoch, so a swap always takes
 //! effect at an epoch boundary and `offsets/N` records the version epoch N
 //! ran with. A version running in shadow is fed the same epochs and its
-//! differences from the active version are reported ([`shadow`]).
+//! differences from the active version are reported ([`super::shadow`]).
 
-pub mod shadow;
-pub mod validate;
-
-use crate::cluster::roster::ClusterStatus;
-use crate::operator_cache::OperatorCache;
-use crate::registry::{Actor, GoldenCheck, Origin, Registry, Shadow, Version};
+use super::cache::OperatorCache;
+use super::registry::{Actor, GoldenCheck, Origin, Registry, Shadow, Version};
+use super::shadow::ShadowReport;
+use super::validate::{Checks, Golden, Setup};
+use crate::observe::ClusterStatus;
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
-use shadow::ShadowReport;
 use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
-use validate::{Checks, Golden, Setup};
 use weir_core::artifacts::Artifacts;
 use weir_core::checkpoint::Blobs;
 use weir_core::progress::EpochProgress;
@@ -31,19 +28,20 @@ use weir_core::Digest;
 /// Why a deploy request was refused; the admin API maps each to a status.
 #[derive(Debug, thiserror::Error)]
 pub enum DeployError {
-    /// The candidate failed validation (HTTP 422).
+    /// The candidate failed validation.
     #[error("{0}")]
     Refused(String),
-    /// The request itself is malformed (HTTP 400).
+    /// The request itself is malformed.
     #[error("{0}")]
     BadRequest(String),
-    /// No such version or pipeline (HTTP 404).
+    /// No such version or pipeline.
     #[error("{0}")]
     NotFound(String),
-    /// The request contradicts the current state, e.g. rolling back to the active version (HTTP 409).
+    /// The request contradicts the current state, e.g. rolling back to the
+    /// active version.
     #[error("{0}")]
     Conflict(String),
-    /// The host failed (HTTP 500).
+    /// The host failed, not the request.
     #[error("{0:#}")]
     Internal(#[from] anyhow::Error),
 }
@@ -547,7 +545,7 @@ impl Control {
     /// Every change of what runs (register, activate, rollback, shadow,
     /// promote, unshadow) and lookup refresh failure still in the registry
     /// (the newest thousand), oldest first, for the dashboard and `weir audit`.
-    pub fn events(&self) -> Vec<crate::registry::Event> {
+    pub fn events(&self) -> Vec<crate::versions::registry::Event> {
         self.lock().registry.events().to_vec()
     }
 

@@ -3,8 +3,8 @@
 //! Arrow batch. Nothing a guest returns is trusted: lengths, offsets,
 //! bitmaps and UTF-8 are checked here, before a sink sees a row. The Wasm
 //! host moves the guest's values into these types without copying; this
-//! module has no Wasm in it so that it can be fuzzed on its own
-//! (`fuzz/fuzz_targets/guest_output.rs`).
+//! crate has no Wasm in it so that it can be fuzzed on its own
+//! (`tests/fuzz/fuzz_targets/guest_output.rs`).
 
 use anyhow::{bail, Context, Result};
 use arrow_array::{ArrayRef, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray};
@@ -130,11 +130,11 @@ pub fn to_batch(output: Output) -> Result<RecordBatch> {
     let mut names = std::collections::HashSet::with_capacity(output.columns.len());
     let mut arrays = Vec::with_capacity(output.columns.len());
     for col in output.columns {
-        if col.name.len() > crate::column_tree::MAX_NAME {
+        if col.name.len() > weir_core::column_tree::MAX_NAME {
             bail!(
                 "an output column's name of {} bytes is longer than {}",
                 col.name.len(),
-                crate::column_tree::MAX_NAME
+                weir_core::column_tree::MAX_NAME
             );
         }
         if !names.insert(col.name.clone()) {
