@@ -5,6 +5,7 @@
 //! parses arguments, prints, and wires them together.
 
 pub mod cli;
+mod commands;
 pub mod demo;
 pub mod devtools;
 pub mod explain;

@@ -108,7 +108,7 @@ pub(crate) fn print_audit(events: &[Event], json: bool) -> Result<()> {
         "seq", "when (UTC)", "action", "version", "component", "by", "client"
     );
     for e in events {
-        let when = crate::cli::utc_seconds(e.at_ms);
+        let when = crate::commands::utc_seconds(e.at_ms);
         let by = e.by.as_ref().map_or("", |a| a.name.as_str());
         let client =
             e.by.as_ref()
