@@ -186,8 +186,7 @@ fn demo_matches_the_reference(operator: DemoOperator, epochs_expected: u64) {
     assert_eq!(report.rows_in, 60_000);
 
     let cfg = PipelineConfig::load(&report.pipeline_file).unwrap();
-    let rules: serde_json::Value =
-        serde_json::from_str(&cfg.operator_config_json().unwrap()).unwrap();
+    let rules: serde_json::Value = serde_json::from_str(&cfg.operator.config_json).unwrap();
     let payments: Vec<_> = (0..opts.payments)
         .map(|i| generator::payment(opts.seed, i).0)
         .collect();

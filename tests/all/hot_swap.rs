@@ -546,8 +546,8 @@ fn shadow_reports_exactly_the_rows_a_changed_rule_changes() {
     let candidate_cfg =
         weir_engine::config::PipelineConfig::parse(&toml(s.path(), &lowered), s.path())
             .unwrap()
-            .operator_config_json()
-            .unwrap();
+            .operator
+            .config_json;
     let shadowed = run_to_end(s.path(), &toml(s.path(), rules), |p| {
         p.control()
             .upload(

@@ -402,7 +402,7 @@ fn main() {
     let cfg = PipelineConfig::load(&pipeline_file).unwrap();
     let schema = cfg.source.schema().unwrap();
     let rules_json =
-        std::env::var("BENCH_RULES").unwrap_or_else(|_| cfg.operator_config_json().unwrap());
+        std::env::var("BENCH_RULES").unwrap_or_else(|_| cfg.operator.config_json.clone());
     let batch = decode(
         schema.clone(),
         &generator::json_lines(1, 0, ROWS),

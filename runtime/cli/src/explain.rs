@@ -169,7 +169,7 @@ fn buffered_input(
 /// committed epoch (at most [`SCAN_EPOCHS`] on) whose files sinks logged it (an operator that buffers
 /// rows, as a window does, emits them when a timer fires).
 fn later_emission(cfg: &PipelineConfig, req: &ExplainRequest) -> Result<Option<(u64, Value)>> {
-    let commits = cfg.checkpoint.join("commits");
+    let commits = cfg.checkpoint.dir().join("commits");
     let mut epoch = req.epoch + 1;
     while epoch <= req.epoch + SCAN_EPOCHS && commits.join(epoch.to_string()).exists() {
         let logged = logged_rows(cfg, epoch, req)?;

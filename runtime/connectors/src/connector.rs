@@ -8,7 +8,6 @@
 use anyhow::{Context, Result};
 use arrow_schema::SchemaRef;
 use serde::de::DeserializeOwned;
-use serde::Serialize;
 use std::fmt::Debug;
 use std::path::{Path, PathBuf};
 use weir_core::schema::ColumnConfig;
@@ -82,9 +81,7 @@ impl SinkContext<'_> {
 
 /// A source connector: its `[source]` table, typed. Implemented by the
 /// config type itself.
-pub trait SourceConnector:
-    Serialize + DeserializeOwned + Debug + Clone + Send + Sync + 'static
-{
+pub trait SourceConnector: DeserializeOwned + Debug + Clone + Send + Sync + 'static {
     /// The `kind = "…"` that selects this connector.
     const KIND: &'static str;
     /// The source it opens.
@@ -121,9 +118,7 @@ pub trait SourceConnector:
 /// A sink connector: its `[sink]` table, typed. Implemented by the config
 /// type itself. The sink it opens must make a repeated write of an epoch
 /// harmless (see [`weir_core::sink`]).
-pub trait SinkConnector:
-    Serialize + DeserializeOwned + Debug + Clone + Send + Sync + 'static
-{
+pub trait SinkConnector: DeserializeOwned + Debug + Clone + Send + Sync + 'static {
     /// The `kind = "…"` that selects this connector.
     const KIND: &'static str;
 
@@ -167,8 +162,9 @@ pub trait SourceSettings: Debug + Send + Sync {
     fn partitioned(&self) -> bool;
     /// Opens the source, ranges erased to the JSON `offsets/N` records.
     fn open(&self, ctx: &SourceContext<'_>) -> Result<Box<dyn DynSource>>;
-    /// The settings as JSON, `kind` included.
-    fn to_json(&self) -> Result<serde_json::Value>;
+    /// The settings as their own type, for code that needs one
+    /// connector's (a cluster's workers, the Kafka source's).
+    fn as_any(&self) -> &dyn std::any::Any;
     /// A copy.
     fn clone_box(&self) -> Box<dyn SourceSettings>;
 }
@@ -187,19 +183,8 @@ pub trait SinkSettings: Debug + Send + Sync {
     fn identity(&self) -> Result<String>;
     /// See [`SinkConnector::open`].
     fn open(&self, ctx: &SinkContext<'_>) -> Result<Box<dyn Sink>>;
-    /// The settings as JSON, `kind` included.
-    fn to_json(&self) -> Result<serde_json::Value>;
     /// A copy.
     fn clone_box(&self) -> Box<dyn SinkSettings>;
-}
-
-/// `settings` as JSON with its `kind`, as the pipeline file had it.
-fn with_kind<T: Serialize>(kind: &str, settings: &T) -> Result<serde_json::Value> {
-    let mut value = serde_json::to_value(settings)?;
-    if let Some(map) = value.as_object_mut() {
-        map.insert("kind".into(), kind.into());
-    }
-    Ok(value)
 }
 
 impl<C: SourceConnector> SourceSettings for C {
@@ -238,8 +223,8 @@ impl<C: SourceConnector> SourceSettings for C {
             .with_context(|| format!("opening the {} source", C::KIND))?;
         Ok(Box::new(source))
     }
-    fn to_json(&self) -> Result<serde_json::Value> {
-        with_kind(C::KIND, self)
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
     }
     fn clone_box(&self) -> Box<dyn SourceSettings> {
         Box::new(self.clone())
@@ -264,9 +249,6 @@ impl<C: SinkConnector> SinkSettings for C {
     }
     fn open(&self, ctx: &SinkContext<'_>) -> Result<Box<dyn Sink>> {
         SinkConnector::open(self, ctx).with_context(|| format!("opening the {} sink", C::KIND))
-    }
-    fn to_json(&self) -> Result<serde_json::Value> {
-        with_kind(C::KIND, self)
     }
     fn clone_box(&self) -> Box<dyn SinkSettings> {
         Box::new(self.clone())

@@ -6,7 +6,7 @@
 //! as recorded in `offsets/N` — operator, config, artifacts, lookup
 //! versions, watermark — up to, not including, the sink phase.
 
-use crate::config::PipelineConfig;
+use crate::config::{CheckpointLocation, PipelineConfig};
 use crate::pipeline::{EpochReplay, Pipeline};
 use crate::OpenOptions;
 use anyhow::{bail, Context, Result};
@@ -25,7 +25,7 @@ pub fn replay_epoch(
     if cfg.cluster.is_some() {
         bail!("explain reads one checkpoint; a cluster's partitions each have their own");
     }
-    let committed = cfg.checkpoint.join("commits").join(epoch.to_string());
+    let committed = cfg.checkpoint.dir().join("commits").join(epoch.to_string());
     if !committed.exists() {
         bail!(
             "epoch {epoch} of `{}` is not committed (no {}): only delivered decisions are explained",
@@ -34,9 +34,9 @@ pub fn replay_epoch(
         );
     }
     let copy = scratch.join("checkpoint");
-    copy_checkpoint(&cfg.checkpoint, &copy, epoch)?;
+    copy_checkpoint(cfg.checkpoint.dir(), &copy, epoch)?;
     let mut scratch_cfg = cfg.clone();
-    scratch_cfg.checkpoint = copy.clone();
+    scratch_cfg.checkpoint = CheckpointLocation::Local(copy.clone());
     scratch_cfg.admin = None;
     scratch_cfg.sink = cfg.sink.as_scratch_files(&scratch.join("sinks"))?;
     rewrite_sink_identity(&copy, &scratch_cfg.sink.identity()?)?;

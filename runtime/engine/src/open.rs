@@ -3,7 +3,7 @@
 //! and its config in the checkpoint's blobs, and checks at start — not at the
 //! first epoch — that the operator loads and accepts its configuration.
 
-use crate::config::PipelineConfig;
+use crate::config::{CheckpointLocation, PipelineConfig};
 use crate::dedup::Dedup;
 use crate::event_time::EventTime;
 use crate::pipeline::{
@@ -49,7 +49,7 @@ pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<
         pipeline: &cfg.name,
         batch_rows: cfg.batch_rows,
         partition: opts.partition,
-        checkpoint: &cfg.checkpoint,
+        checkpoint: cfg.checkpoint.dir(),
     })?;
     let (event_time, dedup) = input_preparation(cfg, source.as_ref())?;
     let checkpoint = open_checkpoint(cfg, source.as_ref(), &opts)?;
@@ -63,18 +63,15 @@ pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<
         },
     )?;
     let last_committed = checkpoint.commits.latest()?.map(|(e, _)| e);
-    let (mut state, state_opened) = StateStore::open_with(
-        &checkpoint.root().join("state"),
-        cfg.state.options()?,
-        last_committed,
-    )
-    .context("opening the state store")?;
+    let (mut state, state_opened) =
+        StateStore::open_with(&checkpoint.root().join("state"), cfg.state, last_committed)
+            .context("opening the state store")?;
     if let Some(mirror) = checkpoint.mirror() {
         state.set_mirror(mirror.clone())?;
     }
 
     let lookups = crate::lookups::LookupSet::open(&cfg.lookups, &checkpoint)?;
-    let runner = Runner::new(&cfg.name, cfg.limits()?);
+    let runner = Runner::new(&cfg.name, cfg.operator.limits);
     let checks = Checks {
         lookups: lookups.current(),
         runner: runner.clone(),
@@ -150,7 +147,7 @@ pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<
         name: name.clone(),
         trigger: cfg.trigger,
         tasks,
-        failure: cfg.operator.failure_policy(),
+        failure: cfg.operator.failure,
         partition: opts.partition,
         source,
         sinks,
@@ -239,21 +236,20 @@ fn open_checkpoint(
         sink: cfg.sink.identity()?,
         schema: Some(SchemaColumn::of(&source.schema())),
     };
-    let mirror = match &cfg.checkpoint_url {
-        Some(url) => {
-            let settings = cfg.object_store.clone().unwrap_or_default();
-            let remote = S3Remote::open(url, &settings)
+    let mirror = match &cfg.checkpoint {
+        CheckpointLocation::ObjectStore { url, cache, store } => {
+            let remote = S3Remote::open(url, store)
                 .with_context(|| format!("opening the checkpoint {url}"))?;
             Some(Mirror::checking_snapshots(
                 Arc::new(remote),
-                &cfg.checkpoint,
+                cache,
                 Some(Arc::new(verify_pulled_snapshot)),
             ))
         }
-        None => None,
+        CheckpointLocation::Local(_) => None,
     };
     Checkpoint::open_mirrored(
-        &cfg.checkpoint,
+        cfg.checkpoint.dir(),
         expected,
         opts.ephemeral_checkpoint_ok,
         mirror,

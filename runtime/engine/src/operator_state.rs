@@ -51,7 +51,7 @@ impl TaskScope {
         };
         format!(
             "{what} {} is in key group {group}, which task {owner} of {} owns; this task \
-             ({}) runs {rows}. Fix: {fix} (docs/config.md, \"Parallel tasks\")",
+             ({}) runs {rows}. Fix: {fix} (docs/pipelines.md, \"Parallel tasks\")",
             show_key(key),
             g.tasks,
             g.task,

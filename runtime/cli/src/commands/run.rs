@@ -12,7 +12,7 @@ use weir_host::{default_cache_root, WasmHost};
 /// The arguments of `weir run` (its help text is the command's).
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The pipeline file (see docs/config.md).
+    /// The pipeline file (see docs/pipelines.md).
     pipeline: PathBuf,
     /// Print only the summary, not a line per epoch.
     #[arg(long, short)]
@@ -74,7 +74,7 @@ pub fn run(args: Args) -> Result<()> {
         Some(
             Watcher::start(
                 cfg.operator.path.clone(),
-                cfg.operator_config_json()?,
+                cfg.operator.config_json.clone(),
                 pipeline.control(),
             )
             .context("starting the operator watcher")?,
@@ -151,7 +151,7 @@ fn run_worker(
         .then(|| {
             Watcher::start(
                 cfg.operator.path.clone(),
-                cfg.operator_config_json()?,
+                cfg.operator.config_json.clone(),
                 node.control(),
             )
             .context("starting the operator watcher")

@@ -109,7 +109,7 @@ pub fn test_operator(host: &WasmHost, opts: &TestOptions) -> Result<TestReport> 
     let (schema, limits, grants, batch_rows) = match &pipeline {
         Some(p) => {
             let schema = p.source.columns().to_vec();
-            (schema, p.limits()?, p.operator.grants, p.batch_rows)
+            (schema, p.operator.limits, p.operator.grants, p.batch_rows)
         }
         None => (demo_schema()?, Limits::default(), Grants::default(), 10_000),
     };
@@ -119,7 +119,7 @@ pub fn test_operator(host: &WasmHost, opts: &TestOptions) -> Result<TestReport> 
     );
     let config = match (&opts.config, &pipeline) {
         (Some(path), _) => weir_admin::client::config_json(path)?,
-        (None, Some(p)) => p.operator_config_json()?,
+        (None, Some(p)) => p.operator.config_json.clone(),
         (None, None) => "{}".to_string(),
     };
     let mut artifacts = match &pipeline {

@@ -24,7 +24,7 @@ use weir_core::digest::Digest;
 use weir_core::secret::{Secret, SecretSource};
 
 /// `[source.schema_registry]`: where the writer schemas are.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RegistryConfig {
     /// The registry's base URL, `http://` or `https://`.

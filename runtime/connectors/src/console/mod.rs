@@ -5,7 +5,7 @@
 use crate::connector::{SinkConnector, SinkContext};
 use anyhow::Result;
 use arrow_array::RecordBatch;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use std::io::Write;
 use weir_core::sink::{to_json_lines, Sink};
 
@@ -37,8 +37,9 @@ impl Sink for ConsoleSink {
     }
 }
 
-/// `kind = "console"` in `[sink]`: no settings.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+/// Every output row printed on stdout as a JSON line, for trying a
+/// pipeline out (at least once: a replayed epoch prints again).
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ConsoleSinkConfig {}
 

@@ -17,13 +17,13 @@ pub use sink::DeltaSink;
 use crate::connector::{SinkConnector, SinkContext};
 use crate::s3::{ObjectStoreSettings, S3Url};
 use anyhow::{anyhow, bail, Result};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use store::TableStore;
 use weir_core::sink::Sink;
 
 /// `kind = "delta"` in `[sink]`: a Delta table, one commit per epoch.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DeltaSinkConfig {
     /// The table: a directory (`lake/alerts`, relative to the pipeline

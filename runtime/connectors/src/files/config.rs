@@ -4,7 +4,7 @@ use super::{FileSink, FileSource};
 use crate::connector::{SinkConnector, SinkContext, SourceConnector, SourceContext};
 use anyhow::{bail, Result};
 use arrow_schema::SchemaRef;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use weir_core::json::MalformedPolicy;
@@ -12,7 +12,7 @@ use weir_core::schema::{self, ColumnConfig};
 use weir_core::sink::Sink;
 
 /// A directory of JSON-lines files, each file planned once.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FilesSourceConfig {
     /// The directory read.
@@ -85,7 +85,7 @@ impl SourceConnector for FilesSourceConfig {
 }
 
 /// One JSON-lines file per epoch in `path`, written atomically.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FilesSinkConfig {
     /// The directory written.

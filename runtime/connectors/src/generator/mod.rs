@@ -30,8 +30,11 @@ use weir_core::source::{Backlog, BacklogUnit, EpochInput, PlanLimit, RowOrigin, 
 /// pipeline processes, so a typo (an extra zero or three) is caught.
 const MAX_RATE: u64 = 10_000_000;
 
-/// `[source] kind = "generator"`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// Synthetic payments with planted fraud, generated at `rate` per second:
+/// the demo's stream, for trying a pipeline out and for load tests. A
+/// payment's number and the seed decide its content, so a replay reads the
+/// same rows.
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GeneratorSourceConfig {
     /// Payments per second (default 1000).

@@ -16,7 +16,7 @@ use weir_core::sink::Sink;
 
 /// Kafka topics read in offset ranges the engine plans and records (the
 /// runtime owns the offsets, not a consumer group).
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct KafkaSourceConfig {
     /// `host:port[,host:port…]`.
@@ -82,12 +82,7 @@ impl KafkaSourceConfig {
     /// The Kafka settings in an erased `[source]`, if it is a Kafka source
     /// (what a cluster's workers need to join their group).
     pub fn of(settings: &dyn crate::connector::SourceSettings) -> Option<Self> {
-        if settings.kind() != <Self as SourceConnector>::KIND {
-            return None;
-        }
-        let mut json = settings.to_json().ok()?;
-        json.as_object_mut()?.remove("kind");
-        serde_json::from_value(json).ok()
+        settings.as_any().downcast_ref::<Self>().cloned()
     }
 
     /// The `tls`, `sasl` and `options` keys, to check or resolve.
@@ -244,7 +239,7 @@ pub enum SinkValueFormat {
 
 /// One message per output row to a Kafka topic: JSON, or Avro with a
 /// schema registry.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct KafkaSinkConfig {
     /// `host:port[,host:port…]`.

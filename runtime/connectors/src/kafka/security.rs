@@ -14,7 +14,7 @@ use weir_core::secret::{Secret, SecretSource};
 
 /// `[source.tls]` / `[sink.tls]`: TLS to every broker. An empty table
 /// means TLS with the system's certificate authorities.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct KafkaTls {
     /// PEM file of the authorities that sign the brokers' certificates;
@@ -42,7 +42,7 @@ fn yes() -> bool {
 }
 
 /// `[source.sasl]` / `[sink.sasl]`: who the client is to the brokers.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct KafkaSasl {
     /// `SCRAM-SHA-512`, `SCRAM-SHA-256` or `PLAIN`.

@@ -18,12 +18,12 @@ use ::parquet::basic::Compression;
 use ::parquet::file::properties::WriterProperties;
 use anyhow::{bail, Context, Result};
 use arrow_array::RecordBatch;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use weir_core::sink::Sink;
 
 /// A directory of Parquet files, one per epoch.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ParquetSinkConfig {
     /// The directory written.

@@ -5,7 +5,7 @@ use super::{connection_config, location, PostgresSink, PostgresSinkSettings, Wri
 use super::{DEFAULT_COPY_THRESHOLD, DEFAULT_PROGRESS_TABLE, DEFAULT_TIMEOUT};
 use crate::connector::{SinkConnector, SinkContext};
 use anyhow::{bail, Context, Result};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use std::time::Duration;
 use weir_core::sink::Sink;
 
@@ -14,7 +14,7 @@ pub const DEFAULT_URL_ENV: &str = "WEIR_POSTGRES_URL";
 
 /// Rows into a PostgreSQL table, one transaction per epoch with the
 /// epoch's progress row: exactly once.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PostgresSinkConfig {
     /// Connection string (URL or `key=value`); else read from `url_env`.

@@ -19,12 +19,13 @@ use anyhow::{bail, Context, Result};
 use prost_reflect::{
     DescriptorPool, DynamicMessage, FieldDescriptor, Kind, MapKey, ReflectMessage, Value,
 };
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-/// `protobuf = { descriptor_set = "payments.desc", message = "fraud.Payment" }`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// `protobuf = { descriptor_set = "payments.desc", message = "fraud.Payment" }`:
+/// how Protobuf values are decoded (`value_format = "protobuf"`).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProtobufConfig {
     /// A `FileDescriptorSet` with the message and everything it imports

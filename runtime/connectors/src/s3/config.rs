@@ -4,14 +4,14 @@ use super::{ObjectStoreSettings, S3Client, S3Source, S3Url};
 use crate::connector::{SourceConnector, SourceContext};
 use anyhow::{bail, Result};
 use arrow_schema::SchemaRef;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use weir_core::json::{JsonDecoder, MalformedPolicy};
 use weir_core::schema::{self, ColumnConfig};
 
 /// Objects under an `s3://bucket/prefix`, each planned once: the files
 /// source over a bucket. Credentials come only from the environment.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct S3SourceConfig {
     /// `s3://bucket/prefix`: every object under the prefix is input.

@@ -24,12 +24,12 @@ pub use config::S3SourceConfig;
 pub use source::S3Source;
 
 use anyhow::{bail, Context, Result};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 
 /// `[object_store]`: how to reach the S3-compatible store an `s3://` URL
 /// names. Every key is optional: without any, AWS S3 is used as the
 /// environment describes it (`AWS_REGION`, `AWS_ENDPOINT_URL`, ...).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ObjectStoreSettings {
     /// The store's URL, for servers other than AWS

@@ -111,7 +111,7 @@ impl Worker {
             .context("`source.topics` is empty")?
             .clone();
         let security = kafka.security().resolve()?;
-        let cache = worker_cache(&cfg.checkpoint, worker)?;
+        let cache = worker_cache(cfg.checkpoint.dir(), worker)?;
         let lock = CacheLock::take(&cache)?;
         let plane = ClusterPlane::open(cfg, host, &cache)?;
         let roster = Roster::new(

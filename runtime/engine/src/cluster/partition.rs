@@ -2,7 +2,7 @@
 //! own: its checkpoint under `partitions/<p>/` in the object store (pulled
 //! into this worker's cache when it opens), its keyed state, its epochs.
 
-use crate::config::PipelineConfig;
+use crate::config::{CheckpointLocation, PipelineConfig};
 use crate::observe::Telemetry;
 use crate::open::{open, OpenOptions};
 use crate::pipeline::lost_ownership;
@@ -127,14 +127,15 @@ impl PartitionRun {
 /// `<checkpoint>/partitions/<p>` in the object store, cached in
 /// `<cache>/partitions/<p>`.
 pub fn config_for(base: &PipelineConfig, cache: &Path, p: i32) -> Result<PipelineConfig> {
-    let url = base
-        .checkpoint_url
-        .as_deref()
-        .context("a cluster's checkpoint must be in an object store")?;
+    let CheckpointLocation::ObjectStore { url, store, .. } = &base.checkpoint else {
+        anyhow::bail!("a cluster's checkpoint must be in an object store");
+    };
     let mut cfg = base.clone();
-    cfg.checkpoint_url = Some(format!("{}/partitions/{p}", url.trim_end_matches('/')));
-    cfg.checkpoint = cache.join("partitions").join(p.to_string());
-    cfg.checkpoint_cache = Some(cfg.checkpoint.clone());
+    cfg.checkpoint = CheckpointLocation::ObjectStore {
+        url: format!("{}/partitions/{p}", url.trim_end_matches('/')),
+        cache: cache.join("partitions").join(p.to_string()),
+        store: store.clone(),
+    };
     Ok(cfg)
 }
 

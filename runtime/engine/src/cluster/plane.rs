@@ -15,7 +15,7 @@
 //!   single process validates it, except that `init` and golden runs read
 //!   an empty state: a worker holds no single partition's state.
 
-use crate::config::PipelineConfig;
+use crate::config::{CheckpointLocation, PipelineConfig};
 use crate::versions::registry::Registry;
 use crate::versions::runner::Runner;
 use crate::versions::validate::Checks;
@@ -50,22 +50,20 @@ impl ClusterPlane {
     /// it changed since the last start of any worker, else what was
     /// deployed last).
     pub fn open(cfg: &PipelineConfig, host: &WasmHost, cache: &Path) -> Result<Self> {
-        let url = cfg
-            .checkpoint_url
-            .as_deref()
-            .context("a cluster's checkpoint must be in an object store")?;
+        let CheckpointLocation::ObjectStore { url, store, .. } = &cfg.checkpoint else {
+            anyhow::bail!("a cluster's checkpoint must be in an object store");
+        };
         let url = format!("{}/{CLUSTER_PREFIX}", url.trim_end_matches('/'));
-        let settings = cfg.object_store.clone().unwrap_or_default();
-        let remote = S3Remote::open(&url, &settings)
+        let remote = S3Remote::open(&url, store)
             .with_context(|| format!("opening the cluster's control plane at {url}"))?;
         let root = cache.join(CLUSTER_PREFIX);
         let mirror = Mirror::new(Arc::new(remote), &root);
         let registry = Registry::shared(&root, mirror.clone())?;
         let (scratch_state, _) =
-            StateStore::open_with(&root.join("scratch-state"), cfg.state.options()?, None)
+            StateStore::open_with(&root.join("scratch-state"), cfg.state, None)
                 .context("opening the scratch state uploads are checked against")?;
         let checks = Checks {
-            runner: Runner::new(&cfg.name, cfg.limits()?),
+            runner: Runner::new(&cfg.name, cfg.operator.limits),
             host: host.clone(),
             grants: cfg.operator.grants,
             namespace: cfg.operator.state_namespace.clone(),

@@ -58,6 +58,18 @@ pub struct AdminConfig {
     pub request_timeout: Duration,
 }
 
+impl AdminConfig {
+    /// Makes the section's paths absolute with `fix`.
+    pub(crate) fn resolve_paths(&mut self, fix: &impl Fn(&mut PathBuf)) {
+        self.tokens_file.iter_mut().for_each(fix);
+        if let Some(tls) = &mut self.tls {
+            fix(&mut tls.cert_file);
+            fix(&mut tls.key_file);
+            tls.client_ca_file.iter_mut().for_each(fix);
+        }
+    }
+}
+
 /// `[admin.tls]`: the admin API over HTTPS.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]

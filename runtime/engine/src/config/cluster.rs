@@ -4,11 +4,14 @@
 //! partition over ([`crate::cluster`]).
 
 use anyhow::{bail, Result};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use std::time::Duration;
 
-/// `[cluster]` in a pipeline file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// `[cluster]`: the pipeline runs on several workers, each a `weir run`
+/// of this same file, that share the Kafka source's partitions through a
+/// consumer group and the checkpoint through the object store; a worker
+/// that stops has its partitions taken over (docs/cluster.md).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ClusterConfig {
     /// The consumer group the workers form; every worker of the pipeline
@@ -27,7 +30,7 @@ pub struct ClusterConfig {
 }
 
 /// The partition assignment strategies workers may use.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Assignment {
     /// Partitions dealt out one by one: an even spread.

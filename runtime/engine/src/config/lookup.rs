@@ -1,14 +1,14 @@
 //! `[[lookup]]`: reference tables the host keeps for the operator.
 
 use anyhow::{bail, Result};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use std::path::PathBuf;
 use std::time::Duration;
 use weir_core::schema::{self, ColumnConfig};
 
 /// One reference table: a file or a PostgreSQL query, keyed by one of its
 /// columns.
-#[derive(Debug, Clone, Serialize, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LookupConfig {
     /// The name operators look it up by (`cards`).

@@ -4,96 +4,106 @@
 
 pub mod admin;
 pub mod cluster;
+mod file;
 pub mod lookup;
 pub mod sinks;
 
 pub use admin::{AdminConfig, AdminSettings, AdminTlsConfig, ConnectionLimits};
 pub use cluster::{Assignment, ClusterConfig};
+pub use file::{
+    config_file_json, parse_size, OperatorSection, PipelineFile, StateSection, MAX_BATCH_ROWS,
+    MAX_ISOLATED, MAX_OPERATOR_MEMORY,
+};
 
 use anyhow::{bail, Context, Result};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use weir_connectors::connector::{SinkSettings, SourceSettings};
 use weir_connectors::registry;
-use weir_connectors::s3::{ObjectStoreSettings, S3Url};
+use weir_connectors::s3::ObjectStoreSettings;
 use weir_host::{Grants, Limits};
 
-/// A whole pipeline definition.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// A pipeline as the engine runs it: the pipeline file resolved by
+/// [`PipelineFile::resolve`] (paths absolute, sizes in bytes, the
+/// checkpoint's location typed, the operator's config read and checked).
+#[derive(Debug, Clone)]
 pub struct PipelineConfig {
-    /// Pipeline name; recorded in the checkpoint, shown in logs and errors.
     pub name: String,
-    /// Checkpoint directory (offset WAL, commit WAL, state, metadata). When
-    /// the pipeline file gives an `s3://bucket/prefix` URL instead, this is
-    /// its local cache ([`PipelineConfig::checkpoint_cache`]) and the URL is
-    /// in [`PipelineConfig::checkpoint_url`].
-    pub checkpoint: PathBuf,
-    /// The local cache of an `s3://` checkpoint: the working copy of the
-    /// state and a copy of the logs, rebuilt from the object store when it
-    /// is empty or stale (default `.weir-cache/<name>` beside the pipeline
-    /// file).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub checkpoint_cache: Option<PathBuf>,
-    /// `[object_store]`: how to reach the store an `s3://` checkpoint is in.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub object_store: Option<ObjectStoreSettings>,
-    /// The `s3://bucket/prefix` the checkpoint is kept in, if it is not a
-    /// local directory (taken from `checkpoint` when the file is parsed).
-    #[serde(skip)]
-    pub checkpoint_url: Option<String>,
-    /// Tasks that run the operator side by side, each on a thread of its
-    /// own over its share of every epoch (default: one per core; see
-    /// docs/parallelism.md). Changing it between runs rescales: the
-    /// tasks own other ranges of key groups, nothing stored moves.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// Where the checkpoint is.
+    pub checkpoint: CheckpointLocation,
+    /// Tasks that run the operator side by side (default: decided at open).
     pub parallelism: Option<u16>,
-    /// The input column whose value decides which task a row goes to, so
-    /// that all rows of one key (a card) meet the same task and its state.
-    /// Without it rows are split evenly, which suits stateless operators.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The input column rows are routed to tasks by.
     pub key: Option<String>,
-    /// When epochs run.
-    #[serde(default)]
     pub trigger: TriggerConfig,
-    /// Where rows come from.
     pub source: SourceConfig,
-    /// The Wasm operator.
-    pub operator: OperatorConfig,
-    /// Where output rows go: `[sink]`, or `[[sink]]` tables that route the
-    /// operator's named outputs ([`sinks`]).
+    pub operator: OperatorPlan,
     pub sink: sinks::Sinks,
-    /// Largest micro-batch handed to one `process` call, in rows.
-    #[serde(default = "default_batch_rows")]
     pub batch_rows: usize,
-    /// Snapshots of the keyed state.
-    #[serde(default)]
-    pub state: StateConfig,
-    /// Compaction of the offset and commit logs.
-    #[serde(default)]
+    /// How the state store is opened.
+    pub state: weir_state::StoreOptions,
     pub wal: WalConfig,
-    /// The event-time column and allowed lateness (the watermark).
-    #[serde(default)]
     pub event_time: Option<EventTimeConfig>,
-    /// Host-provided deduplication on a key column within the watermark.
-    #[serde(default)]
     pub dedup: Option<DedupConfig>,
-    /// Reference tables the operator looks rows up in (`[[lookup]]`).
-    #[serde(default, rename = "lookup", skip_serializing_if = "Vec::is_empty")]
     pub lookups: Vec<lookup::LookupConfig>,
-    /// The admin HTTP API (deploy, roll back, shadow). Off unless present.
-    /// Not part of the config hash: where the API listens and its token
-    /// change nothing about what epochs compute.
-    #[serde(default, skip_serializing)]
+    /// The admin API, if served. Not part of what epochs compute.
     pub admin: Option<AdminConfig>,
-    /// Progress records kept in the checkpoint. Not part of the config hash.
-    #[serde(default, skip_serializing)]
     pub progress: ProgressConfig,
-    /// `[cluster]`: this file runs on several workers that share its
-    /// partitions ([`crate::cluster`]). Off unless present.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cluster: Option<ClusterConfig>,
+}
+
+/// Where a pipeline's checkpoint is kept.
+#[derive(Debug, Clone)]
+pub enum CheckpointLocation {
+    /// A local directory.
+    Local(PathBuf),
+    /// An object store under `url` (`s3://bucket/prefix`), with a local
+    /// cache directory: the working copy of the state and a copy of the
+    /// logs.
+    ObjectStore {
+        url: String,
+        cache: PathBuf,
+        store: ObjectStoreSettings,
+    },
+}
+
+impl CheckpointLocation {
+    /// The local directory the pipeline works in: the checkpoint, or the
+    /// cache of one in an object store.
+    pub fn dir(&self) -> &Path {
+        match self {
+            CheckpointLocation::Local(dir) => dir,
+            CheckpointLocation::ObjectStore { cache, .. } => cache,
+        }
+    }
+
+    /// The object store URL, for a checkpoint kept in one.
+    pub fn url(&self) -> Option<&str> {
+        match self {
+            CheckpointLocation::Local(_) => None,
+            CheckpointLocation::ObjectStore { url, .. } => Some(url),
+        }
+    }
+}
+
+/// The operator as the engine runs it.
+#[derive(Debug, Clone)]
+pub struct OperatorPlan {
+    /// The component file.
+    pub path: PathBuf,
+    /// The JSON text `init` receives (inline, from `config_file`, with
+    /// `config_files` put under their names).
+    pub config_json: String,
+    /// Named files the operator reads, by name.
+    pub artifacts: std::collections::BTreeMap<String, PathBuf>,
+    /// The deadline per call and the memory cap in bytes.
+    pub limits: Limits,
+    pub grants: Grants,
+    /// Namespace of the operator's keyed state.
+    pub state_namespace: String,
+    /// What operator failures do.
+    pub failure: FailurePolicy,
 }
 
 /// `[wal]`: the offset and commit logs are compacted every `compact_every`
@@ -101,7 +111,7 @@ pub struct PipelineConfig {
 /// entry), keeping the newest `retain` entries of each, so a start reads a
 /// bounded number of files however long the pipeline has run. Entries a
 /// state rebuild may replay (after the newest state snapshot) are kept too.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WalConfig {
     /// Epochs between compactions (default 100; 0 never compacts).
@@ -123,6 +133,15 @@ impl Default for WalConfig {
 
 fn default_wal_every() -> u64 {
     100
+}
+
+impl WalConfig {
+    fn validate(&self) -> Result<()> {
+        if self.retain == 0 {
+            bail!("`wal.retain` must be at least 1");
+        }
+        Ok(())
+    }
 }
 
 fn default_wal_retain() -> u64 {
@@ -159,135 +178,33 @@ fn default_progress_retain() -> usize {
 
 /// Which column holds event time and how late rows may arrive: the
 /// watermark is the largest event time seen minus `allowed_lateness`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct EventTimeConfig {
-    /// An int64 column of Unix milliseconds.
+    /// The column: int64 Unix milliseconds, or a timestamp.
     pub column: String,
+    /// How far behind the largest event time seen a row may be and still
+    /// count, e.g. `"1m"`: the watermark trails by this much.
     #[serde(default, with = "humantime_serde_compat")]
     pub allowed_lateness: Duration,
 }
 
 /// Drop rows whose key was already seen within the watermark (Spark's
 /// `dropDuplicatesWithinWatermark`). Needs `[event_time]`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DedupConfig {
     /// A utf8 or int64 column.
     pub column: String,
 }
 
-/// Snapshots of the keyed state (`checkpoint/state/snapshots/<N>`), from
-/// which a lost or corrupt working copy is rebuilt.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct StateConfig {
-    /// A snapshot after every this many epochs; 0 turns snapshots off.
-    #[serde(default = "default_snapshot_every")]
-    pub snapshot_every: u64,
-    /// How many snapshots are kept.
-    #[serde(default = "default_snapshots_retained")]
-    pub snapshots_retained: usize,
-    /// Memory RocksDB may keep for the state: half block cache, half
-    /// memtables (e.g. "16MiB", the default). More keeps more of a large
-    /// state's blocks in memory; the minimum is 4MiB.
-    #[serde(default = "default_state_memory")]
-    pub memory: String,
-}
-
-impl Default for StateConfig {
-    fn default() -> Self {
-        let p = weir_state::SnapshotPolicy::default();
-        StateConfig {
-            snapshot_every: p.every,
-            snapshots_retained: p.retain,
-            memory: default_state_memory(),
-        }
-    }
-}
-
-fn default_state_memory() -> String {
-    format!("{}MiB", weir_state::DEFAULT_STATE_MEMORY >> 20)
-}
-
-fn default_snapshot_every() -> u64 {
-    StateConfig::default().snapshot_every
-}
-
-fn default_snapshots_retained() -> usize {
-    StateConfig::default().snapshots_retained
-}
-
-impl StateConfig {
-    /// The store's snapshot policy.
-    pub fn policy(&self) -> weir_state::SnapshotPolicy {
-        weir_state::SnapshotPolicy {
-            every: self.snapshot_every,
-            retain: self.snapshots_retained,
-        }
-    }
-
-    /// How the state store is opened (snapshots and memory).
-    pub fn options(&self) -> Result<weir_state::StoreOptions> {
-        Ok(weir_state::StoreOptions {
-            snapshots: self.policy(),
-            memory: parse_size(&self.memory).context("`state.memory`")?,
-        })
-    }
-
-    fn validate(&self) -> Result<()> {
-        if self.snapshot_every > 0 && self.snapshots_retained == 0 {
-            bail!("`state.snapshots_retained` must be at least 1 while snapshots are taken");
-        }
-        let memory = self.options()?.memory;
-        if memory < weir_state::MIN_STATE_MEMORY {
-            bail!(
-                "`state.memory` = {} is too small: RocksDB needs at least {}MiB",
-                self.memory,
-                weir_state::MIN_STATE_MEMORY >> 20
-            );
-        }
-        fits_machine_memory("state.memory", &self.memory, memory)
-    }
-}
-
-fn default_batch_rows() -> usize {
-    10_000
-}
-
-/// Largest `batch_rows`: one `process` call's batch must fit an operator's
-/// memory (at most 4 GiB for a 32-bit Wasm guest) with room to spare.
-pub const MAX_BATCH_ROWS: usize = 1_000_000;
-
-/// Largest `operator.memory`: a 32-bit Wasm guest cannot address more.
-pub const MAX_OPERATOR_MEMORY: usize = 4 << 30;
-
-/// Physical memory of this machine (Linux `MemTotal`), if known.
-fn machine_memory() -> Option<usize> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
-    let kib: usize = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
-}
-
-/// An error if the size `text` of setting `key` (`bytes` parsed) is more
-/// than this machine's memory.
-fn fits_machine_memory(key: &str, text: &str, bytes: usize) -> Result<()> {
-    if let Some(total) = machine_memory().filter(|&t| bytes > t) {
-        bail!(
-            "`{key}` = {text} is more than this machine's memory ({} MiB)",
-            total >> 20
-        );
-    }
-    Ok(())
-}
-
 /// How epochs are triggered (Spark's `Trigger`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(tag = "mode", rename_all = "kebab-case", deny_unknown_fields)]
 pub enum TriggerConfig {
     /// An epoch every `interval` while new data exists; runs until stopped.
     ProcessingTime {
+        /// Time from one epoch's start to the next's, e.g. `"1s"`.
         #[serde(with = "humantime_serde_compat")]
         interval: Duration,
     },
@@ -299,6 +216,8 @@ pub enum TriggerConfig {
     /// to the sink at once; an epoch (logs, state commit, swaps, progress)
     /// every `checkpoint_interval` (default 1 s). Runs until stopped.
     RealTime {
+        /// Time between epochs, e.g. `"1s"`: how often the logs and the
+        /// state are made durable and a swap can take effect.
         #[serde(
             default = "default_checkpoint_interval",
             with = "humantime_serde_compat"
@@ -312,6 +231,20 @@ fn default_checkpoint_interval() -> Duration {
 }
 
 impl TriggerConfig {
+    fn validate(&self) -> Result<()> {
+        match self {
+            TriggerConfig::ProcessingTime { interval } if interval.is_zero() => {
+                bail!("`trigger.interval` must be longer than zero");
+            }
+            TriggerConfig::RealTime {
+                checkpoint_interval,
+            } if checkpoint_interval.is_zero() => {
+                bail!("`trigger.checkpoint_interval` must be longer than zero");
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// The processing-time interval in ms: the time an epoch has before the
     /// next is due (`None` for `once` and `available-now`).
     pub fn interval_ms(&self) -> Option<u64> {
@@ -366,14 +299,6 @@ macro_rules! erased_config {
                 self.0.fmt(f)
             }
         }
-        impl Serialize for $config {
-            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                self.0
-                    .to_json()
-                    .map_err(serde::ser::Error::custom)?
-                    .serialize(s)
-            }
-        }
         impl<'de> Deserialize<'de> for $config {
             fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
                 let table = toml::Table::deserialize(d)?;
@@ -388,99 +313,8 @@ macro_rules! erased_config {
 erased_config!(SourceConfig, SourceSettings, registry::source_settings);
 erased_config!(SinkConfig, SinkSettings, registry::sink_settings);
 
-/// An operator config file as the JSON `init` receives: a `.toml` file is
-/// converted, anything else must be JSON. (`operator.config_file`, and the
-/// `--config` of `weir deploy` and `weir operator test`.)
-pub fn config_file_json(path: &Path) -> Result<String> {
-    Ok(config_file_value(path)?.to_string())
-}
-
-/// [`config_file_json`], as a value (for `operator.config_files`, which
-/// puts several into one config).
-fn config_file_value(path: &Path) -> Result<serde_json::Value> {
-    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-    let text =
-        String::from_utf8(bytes).with_context(|| format!("{} is not UTF-8", path.display()))?;
-    if path.extension().is_some_and(|e| e == "toml") {
-        let value: toml::Value = toml::from_str(&text)
-            .with_context(|| format!("{} is not valid TOML", path.display()))?;
-        return Ok(serde_json::to_value(&value)?);
-    }
-    serde_json::from_str(&text).with_context(|| {
-        format!(
-            "{} is not valid JSON (use a .toml name for TOML)",
-            path.display()
-        )
-    })
-}
-
-/// Upper bound of `operator.max_isolated`: each isolated record costs about
-/// `2 log2(rows)` operator runs to find, some of them up to the deadline.
-pub const MAX_ISOLATED: usize = 1000;
-
-/// The operator and its sandbox.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct OperatorConfig {
-    /// The component file (`.wasm`).
-    pub path: PathBuf,
-    /// JSON-compatible configuration passed to the operator's `init`.
-    #[serde(default = "empty_table")]
-    pub config: toml::Value,
-    /// The configuration in a file of its own instead (`.json`, or `.toml`
-    /// converted to JSON; relative to the pipeline file): rules the fraud
-    /// team edits apart from the pipeline. Read when the pipeline file is;
-    /// its digest is recorded like an inline config's.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub config_file: Option<PathBuf>,
-    /// Named parts of the config from files of their own, each put under
-    /// its name in the config `init` receives, beside `config` or
-    /// `config_file`: `{ high_risk_merchants = "merchants.json" }` for a
-    /// list kept as a plain JSON array (or any JSON or `.toml` value).
-    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
-    pub config_files: std::collections::BTreeMap<String, PathBuf>,
-    /// The JSON `init` receives when files make up some of it
-    /// (`config_file`, `config_files`).
-    #[serde(skip)]
-    pub config_from_file: Option<String>,
-    /// Named files the operator reads through `weir:operator/artifacts`
-    /// (`{ model = "model.onnx" }`, relative to the pipeline file): stored
-    /// by digest and recorded with every epoch, like the component.
-    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
-    pub artifacts: std::collections::BTreeMap<String, PathBuf>,
-    /// CPU deadline per call, e.g. "2s".
-    #[serde(default = "default_deadline", with = "humantime_serde_compat")]
-    pub deadline: Duration,
-    /// Memory cap per instance, e.g. "256MiB".
-    #[serde(default = "default_memory")]
-    pub memory: String,
-    /// Extra capabilities.
-    #[serde(default)]
-    pub grants: Grants,
-    /// Namespace of the operator's keyed state. Every version of the
-    /// operator deployed under it sees the same state.
-    #[serde(default = "default_state_namespace")]
-    pub state_namespace: String,
-    /// What a deterministic operator failure on an epoch (trap, deadline,
-    /// `failed`, invalid output, memory cap) does: `"dead-letter"` finds
-    /// the offending records by bisection, sets them aside and processes
-    /// the rest; `"fail"` stops the pipeline (the behaviour before 0.2).
-    #[serde(default)]
-    pub on_error: OnError,
-    /// For how many epochs after a swap a failing version is suspected
-    /// before its input: if the version before it handles the epoch, the
-    /// new one is rolled back automatically.
-    #[serde(default = "default_probation_epochs")]
-    pub probation_epochs: u64,
-    /// Most records one epoch may set aside under `on_error =
-    /// "dead-letter"`; past it the failure is taken for the version's, not
-    /// the records', and the epoch waits (retried with backoff) for a fix.
-    #[serde(default = "default_max_isolated")]
-    pub max_isolated: usize,
-}
-
-/// `operator.on_error`: see [`OperatorConfig::on_error`].
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// `operator.on_error`: what a deterministic operator failure does.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum OnError {
     /// Isolate the failing records into the dead-letter output; go on.
@@ -490,66 +324,12 @@ pub enum OnError {
     Fail,
 }
 
-/// How the engine treats operator failures (from [`OperatorConfig`]).
+/// How the engine treats operator failures (`[operator]`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FailurePolicy {
     pub on_error: OnError,
     pub probation_epochs: u64,
     pub max_isolated: usize,
-}
-
-impl OperatorConfig {
-    /// The failure handling this operator runs under.
-    pub fn failure_policy(&self) -> FailurePolicy {
-        FailurePolicy {
-            on_error: self.on_error,
-            probation_epochs: self.probation_epochs,
-            max_isolated: self.max_isolated,
-        }
-    }
-}
-
-fn default_probation_epochs() -> u64 {
-    3
-}
-
-fn default_max_isolated() -> usize {
-    10
-}
-
-fn default_state_namespace() -> String {
-    "operator".into()
-}
-
-fn empty_table() -> toml::Value {
-    toml::Value::Table(Default::default())
-}
-
-fn default_deadline() -> Duration {
-    Limits::default().deadline
-}
-
-fn default_memory() -> String {
-    "512MiB".into()
-}
-
-/// Parses sizes like `512MiB`, `1GiB`, `65536`.
-pub fn parse_size(text: &str) -> Result<usize> {
-    let t = text.trim();
-    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
-    let (num, unit) = t.split_at(split);
-    let n: usize = num
-        .parse()
-        .with_context(|| format!("`{text}` is not a size; write e.g. \"256MiB\""))?;
-    let mult: usize = match unit.trim() {
-        "" | "B" => 1,
-        "KiB" | "K" | "KB" => 1 << 10,
-        "MiB" | "M" | "MB" => 1 << 20,
-        "GiB" | "G" | "GB" => 1 << 30,
-        other => bail!("`{text}`: unknown size unit `{other}` (use B, KiB, MiB or GiB)"),
-    };
-    n.checked_mul(mult)
-        .with_context(|| format!("`{text}` is too large"))
 }
 
 /// A TOML error as toml prints it (with the lines it points at), unless
@@ -582,8 +362,8 @@ fn describe_toml_error(text: &str, e: &toml::de::Error) -> String {
 }
 
 impl PipelineConfig {
-    /// Reads and validates a pipeline file; relative paths are taken from the
-    /// file's directory.
+    /// Reads and resolves a pipeline file; relative paths are taken from
+    /// the file's directory.
     pub fn load(path: &Path) -> Result<Self> {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("reading pipeline config {}", path.display()))?;
@@ -594,56 +374,12 @@ impl PipelineConfig {
         Self::parse(&text, base).with_context(|| format!("in pipeline config {}", path.display()))
     }
 
-    /// Parses and validates config text; relative paths are joined to `base`.
+    /// Parses and resolves pipeline file text; relative paths are joined
+    /// to `base`.
     pub fn parse(text: &str, base: &Path) -> Result<Self> {
-        let mut cfg: PipelineConfig = toml::from_str(text)
+        let file: PipelineFile = toml::from_str(text)
             .map_err(|e| anyhow::anyhow!("{}", describe_toml_error(text, &e)))?;
-        cfg.validate()?;
-        cfg.take_checkpoint_url()?;
-        cfg.check_cluster()?;
-        // One place, one spelling: the checkpoint records source and sink
-        // paths, and `cd dir && weir run pipeline.toml` must name the
-        // same ones as `weir run dir/pipeline.toml`.
-        let base = base.canonicalize().unwrap_or_else(|_| base.to_path_buf());
-        cfg.resolve_paths(&base);
-        cfg.check_outputs_outside_source()?;
-        cfg.read_config_file()?;
-        Ok(cfg)
-    }
-
-    /// Reads `operator.config_file` (refused beside an inline config) and
-    /// `operator.config_files`, into the JSON `init` receives.
-    fn read_config_file(&mut self) -> Result<()> {
-        let op = &self.operator;
-        if op.config_file.is_none() && op.config_files.is_empty() {
-            return Ok(());
-        }
-        let inline = op.config.as_table().is_none_or(|t| !t.is_empty());
-        let mut config = match &op.config_file {
-            Some(_) if inline => bail!(
-                "`operator.config` and `operator.config_file` are both set; keep one (the file \
-                 for rules edited apart from the pipeline), and put lists kept in files of \
-                 their own under `operator.config_files`"
-            ),
-            Some(path) => config_file_value(path).context("`operator.config_file`")?,
-            None => serde_json::to_value(&op.config)?,
-        };
-        for (name, path) in &op.config_files {
-            let Some(object) = config.as_object_mut() else {
-                bail!(
-                    "`operator.config_files` puts `{name}` into the config, but the config is not \
-                     a table (a JSON object)"
-                );
-            };
-            if object.contains_key(name) {
-                bail!("`operator.config_files.{name}`: the config already has `{name}`; keep one");
-            }
-            let part = config_file_value(path)
-                .with_context(|| format!("`operator.config_files.{name}`"))?;
-            object.insert(name.clone(), part);
-        }
-        self.operator.config_from_file = Some(config.to_string());
-        Ok(())
+        file.resolve(base)
     }
 
     /// Refuses a sink, dead-letter or checkpoint directory inside the files
@@ -653,7 +389,7 @@ impl PipelineConfig {
         let Some(source) = self.source.input_dir() else {
             return Ok(());
         };
-        let mut outputs = vec![("checkpoint", self.checkpoint.as_path())];
+        let mut outputs = vec![("checkpoint", self.checkpoint.dir())];
         outputs.extend(self.source.dead_letter().map(|d| ("source.dead_letter", d)));
         outputs.extend(
             self.sink
@@ -673,37 +409,6 @@ impl PipelineConfig {
         Ok(())
     }
 
-    /// Moves an `s3://` `checkpoint` into [`PipelineConfig::checkpoint_url`]
-    /// and puts its local cache in `checkpoint`; refuses other URL schemes,
-    /// and the object-store keys beside a local checkpoint.
-    fn take_checkpoint_url(&mut self) -> Result<()> {
-        let text = self.checkpoint.to_string_lossy().into_owned();
-        if text.starts_with("s3://") {
-            S3Url::parse(&text).context("`checkpoint`")?;
-            self.checkpoint = match &self.checkpoint_cache {
-                Some(cache) => cache.clone(),
-                None => Path::new(".weir-cache").join(&self.name),
-            };
-            self.checkpoint_url = Some(text);
-            return Ok(());
-        }
-        if let Some((scheme, _)) = text.split_once("://") {
-            bail!(
-                "`checkpoint` = {text}: `{scheme}://` is not supported; give a local directory \
-                 or an s3://bucket/prefix URL"
-            );
-        }
-        for (key, set) in [
-            ("checkpoint_cache", self.checkpoint_cache.is_some()),
-            ("[object_store]", self.object_store.is_some()),
-        ] {
-            if set {
-                bail!("`{key}` is only for a checkpoint in an object store (`checkpoint = \"s3://bucket/prefix\"`)");
-            }
-        }
-        Ok(())
-    }
-
     /// A cluster's workers share their source by partition and their
     /// checkpoint through an object store.
     fn check_cluster(&self) -> Result<()> {
@@ -718,7 +423,7 @@ impl PipelineConfig {
                 self.source.kind()
             );
         }
-        if self.checkpoint_url.is_none() {
+        if self.checkpoint.url().is_none() {
             bail!(
                 "`[cluster]` needs the checkpoint in an object store that every worker reaches \
                  (`checkpoint = \"s3://bucket/prefix\"`): a worker takes a partition over from it"
@@ -736,132 +441,6 @@ impl PipelineConfig {
         Ok(())
     }
 
-    fn resolve_paths(&mut self, base: &Path) {
-        let fix = |p: &mut PathBuf| {
-            *p = weir_core::fsutil::normalize(&base.join(&*p));
-        };
-        fix(&mut self.checkpoint);
-        fix(&mut self.operator.path);
-        if let Some(file) = &mut self.operator.config_file {
-            fix(file);
-        }
-        self.operator.config_files.values_mut().for_each(fix);
-        self.operator.artifacts.values_mut().for_each(fix);
-        for l in &mut self.lookups {
-            if let Some(p) = &mut l.path {
-                fix(p);
-            }
-        }
-        if let Some(ca) = self.object_store.as_mut().and_then(|o| o.ca_file.as_mut()) {
-            fix(ca);
-        }
-        if let Some(admin) = &mut self.admin {
-            admin.tokens_file.iter_mut().for_each(fix);
-            if let Some(tls) = &mut admin.tls {
-                fix(&mut tls.cert_file);
-                fix(&mut tls.key_file);
-                tls.client_ca_file.iter_mut().for_each(fix);
-            }
-        }
-        self.source.paths().into_iter().for_each(fix);
-        for sink in self.sink.iter_mut() {
-            sink.settings.paths().into_iter().for_each(fix);
-        }
-    }
-
-    fn validate(&self) -> Result<()> {
-        if self.name.trim().is_empty() {
-            bail!("`name` must not be empty");
-        }
-        if self.batch_rows == 0 || self.batch_rows > MAX_BATCH_ROWS {
-            bail!("`batch_rows` must be between 1 and {MAX_BATCH_ROWS}");
-        }
-        match self.trigger {
-            TriggerConfig::ProcessingTime { interval } if interval.is_zero() => {
-                bail!("`trigger.interval` must be longer than zero");
-            }
-            TriggerConfig::RealTime {
-                checkpoint_interval,
-            } if checkpoint_interval.is_zero() => {
-                bail!("`trigger.checkpoint_interval` must be longer than zero");
-            }
-            _ => {}
-        }
-        if let Some(n) = self.parallelism {
-            if n == 0 || n > weir_state::KEY_GROUPS {
-                bail!(
-                    "`parallelism` must be between 1 and {} (the number of key groups the \
-                     state is divided into)",
-                    weir_state::KEY_GROUPS
-                );
-            }
-        }
-        if self.key.as_deref().is_some_and(|k| k.trim().is_empty()) {
-            bail!("`key` must name an input column (or be left out)");
-        }
-        self.source.validate()?;
-        self.sink.validate()?;
-        let mut names = std::collections::HashSet::new();
-        for l in &self.lookups {
-            l.validate()?;
-            weir_core::schema::check_lookup_columns(&l.schema)
-                .with_context(|| format!("lookup `{}`", l.name))?;
-            if !names.insert(&l.name) {
-                bail!("two `[[lookup]]` tables are named `{}`", l.name);
-            }
-        }
-        if self.operator.state_namespace.trim().is_empty()
-            || self.operator.state_namespace.len() > 255
-            || self.operator.state_namespace.starts_with("weir.")
-        {
-            bail!(
-                "`operator.state_namespace` must be 1 to 255 bytes and not start with `weir.` \
-                 (the host's own namespaces)"
-            );
-        }
-        if self.dedup.is_some() && self.event_time.is_none() {
-            bail!(
-                "`dedup` needs `[event_time]`: keys are remembered until the watermark passes \
-                 them (add e.g. [event_time] column = \"ts\", allowed_lateness = \"1m\")"
-            );
-        }
-        if self.wal.retain == 0 {
-            bail!("`wal.retain` must be at least 1");
-        }
-        self.state.validate()?;
-        if self.operator.deadline.is_zero() {
-            bail!("`operator.deadline` must be longer than zero");
-        }
-        if self.operator.max_isolated == 0 || self.operator.max_isolated > MAX_ISOLATED {
-            bail!("`operator.max_isolated` must be between 1 and {MAX_ISOLATED}");
-        }
-        if let Some(admin) = &self.admin {
-            AdminSettings::resolve(admin).context("`[admin]`")?;
-        }
-        let memory = parse_size(&self.operator.memory).context("`operator.memory`")?;
-        if memory < (1 << 20) {
-            bail!("`operator.memory` must be at least 1MiB");
-        }
-        if memory > MAX_OPERATOR_MEMORY {
-            bail!(
-                "`operator.memory` = {} is more than a 32-bit Wasm operator can address \
-                 (at most 4GiB)",
-                self.operator.memory
-            );
-        }
-        fits_machine_memory("operator.memory", &self.operator.memory, memory)?;
-        self.operator_config_json().context("`operator.config`")?;
-        Ok(())
-    }
-
-    /// The operator's limits.
-    pub fn limits(&self) -> Result<Limits> {
-        Ok(Limits {
-            deadline: self.operator.deadline,
-            memory_bytes: parse_size(&self.operator.memory).context("`operator.memory`")?,
-        })
-    }
-
     /// The bytes of each `operator.artifacts` file, by name.
     pub fn operator_artifacts(&self) -> Result<std::collections::BTreeMap<String, Vec<u8>>> {
         let mut out = std::collections::BTreeMap::new();
@@ -873,16 +452,6 @@ impl PipelineConfig {
             out.insert(name.clone(), bytes);
         }
         Ok(out)
-    }
-
-    /// The operator config as the JSON text `init` receives: from
-    /// `config_file` if set, else the inline `config`, with the parts of
-    /// `config_files` under their names.
-    pub fn operator_config_json(&self) -> Result<String> {
-        match &self.operator.config_from_file {
-            Some(json) => Ok(json.clone()),
-            None => Ok(serde_json::to_string(&self.operator.config)?),
-        }
     }
 }
 
@@ -914,14 +483,14 @@ path = "out"
             "checkpoint = \"s3://weir-ckpt/fraud/\"\n",
         ) + "[object_store]\nendpoint = \"http://127.0.0.1:9000\"\nallow_http = true\n";
         let cfg = PipelineConfig::parse(&text, Path::new("/base")).unwrap();
-        assert_eq!(cfg.checkpoint_url.as_deref(), Some("s3://weir-ckpt/fraud/"));
-        assert_eq!(cfg.checkpoint, PathBuf::from("/base/.weir-cache/fraud"));
+        assert_eq!(cfg.checkpoint.url(), Some("s3://weir-ckpt/fraud/"));
+        assert_eq!(cfg.checkpoint.dir(), Path::new("/base/.weir-cache/fraud"));
         let text = text.replace(
             "[trigger]",
             "checkpoint_cache = \"/var/cache/weir\"\n[trigger]",
         );
         let cfg = PipelineConfig::parse(&text, Path::new("/base")).unwrap();
-        assert_eq!(cfg.checkpoint, PathBuf::from("/var/cache/weir"));
+        assert_eq!(cfg.checkpoint.dir(), Path::new("/var/cache/weir"));
     }
 
     #[test]
@@ -1044,7 +613,6 @@ path = "out"
         for s in registry::SOURCES {
             let cfg = PipelineConfig::parse(&file(s.kind, "console"), Path::new("/base")).unwrap();
             assert_eq!(cfg.source.kind(), s.kind);
-            assert_eq!(cfg.source.to_json().unwrap()["kind"], s.kind);
             assert!(!cfg.source.schema().unwrap().fields().is_empty());
         }
         for k in registry::SINKS {
@@ -1052,7 +620,7 @@ path = "out"
             let only = cfg.sink.iter().next().unwrap();
             assert_eq!(only.settings.kind(), k.kind);
             assert!(cfg.sink.identity().unwrap().starts_with(k.kind));
-            assert_eq!(serde_json::to_value(&cfg).unwrap()["sink"]["kind"], k.kind);
+            assert_eq!(only.settings.kind(), k.kind);
         }
         let text = err_of(&file("files", "console").replace("kind = \"console\"", "kind = \"s4\""));
         assert!(text.contains("unknown sink kind `s4`"), "{text}");
@@ -1070,16 +638,10 @@ path = "out"
         };
         std::fs::write(dir.path().join("rules.json"), r#"{"alert_threshold": 0.9}"#).unwrap();
         let cfg = PipelineConfig::parse(&with_file("rules.json"), dir.path()).unwrap();
-        assert_eq!(
-            cfg.operator_config_json().unwrap(),
-            r#"{"alert_threshold":0.9}"#
-        );
+        assert_eq!(cfg.operator.config_json, r#"{"alert_threshold":0.9}"#);
         std::fs::write(dir.path().join("rules.toml"), "alert_threshold = 0.9\n").unwrap();
         let cfg = PipelineConfig::parse(&with_file("rules.toml"), dir.path()).unwrap();
-        assert_eq!(
-            cfg.operator_config_json().unwrap(),
-            r#"{"alert_threshold":0.9}"#
-        );
+        assert_eq!(cfg.operator.config_json, r#"{"alert_threshold":0.9}"#);
 
         let err =
             |text: &str| format!("{:#}", PipelineConfig::parse(text, dir.path()).unwrap_err());
@@ -1110,7 +672,7 @@ path = "out"
         let cfg = PipelineConfig::parse(&with_parts(r#"merchants = "merchants.json""#), dir.path())
             .unwrap();
         assert_eq!(
-            cfg.operator_config_json().unwrap(),
+            cfg.operator.config_json,
             r#"{"alert_threshold":0.5,"merchants":["m-0666","m-0777"]}"#
         );
         let err =
@@ -1176,12 +738,9 @@ path = "out"
     #[test]
     fn parses_and_resolves_relative_paths() {
         let cfg = PipelineConfig::parse(GOOD, Path::new("/base")).unwrap();
-        assert_eq!(cfg.checkpoint, PathBuf::from("/base/ckpt"));
+        assert_eq!(cfg.checkpoint.dir(), Path::new("/base/ckpt"));
         assert_eq!(cfg.operator.path, PathBuf::from("/base/op.wasm"));
-        assert_eq!(
-            cfg.operator_config_json().unwrap(),
-            r#"{"alert_threshold":0.5}"#
-        );
+        assert_eq!(cfg.operator.config_json, r#"{"alert_threshold":0.5}"#);
         assert_eq!(cfg.trigger, TriggerConfig::AvailableNow);
         assert_eq!(cfg.batch_rows, 10_000);
     }
@@ -1252,10 +811,10 @@ path = "out"
     #[test]
     fn the_state_memory_is_a_size_of_at_least_4mib() {
         let parsed = PipelineConfig::parse(GOOD, Path::new("/base")).unwrap();
-        assert_eq!(parsed.state.options().unwrap().memory, 16 << 20);
+        assert_eq!(parsed.state.memory, 16 << 20);
         let with = |memory: &str| GOOD.to_string() + &format!("\n[state]\nmemory = \"{memory}\"\n");
         let parsed = PipelineConfig::parse(&with("64MiB"), Path::new("/base")).unwrap();
-        assert_eq!(parsed.state.options().unwrap().memory, 64 << 20);
+        assert_eq!(parsed.state.memory, 64 << 20);
         for (memory, says) in [
             ("1MiB", "`state.memory` = 1MiB is too small"),
             ("lots", "`state.memory`"),

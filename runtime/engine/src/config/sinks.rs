@@ -10,10 +10,32 @@
 
 use super::SinkConfig;
 use anyhow::{anyhow, bail, Result};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use std::collections::HashSet;
 use weir_connectors::registry;
 use weir_core::outputs::{self, DEFAULT};
+
+/// The keys every `[sink]` and `[[sink]]` table has besides its
+/// connector's. One `[sink]` takes the operator's default output (the rows
+/// `process` returns); `[[sink]]` tables route the operator's named
+/// outputs, each to its own connector, and several sinks may take one
+/// output.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SinkRouting {
+    /// The operator output the sink takes: a name the operator emits to
+    /// (e.g. `scores`), or `default` for the rows `process` returns.
+    #[serde(default = "default_output")]
+    pub output: String,
+    /// The sink's name, unique in the pipeline: it keeps the sink's writes
+    /// apart from the others' (Kafka transactional ids, the PostgreSQL
+    /// progress rows). Default: the output's name.
+    pub name: Option<String>,
+}
+
+fn default_output() -> String {
+    "default".into()
+}
 
 /// One sink of the pipeline.
 #[derive(Debug, Clone)]
@@ -134,15 +156,17 @@ impl Sinks {
 
 /// A sink's table: `name` and `output` taken off, the rest the connector's.
 fn one_sink(mut table: toml::Table) -> Result<OutputSink> {
-    let mut text = |key: &str| -> Result<Option<String>> {
-        match table.remove(key) {
-            None => Ok(None),
-            Some(toml::Value::String(s)) => Ok(Some(s)),
-            Some(other) => bail!("`sink.{key}` must be a string, not {other}"),
+    let mut routing = toml::Table::new();
+    for key in ["output", "name"] {
+        if let Some(value) = table.remove(key) {
+            routing.insert(key.into(), value);
         }
-    };
-    let output = text("output")?.unwrap_or_else(|| DEFAULT.to_string());
-    let name = text("name")?.unwrap_or_else(|| output.clone());
+    }
+    let routing: SinkRouting = toml::Value::Table(routing)
+        .try_into()
+        .map_err(|e| anyhow!("`sink`: {e}"))?;
+    let output = routing.output;
+    let name = routing.name.unwrap_or_else(|| output.clone());
     outputs::check_name(&output).map_err(|e| anyhow!("`sink.output`: {e:#}"))?;
     outputs::check_name(&name).map_err(|e| anyhow!("`sink.name`: {e:#}"))?;
     let settings = SinkConfig(registry::sink_settings(table)?);
@@ -151,27 +175,6 @@ fn one_sink(mut table: toml::Table) -> Result<OutputSink> {
         output,
         settings,
     })
-}
-
-impl Serialize for Sinks {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        if self.is_single() {
-            return self.0[0].settings.serialize(s);
-        }
-        let tables = self
-            .0
-            .iter()
-            .map(|sink| {
-                let mut value = sink.settings.to_json().map_err(serde::ser::Error::custom)?;
-                if let Some(map) = value.as_object_mut() {
-                    map.insert("name".into(), sink.name.clone().into());
-                    map.insert("output".into(), sink.output.clone().into());
-                }
-                Ok(value)
-            })
-            .collect::<Result<Vec<_>, S::Error>>()?;
-        tables.serialize(s)
-    }
 }
 
 impl<'de> Deserialize<'de> for Sinks {

@@ -120,7 +120,7 @@ impl KeyedState {
             epoch,
             "the operator sets event-time timers, but the pipeline has no `[event_time]`: \
              without a watermark no timer ever fires (its windows never close and its state \
-             grows). Add `[event_time]` with the event-time column (docs/config.md, \"Event time\"), \
+             grows). Add `[event_time]` with the event-time column (docs/pipelines.md, \"Event time\"), \
              or run a version that sets no timers"
         );
     }

@@ -113,7 +113,7 @@ impl FileOperator {
             .with_context(|| format!("operator {}", path.display()))?;
         let artifacts = weir_core::artifacts::store(blobs, &cfg.operator_artifacts()?)?;
         let setup = Setup {
-            config_json: cfg.operator_config_json()?,
+            config_json: cfg.operator.config_json.clone(),
             artifacts: Arc::new(Artifacts::load(blobs, artifacts.as_ref())?),
         };
         match checks.init(&loaded, &setup) {
