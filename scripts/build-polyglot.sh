@@ -68,8 +68,8 @@ js window_kinds_js operators/window-kinds-js/window_kinds.js timer-operator
 py card_home_py operators/card-home-py card_home operator
 js card_home_js operators/card-home-js/card_home.js operator
 # Every column type through each SDK's values (with the Rust types-check).
-py types_check_py operators/types-check-py types_check operator
-js types_check_js operators/types-check-js/types_check.js operator
+py types_check_py tests/guests/types-check-py types_check operator
+js types_check_js tests/guests/types-check-js/types_check.js operator
 # The Python SDK's tests: exceptions and print().
-py sdk_checks_py operators/sdk-checks-py sdk_checks operator
+py sdk_checks_py tests/guests/sdk-checks-py sdk_checks operator
 log "ok: $(ls -s --block-size=K "$out"/*.wasm | tr '\n' ' ')"

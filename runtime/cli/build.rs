@@ -3,11 +3,10 @@
 //! build` alone yields a working `weir demo`. (The tests build their own
 //! guests when they first need them.) The guests are built by a nested cargo
 //! into their own target directory (`target/guests`), which avoids the outer
-//! build's lock.
+//! build's lock ([`weir_guest_build`], which the tests use too).
 
 use std::env;
 use std::path::PathBuf;
-use std::process::Command;
 
 const GUESTS: &[&str] = &[
     "fraud-rules",
@@ -31,46 +30,10 @@ fn main() {
     let target = env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .map(|t| if t.is_absolute() { t } else { root.join(t) })
-        .unwrap_or_else(|| root.join("target"))
-        .join("guests");
+        .unwrap_or_else(|| root.join("target"));
+    let target = weir_guest_build::target_dir(&target);
 
-    let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let mut cmd = Command::new(cargo);
-    cmd.current_dir(&root)
-        .args(["build", "--target", "wasm32-wasip2", "--profile", "guest"])
-        .arg("--target-dir")
-        .arg(&target);
-    for guest in GUESTS {
-        cmd.args(["-p", guest]);
-    }
-    // Do not leak the outer build's flags or wrappers (clippy, coverage) into
-    // the guest build.
-    for var in [
-        "CARGO_ENCODED_RUSTFLAGS",
-        "RUSTFLAGS",
-        "RUSTC_WRAPPER",
-        "RUSTC_WORKSPACE_WRAPPER",
-        "CARGO_TARGET_DIR",
-        "CARGO_BUILD_TARGET",
-    ] {
-        cmd.env_remove(var);
-    }
-    let output = cmd.output().expect("running cargo for the guest operators");
-    if !output.status.success() {
-        eprintln!("{}", String::from_utf8_lossy(&output.stderr));
-        panic!(
-            "building the Wasm operators failed; is the target installed? \
-             run `rustup target add wasm32-wasip2` (scripts/install.sh does)"
-        );
-    }
-    let dir = target.join("wasm32-wasip2").join("guest");
-    for guest in GUESTS {
-        let file = dir.join(format!("{}.wasm", guest.replace('-', "_")));
-        assert!(
-            file.exists(),
-            "guest build did not produce {}",
-            file.display()
-        );
-    }
+    let dir =
+        weir_guest_build::build(&root, &target, GUESTS, false).unwrap_or_else(|e| panic!("{e}"));
     println!("cargo:rustc-env=WEIR_GUEST_DIR={}", dir.display());
 }

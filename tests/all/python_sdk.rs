@@ -2,12 +2,12 @@
 //! user runs it: an exception says its type, message and line, once;
 //! `print()` lands in the host log, tagged; and Python builds are
 //! reproducible (`scripts/componentize-py`). The operator is
-//! `operators/sdk-checks-py`, built by `scripts/build-polyglot.sh`.
+//! `tests/guests/sdk-checks-py`, built by `scripts/build-polyglot.sh`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const SOURCE: &str = include_str!("../../operators/sdk-checks-py/sdk_checks.py");
+const SOURCE: &str = include_str!("../../tests/guests/sdk-checks-py/sdk_checks.py");
 
 /// The line of `sdk_checks.py` marked `# raises: {what}`.
 fn line_of(what: &str) -> usize {
@@ -153,7 +153,7 @@ fn two_builds_of_the_same_python_source_have_the_same_digest() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let dir = tempfile::tempdir().unwrap();
     let src = dir.path().join("a copy");
-    copy_python(&root.join("operators/sdk-checks-py"), &src);
+    copy_python(&root.join("tests/guests/sdk-checks-py"), &src);
     copy_python(&root.join("sdk/python"), &src);
     copy_python(&root.join("sdk/python/weir"), &src.join("weir"));
     let out = dir.path().join("again.wasm");
@@ -163,7 +163,7 @@ fn two_builds_of_the_same_python_source_have_the_same_digest() {
     assert_eq!(
         digest(&out),
         digest(&crate::polyglot::polyglot("sdk_checks_py.wasm")),
-        "two builds of operators/sdk-checks-py differ"
+        "two builds of tests/guests/sdk-checks-py differ"
     );
 }
 
@@ -178,7 +178,8 @@ fn an_import_error_at_build_time_shows_as_itself() {
     let src = dir.path().join("src");
     copy_python(&root.join("sdk/python"), &src);
     copy_python(&root.join("sdk/python/weir"), &src.join("weir"));
-    let body = std::fs::read_to_string(root.join("operators/sdk-checks-py/sdk_checks.py")).unwrap();
+    let body =
+        std::fs::read_to_string(root.join("tests/guests/sdk-checks-py/sdk_checks.py")).unwrap();
     std::fs::write(
         src.join("sdk_checks.py"),
         format!("import weir\nimport fraud_rules_that_are_not_there\n{body}"),

@@ -28,10 +28,7 @@
 
 pub mod features;
 pub mod model;
-#[path = "../../fraud-velocity/src/velocity.rs"]
-pub mod velocity;
-#[path = "../../fraud-velocity/src/window.rs"]
-pub mod window;
+pub use fraud_common::{velocity, window};
 
 use features::{CardFacts, Payment, NAMES, WIDTH};
 use model::Model;

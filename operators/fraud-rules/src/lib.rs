@@ -7,8 +7,7 @@
 //! Output columns: `txn_id`, `card_id`, `amount`, `score`, `reasons`, `ts`
 //! (`amount` and `ts` of the input's types).
 
-pub mod columns;
-pub mod rules;
+pub use fraud_common::{columns, rules};
 
 use columns::Columns;
 use rules::{Hit, RuleSet};

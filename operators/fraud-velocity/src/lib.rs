@@ -21,12 +21,7 @@
 //! analysts' lake and for training the next model (`[[sink]] output =
 //! "scores"`).
 
-#[path = "../../fraud-rules/src/columns.rs"]
-pub mod columns;
-#[path = "../../fraud-rules/src/rules.rs"]
-pub mod rules;
-pub mod velocity;
-pub mod window;
+pub use fraud_common::{columns, rules, velocity, window};
 
 use columns::Columns;
 use rules::{Rule, RuleSet};

@@ -21,77 +21,7 @@
 //! is a `timestamp(ms, UTC)` when the input's is a timestamp, Unix
 //! milliseconds otherwise.
 
-#[path = "../../fraud-rules/src/columns.rs"]
-pub mod columns;
-pub mod job;
-pub mod payload;
-#[path = "../../fraud-rules/src/rules.rs"]
-pub mod rules;
-
-pub use job::{Alerts, Arrivals, FraudWindows, Late};
-use payload::Buffered;
-use weir_sdk::window::Row;
-use weir_sdk::{log, Batch, EpochContext, Error, Operator, Output, Timer};
-
-impl Operator for FraudWindows {
-    fn init(config: &str) -> Result<Self, Error> {
-        FraudWindows::from_config(config)
-    }
-
-    /// Buffers each payment in its card's window with the rules' verdict;
-    /// alerts come when the window closes ([`Self::on_timers`]).
-    fn process(&mut self, _ctx: &EpochContext, batch: &Batch) -> Result<Output, Error> {
-        let arrivals = self.arrivals(batch)?;
-        let rows: Vec<Row<'_>> = arrivals
-            .rows
-            .iter()
-            .zip(&arrivals.payloads)
-            .map(|(&(row, t), p)| Row {
-                key: arrivals.cards.get_bytes(row).unwrap_or_default(),
-                ts_ms: t,
-                value: 1.0,
-                payload: p,
-            })
-            .collect();
-        let added = self.windows.add(&rows)?;
-        if added.late.is_empty() {
-            return Output::empty();
-        }
-        log::warn(&format!(
-            "{} payments arrived after their window closed ({})",
-            added.late.len(),
-            if self.late == Late::Drop {
-                "dropped, as Spark does"
-            } else {
-                "scored on the rules alone"
-            }
-        ));
-        let mut alerts = Alerts::default();
-        if self.late == Late::Score {
-            for &i in &added.late {
-                let row = arrivals.rows[i].0;
-                let c = arrivals.cards.get(row).unwrap_or_default();
-                let b = Buffered::decode(&arrivals.payloads[i])
-                    .ok_or_else(|| Error::failed("payload"))?;
-                let (score, fired) = (arrivals.scores[row], arrivals.fired[row]);
-                if fired != 0 && score >= self.rules.alert_threshold() {
-                    alerts.push(c, &b, score, &self.rules.reasons(fired), None);
-                }
-            }
-        }
-        alerts.build()
-    }
-
-    /// Scores every payment of each closed window with its final count.
-    fn on_timers(&mut self, _ctx: &EpochContext, fired: &[Timer]) -> Result<Output, Error> {
-        let mut alerts = Alerts::default();
-        for w in self.windows.close(fired)? {
-            let card = String::from_utf8_lossy(&w.key);
-            let payloads = w.rows.iter().map(Vec::as_slice);
-            self.score_window(&card, w.agg.count, w.start_ms, payloads, &mut alerts)?;
-        }
-        alerts.build()
-    }
-}
+pub use fraud_common::windows_job::{Alerts, Arrivals, FraudWindows, Late};
+pub use fraud_common::{columns, rules};
 
 weir_sdk::export_operator!(FraudWindows);

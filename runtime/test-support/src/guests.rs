@@ -1,10 +1,10 @@
-//! The guest components tests run. The two bundled operators are built by
-//! the `weir-cli` build script; the test-only guests (hostile and broken
-//! operators) are built here, once per test run, by the same nested cargo
-//! into the same directory, so `cargo build` never pays for them.
+//! The guest components tests run. The bundled operators are built by the
+//! `weir-cli` build script; the guests only tests and benches run
+//! (`tests/guests`, the benches' baselines) are built here, once per test
+//! run, the same way ([`weir_guest_build`]) into the same directory, so
+//! `cargo build` never pays for them.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::OnceLock;
 
 /// Guests only the tests and benches use.
@@ -42,33 +42,8 @@ fn build_test_guests() {
         // GUEST_DIR is <target>/guests/wasm32-wasip2/guest.
         let target = guest_dir().ancestors().nth(2).expect("guest target dir");
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-        let mut cmd = Command::new(cargo);
-        cmd.current_dir(&root)
-            .args([
-                "build",
-                "--quiet",
-                "--target",
-                "wasm32-wasip2",
-                "--profile",
-                "guest",
-            ])
-            .arg("--target-dir")
-            .arg(target);
-        for g in TEST_GUESTS {
-            cmd.args(["-p", g]);
+        if let Err(e) = weir_guest_build::build(&root, target, TEST_GUESTS, true) {
+            panic!("{e}");
         }
-        for var in [
-            "RUSTFLAGS",
-            "CARGO_ENCODED_RUSTFLAGS",
-            "RUSTC_WRAPPER",
-            "RUSTC_WORKSPACE_WRAPPER",
-            "CARGO_TARGET_DIR",
-            "CARGO_BUILD_TARGET",
-        ] {
-            cmd.env_remove(var);
-        }
-        let status = cmd.status().expect("running cargo for the test guests");
-        assert!(status.success(), "building the test guests failed");
     });
 }

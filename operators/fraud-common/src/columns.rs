@@ -1,5 +1,5 @@
 //! The columns the rules read, fetched from the SDK batch once per batch.
-//! Shared with `fraud-velocity` (included by path, like `rules.rs`).
+//! Shared by the fraud operators.
 
 use crate::rules::{Amount, Payments};
 use weir_sdk::{Batch, DataType, DecimalColumn, Error, Float64Column, Utf8Column};

@@ -1,15 +1,15 @@
 //! The job's pieces — config, rules verdicts on arrival, scoring of a
 //! closed window, alert columns — shared by `fraud-windows` and the
-//! benchmark's hand-buffered baseline (which compiles this file in).
+//! benchmark's hand-buffered baseline.
 
 use crate::columns::{Amounts, Columns};
-use crate::payload::Buffered;
 use crate::rules::{Amount, Rule, RuleSet};
+use crate::windows_payload::Buffered;
 use serde::Deserialize;
-use weir_sdk::window::Windows;
+use weir_sdk::window::{Row, Windows};
 use weir_sdk::{
-    Batch, ColumnBuilder, DataType, DecimalBuilder, Error, Float64Builder, Int64Builder, Output,
-    TimeUnit, TimestampBuilder, Utf8Builder, Utf8Column,
+    log, Batch, ColumnBuilder, DataType, DecimalBuilder, EpochContext, Error, Float64Builder,
+    Int64Builder, Operator, Output, TimeUnit, Timer, TimestampBuilder, Utf8Builder, Utf8Column,
 };
 
 #[derive(Debug, Deserialize)]
@@ -258,5 +258,67 @@ impl FraudWindows {
             }
         }
         Ok(())
+    }
+}
+
+/// The job as an operator: `fraud-windows` exports it.
+impl Operator for FraudWindows {
+    fn init(config: &str) -> Result<Self, Error> {
+        FraudWindows::from_config(config)
+    }
+
+    /// Buffers each payment in its card's window with the rules' verdict;
+    /// alerts come when the window closes ([`Self::on_timers`]).
+    fn process(&mut self, _ctx: &EpochContext, batch: &Batch) -> Result<Output, Error> {
+        let arrivals = self.arrivals(batch)?;
+        let rows: Vec<Row<'_>> = arrivals
+            .rows
+            .iter()
+            .zip(&arrivals.payloads)
+            .map(|(&(row, t), p)| Row {
+                key: arrivals.cards.get_bytes(row).unwrap_or_default(),
+                ts_ms: t,
+                value: 1.0,
+                payload: p,
+            })
+            .collect();
+        let added = self.windows.add(&rows)?;
+        if added.late.is_empty() {
+            return Output::empty();
+        }
+        log::warn(&format!(
+            "{} payments arrived after their window closed ({})",
+            added.late.len(),
+            if self.late == Late::Drop {
+                "dropped, as Spark does"
+            } else {
+                "scored on the rules alone"
+            }
+        ));
+        let mut alerts = Alerts::default();
+        if self.late == Late::Score {
+            for &i in &added.late {
+                let row = arrivals.rows[i].0;
+                let c = arrivals.cards.get(row).unwrap_or_default();
+                let b = Buffered::decode(&arrivals.payloads[i])
+                    .ok_or_else(|| Error::failed("payload"))?;
+                let (score, fired) = (arrivals.scores[row], arrivals.fired[row]);
+                if fired != 0 && score >= self.rules.alert_threshold() {
+                    alerts.push(c, &b, score, &self.rules.reasons(fired), None);
+                }
+            }
+        }
+        alerts.build()
+    }
+
+    /// Scores every payment of each closed window with its final count.
+    fn on_timers(&mut self, _ctx: &EpochContext, fired: &[Timer]) -> Result<Output, Error> {
+        let mut alerts = Alerts::default();
+        for w in self.windows.close(fired)? {
+            let card = String::from_utf8_lossy(&w.key);
+            let payloads = w.rows.iter().map(Vec::as_slice);
+            self.score_window(&card, w.agg.count, w.start_ms, payloads, &mut alerts)?;
+        }
+        alerts.build()
     }
 }

@@ -6,23 +6,7 @@
 //! window is emitted by the first batch whose watermark passed its end (so
 //! without more input the last windows never close).
 
-// The job's pieces, compiled into this component rather than linked from
-// the `fraud-windows` crate: as a dependency, that crate's own cdylib would
-// be rebuilt, without its exports, over the bundled `fraud_windows.wasm`.
-#[path = "../../fraud-rules/src/columns.rs"]
-#[allow(dead_code)]
-mod columns;
-#[path = "../../fraud-windows/src/job.rs"]
-#[allow(dead_code)]
-mod job;
-#[path = "../../fraud-windows/src/payload.rs"]
-#[allow(dead_code)]
-mod payload;
-#[path = "../../fraud-rules/src/rules.rs"]
-#[allow(dead_code)]
-mod rules;
-
-use job::{Alerts, FraudWindows};
+use fraud_common::windows_job::{Alerts, FraudWindows};
 use std::collections::{BTreeMap, BTreeSet};
 use weir_sdk::{state, Batch, EpochContext, Error, Operator, Output};
 
