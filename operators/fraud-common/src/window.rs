@@ -11,6 +11,7 @@ pub struct Window {
 impl Window {
     /// Decodes a stored value; trailing bytes that do not make a whole
     /// timestamp are ignored (the value is only ever written by `encode`).
+    #[inline]
     pub fn decode(bytes: &[u8]) -> Self {
         Window {
             times: bytes
@@ -21,6 +22,7 @@ impl Window {
     }
 
     /// The stored form.
+    #[inline]
     pub fn encode(&self) -> Vec<u8> {
         self.times.iter().flat_map(|t| t.to_le_bytes()).collect()
     }
@@ -28,6 +30,7 @@ impl Window {
     /// Records a payment at `t` and returns how many of the card's payments
     /// fall in `(t - window_ms, t]`, this one included. Times the window has
     /// left behind (older than the newest minus the window) are dropped.
+    #[inline]
     pub fn record(&mut self, t: i64, window_ms: i64) -> usize {
         let at = self.times.partition_point(|&x| x <= t);
         self.times.insert(at, t);
@@ -41,6 +44,7 @@ impl Window {
     }
 
     /// Whether nothing is left to keep.
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.times.is_empty()
     }

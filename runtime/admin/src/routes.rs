@@ -600,7 +600,7 @@ async fn drain(body: axum::body::Body, bound: u64) {
     }
 }
 
-/// The upload as the deploy control plane takes it.
+/// The upload as the control plane takes it.
 fn into_upload(form: UploadForm) -> Upload {
     Upload {
         wasm: form.component,

@@ -28,7 +28,7 @@
 
 use arrow_array::builder::{Float64Builder, Int64Builder, StringBuilder};
 use arrow_array::{Array, Float64Array, Int64Array, RecordBatch, StringArray};
-use fraud_rules::rules::{Amount, Hit, Payments, RuleSet};
+use fraud_common::rules::{Amount, Hit, Payments, RuleSet};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -399,6 +399,12 @@ fn main() {
         },
     )
     .unwrap();
+    // The native baseline reads float amounts: the pipeline with the
+    // stream's untyped schema (the demo's own declares decimals).
+    let text = std::fs::read_to_string(&pipeline_file)
+        .unwrap()
+        .replace(generator::TYPED_SCHEMA_TOML, generator::SCHEMA_TOML);
+    std::fs::write(&pipeline_file, text).unwrap();
     let cfg = PipelineConfig::load(&pipeline_file).unwrap();
     let schema = cfg.source.schema().unwrap();
     let rules_json =

@@ -23,14 +23,19 @@
 //!   - the **log** (`EpochLog`): `offsets/N`, `commits/N`, the part logs,
 //!     dead letters, compaction, and the planning cursor (the last
 //!     planned digest and watermark, a range carried to the next epoch);
-//!   - the **versions** ([`versions::Versions`]): what runs this epoch,
-//!     load a recorded version, epoch done, shadow done, roll back;
+//!   - the **versions** ([`versions::Versions`]): what runs (taken up
+//!     between epochs: `follow_control`, `active`, `shadow`), how a
+//!     recorded version runs (`load`, `runner`), what became of an epoch
+//!     (`epoch_done`, `shadow_done`), a failing version's fallback
+//!     (`planned_active`, `previous_version`, `auto_roll_back`), and the
+//!     audit trail (`record`); `control` is handed to the admin API only;
 //!   - the **input preparation** (`InputPrep`): event time, dedup and the
 //!     reference tables an epoch recorded;
 //!   - the **state** (`KeyedState`): an epoch's view, the commit, the
 //!     snapshots and the undo of an uncommitted epoch;
 //!   - the **sinks** (`PipelineSinks`): one writer per sink and task;
-//!   - the **reporter** (`Reporter`): progress records and metrics.
+//!   - the **reporter** (`Reporter`): where progress records and metrics
+//!     go, and the epochs' pace for the input rate.
 //! - [`open()`]: builds a [`Pipeline`] from its config — checkpoint,
 //!   source, sinks, state, versions — and checks at start that the
 //!   operator loads.

@@ -51,6 +51,13 @@ fn modules_depend_only_downward_and_have_no_cycle() {
 }
 
 #[test]
+fn grouped_imports_and_paths_count_comments_do_not() {
+    let text = "use crate::{config::X, observe};\n// crate::pipeline\nlet a = crate::versions::f(\"s3://b\");";
+    let found: Vec<String> = used_modules(text).into_iter().collect();
+    assert_eq!(found, ["config", "observe", "versions"]);
+}
+
+#[test]
 fn the_check_finds_a_cycle() {
     let graph: Graph = [("a", "b"), ("b", "c"), ("c", "a"), ("c", "d")]
         .into_iter()
@@ -77,24 +84,53 @@ fn graph(src: &Path) -> Graph {
         }
         let text = std::fs::read_to_string(&file).expect("a readable source file");
         let edges = graph.entry(module.clone()).or_default();
-        for line in text.lines() {
-            let code = line.split("//").next().unwrap_or_default();
-            for (i, _) in code.match_indices("crate::") {
-                let before = code[..i].chars().last();
-                if before.is_some_and(|c| c.is_alphanumeric() || c == '_') {
-                    continue;
-                }
-                let name: String = code[i + "crate::".len()..]
-                    .chars()
-                    .take_while(|c| c.is_alphanumeric() || *c == '_')
-                    .collect();
-                if !name.is_empty() && name != module && name.chars().all(|c| !c.is_uppercase()) {
-                    edges.insert(name);
-                }
+        for name in used_modules(&text) {
+            if name != module {
+                edges.insert(name);
             }
         }
     }
     graph
+}
+
+/// The top-level modules `text` names as `crate::name` or in
+/// `use crate::{a, b::c}`, outside comment lines.
+fn used_modules(text: &str) -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    let code = text
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    for (i, _) in code.match_indices("crate::") {
+        if code[..i]
+            .chars()
+            .last()
+            .is_some_and(|c| c.is_alphanumeric() || c == '_')
+        {
+            continue;
+        }
+        let rest = &code[i + "crate::".len()..];
+        let group = match rest.strip_prefix('{') {
+            Some(inner) => &inner[..inner.find('}').unwrap_or(inner.len())],
+            None => rest,
+        };
+        for item in group.split(',') {
+            let name: String = item
+                .trim_start()
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            if !name.is_empty() && name.chars().next().is_some_and(|c| c.is_lowercase()) {
+                names.insert(name);
+            }
+            if rest.starts_with('{') {
+                continue;
+            }
+            break;
+        }
+    }
+    names
 }
 
 fn rust_files(dir: &Path) -> Vec<std::path::PathBuf> {

@@ -43,7 +43,7 @@ pub struct OpenOptions {
 /// Opens the pipeline described by `cfg`, in dependency order: the source
 /// (its schema shapes everything after), the checkpoint (refused if it
 /// belongs to another pipeline), the sink, the state store, the operator
-/// (loaded and `init`-checked), the deploy control plane, telemetry.
+/// (loaded and `init`-checked), the control plane, telemetry.
 pub fn open(cfg: &PipelineConfig, host: &WasmHost, opts: OpenOptions) -> Result<Pipeline> {
     let source = cfg.source.open(&SourceContext {
         pipeline: &cfg.name,

@@ -36,7 +36,13 @@ const BACKLOG_ROWS: u64 = 300_000;
 
 fn toml(dir: &Path, trigger: &str, rate: u64, rows: u64, start_ms: Option<i64>) -> String {
     let demo = weir_cli::demo::real_time_toml(7, rate, 1, weir_cli::demo::DemoOperator::Velocity);
-    let operator = &demo[demo.find("[operator]").unwrap()..demo.find("[sink]").unwrap()];
+    // The operator's table, up to the sinks (`[[sink]]` tables: the
+    // velocity demo routes its named output too).
+    let sinks = demo
+        .find("[[sink]]")
+        .or_else(|| demo.find("[sink]"))
+        .unwrap();
+    let operator = &demo[demo.find("[operator]").unwrap()..sinks];
     let start = start_ms.map_or(String::new(), |ms| format!("start_ms = {ms}"));
     format!(
         r#"name = "latency-bench"

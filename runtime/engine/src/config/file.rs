@@ -1,7 +1,7 @@
 //! The pipeline file as it is written: the types serde reads it into
 //! (unknown keys refused), and their doc comments, which are the reference
-//! (`docs/config.md` is generated from them). Nothing here is used by the
-//! engine directly: [`PipelineFile::resolve`] turns the file into the
+//! (`docs/config.md` is generated from them). The engine runs the plan, not
+//! these: [`PipelineFile::resolve`] turns the file into the
 //! [`PipelineConfig`] plan — paths absolute, sizes in bytes, the
 //! checkpoint's location typed, the operator's config read — each section
 //! checking itself on the way.

@@ -1,6 +1,9 @@
-//! The pipeline file (`PIPELINE.toml`): what to read, which operator to run
-//! with which limits, where to write, how often to trigger. Parsing is strict
-//! (unknown keys are errors) and every error names the key at fault.
+//! A pipeline as the engine runs it ([`PipelineConfig`], the plan), built
+//! from the pipeline file (`PIPELINE.toml`, the types in `file.rs`): what
+//! to read, which operator to run with which limits, where to write, how
+//! often to trigger. Parsing is strict (unknown keys are errors) and every
+//! error names the key at fault; the sections both share (triggers, `[wal]`,
+//! event time, …) are defined here.
 
 pub mod admin;
 pub mod cluster;
@@ -135,6 +138,10 @@ fn default_wal_every() -> u64 {
     100
 }
 
+fn default_wal_retain() -> u64 {
+    100
+}
+
 impl WalConfig {
     fn validate(&self) -> Result<()> {
         if self.retain == 0 {
@@ -142,10 +149,6 @@ impl WalConfig {
         }
         Ok(())
     }
-}
-
-fn default_wal_retain() -> u64 {
-    100
 }
 
 /// `[progress]`: how many per-epoch progress records are kept under

@@ -20,8 +20,9 @@ use weir_core::outputs::{self, DEFAULT};
 /// `process` returns); `[[sink]]` tables route the operator's named
 /// outputs, each to its own connector, and several sinks may take one
 /// output.
+// Read from the two keys it names (the rest of the table is the
+// connector's), so unknown keys are the connector's to refuse.
 #[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
 pub struct SinkRouting {
     /// The operator output the sink takes: a name the operator emits to
     /// (e.g. `scores`), or `default` for the rows `process` returns.
@@ -158,8 +159,12 @@ impl Sinks {
 fn one_sink(mut table: toml::Table) -> Result<OutputSink> {
     let mut routing = toml::Table::new();
     for key in ["output", "name"] {
-        if let Some(value) = table.remove(key) {
-            routing.insert(key.into(), value);
+        match table.remove(key) {
+            Some(value @ toml::Value::String(_)) => {
+                routing.insert(key.into(), value);
+            }
+            Some(other) => bail!("`sink.{key}` must be a string, not {other}"),
+            None => {}
         }
     }
     let routing: SinkRouting = toml::Value::Table(routing)

@@ -34,9 +34,10 @@
 //! [`RanEpoch`] (4–5) → [`Closing`] (6, the sink has it) → the progress
 //! record (7–9, committed). Nothing passes between phases through the
 //! pipeline's fields; the parts ([`super::Pipeline`]) are asked and told
-//! through their methods, so an epoch that closes (the log, the state,
-//! the source) and the next one that runs (the versions, the input, the
-//! sinks) touch different parts.
+//! through their methods. An epoch that closes works mostly on the log,
+//! the state and the source, the next one that runs on the versions, the
+//! input and the sinks; where they meet (the watermark restored after a
+//! commit, the reports to the control plane) is a handful of calls.
 
 use super::report::Started;
 use super::resilience::{PreparedInput, Ran};
@@ -177,7 +178,7 @@ impl Pipeline {
         };
         let planned = timed(&mut phases.plan, || self.source.plan(limit))?;
         let backlog = self.source.backlog();
-        self.reporter.telemetry().source_polled(backlog);
+        self.reporter.source_polled(backlog);
         let Some(range) = planned else {
             return Ok(None);
         };

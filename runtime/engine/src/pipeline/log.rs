@@ -2,10 +2,12 @@
 //! loop writes them, the dead-letter output, and the planning cursor —
 //! what planning one epoch leaves for planning the next (the digest and
 //! watermark it recorded, a range planned but not yet in any `offsets/N`,
-//! a deferral still to write). Every write of a log goes through here, so
-//! the order the epoch protocol rests on ([`super::epoch`]) is kept by
-//! the callers of a handful of methods, and the cursor changes only when
-//! an entry is written or read back.
+//! a deferral still to write). The offset and commit logs are written
+//! through here, so the order the epoch protocol rests on
+//! ([`super::epoch`]) is kept by the callers of a handful of methods, and
+//! the cursor changes only when an entry is written or read back. (A
+//! real-time epoch's part log is written part by part by the real-time
+//! loop; compaction is the pipeline's, as it needs the state and source.)
 
 use crate::config::WalConfig;
 use anyhow::{Context, Result};
@@ -116,7 +118,7 @@ impl EpochLog {
             }
             return Err(e);
         }
-        self.follow(&entry);
+        self.note_planned(&entry);
         Ok(entry)
     }
 
@@ -127,13 +129,13 @@ impl EpochLog {
             .offsets
             .amend(entry.epoch, entry)
             .with_context(|| format!("{what} in offsets/{}", entry.epoch))?;
-        self.follow(entry);
+        self.note_planned(entry);
         Ok(())
     }
 
     /// Moves the cursor to `entry`, the newest planned epoch (as written,
     /// or as read back at a start or after a failed write that landed).
-    pub fn follow(&mut self, entry: &OffsetEntry) {
+    pub fn note_planned(&mut self, entry: &OffsetEntry) {
         self.cursor.last_digest = Some(entry.operator.digest);
         self.cursor.last_watermark = entry.watermark_ms;
     }

@@ -24,7 +24,6 @@ mod retry;
 mod run;
 mod shadow_hook;
 mod sinks;
-use run::VersionRun;
 mod tasks;
 
 use epoch::{EntryKind, Planned};
@@ -34,6 +33,7 @@ pub(crate) use log::EpochLog;
 pub use replay::EpochReplay;
 pub(crate) use report::Reporter;
 use retry::{Closing, Resume};
+use run::VersionRun;
 pub(crate) use sinks::{PipelineSinks, WriterIdentity};
 pub use tasks::Tasks;
 
@@ -241,7 +241,7 @@ impl Pipeline {
                     resume: then,
                     cause,
                 } => {
-                    self.reporter.telemetry().epoch_failed();
+                    self.reporter.epoch_failed();
                     if !self.retries_failed_epochs() || lost_ownership(&cause) {
                         return Err(cause);
                     }
@@ -424,7 +424,7 @@ impl Pipeline {
     /// The operator's environment for epoch `entry` over `state`: the
     /// state under the operator's namespace, the watermarks, and the
     /// artifacts and reference tables the epoch recorded.
-    pub(crate) fn env_for(
+    fn env_for(
         &mut self,
         state: weir_state::epoch::EpochState,
         entry: &OffsetEntry,

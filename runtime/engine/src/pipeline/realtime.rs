@@ -193,7 +193,7 @@ impl Pipeline {
             self.log.carry(part.range);
         }
         let backlog = self.source.backlog();
-        self.reporter.telemetry().source_polled(backlog);
+        self.reporter.source_polled(backlog);
         let max_event_time_ms = self.input.max_through(&totals.observed);
         let done = Done {
             epoch,

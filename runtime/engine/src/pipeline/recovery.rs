@@ -43,7 +43,7 @@ impl Pipeline {
             return Ok((0, None));
         };
         let last = self.log.entry(last_planned)?;
-        self.log.follow(&last);
+        self.log.note_planned(&last);
         if last_committed.is_some_and(|c| c >= last_planned) {
             // A part deferred by the last epoch runs next (see `realtime`).
             if let Some(part) = self.log.checkpoint().parts.deferred(last_planned)? {

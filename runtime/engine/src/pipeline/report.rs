@@ -43,6 +43,26 @@ impl Reporter {
         &self.telemetry
     }
 
+    /// An attempt at an epoch failed.
+    pub fn epoch_failed(&self) {
+        self.telemetry.epoch_failed();
+    }
+
+    /// The source was asked for new data; `backlog` is what it said waits.
+    pub fn source_polled(&self, backlog: Option<weir_core::source::Backlog>) {
+        self.telemetry.source_polled(backlog);
+    }
+
+    /// A failing version was rolled back automatically.
+    pub fn rolled_back(&self) {
+        self.telemetry.rolled_back();
+    }
+
+    /// `rows` records were set aside as the operator's failures.
+    pub fn records_isolated(&self, rows: u64) {
+        self.telemetry.records_isolated(rows);
+    }
+
     /// An epoch starts, `planning` ago (its plan and `offsets/N` write).
     pub(super) fn start(&mut self, planning: Duration) -> Started {
         let at = Instant::now() - planning;
@@ -118,7 +138,7 @@ impl Pipeline {
             tasks: done.tasks,
         };
         self.versions.epoch_done(&progress);
-        self.reporter.telemetry().epoch_done(&progress);
+        self.reporter.telemetry.epoch_done(&progress);
         progress
     }
 }

@@ -54,7 +54,9 @@ pub(super) struct Ran {
     pub tasks: TaskRun,
 }
 
-/// What [`Prepared`] keeps once its batches went to the operator.
+/// [`Prepared`] without the operator's environment, which the run took:
+/// the batches as the operator got them (for the shadow) and what event
+/// time and dedup counted.
 pub(super) struct PreparedInput {
     pub batches: Vec<RecordBatch>,
     pub observed: crate::event_time::Observed,
@@ -62,8 +64,8 @@ pub(super) struct PreparedInput {
 }
 
 impl Pipeline {
-    /// Runs the operator over the epoch's `input` as [`crate::pipeline`]'s
-    /// failure rules say (see the module docs).
+    /// Runs the operator over the epoch's `input` as the failure rules of
+    /// this module's docs say.
     pub(super) fn run_resilient(
         &mut self,
         host: &WasmHost,
@@ -126,9 +128,7 @@ impl Pipeline {
                          output and the rest of the epoch is processed: {failure}",
                         rows.len()
                     );
-                    self.reporter
-                        .telemetry()
-                        .records_isolated(rows.len() as u64);
+                    self.reporter.records_isolated(rows.len() as u64);
                     entry.isolated.extend(
                         rows.into_iter()
                             .map(|(row, error)| IsolatedRow { row, error }),
@@ -237,7 +237,7 @@ impl Pipeline {
             "rolling back a failing new version automatically: {reason}"
         );
         let to = self.versions.auto_roll_back(active.number, &reason)?;
-        self.reporter.telemetry().rolled_back();
+        self.reporter.rolled_back();
         Ok(Some(to))
     }
 

@@ -139,7 +139,7 @@ impl Pipeline {
         self.log.forget_carried_if_planned(epoch)?;
         // What the entry's write set when it succeeded (a write that
         // reported an error may have landed), as a restart reads it.
-        self.log.follow(&entry);
+        self.log.note_planned(&entry);
         Ok(Resume::Rerun(epoch))
     }
 }

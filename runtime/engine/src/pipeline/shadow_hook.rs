@@ -49,17 +49,7 @@ impl Pipeline {
         };
         let result = self.run_version(host, &run, batches, env);
         let mut report = match result.map(|ran| ran.result) {
-            Ok(Ok(theirs)) => {
-                let theirs = theirs.batches;
-                let key = shadow::key_column(key.as_deref(), outputs, &theirs);
-                match (shadow::rows_as_json(outputs), shadow::rows_as_json(&theirs)) {
-                    (Ok(a), Ok(b)) => shadow::diff(&key, &a, &b),
-                    (Err(e), _) | (_, Err(e)) => ShadowReport {
-                        error: Some(format!("{e:#}")),
-                        ..ShadowReport::default()
-                    },
-                }
-            }
+            Ok(Ok(theirs)) => shadow::compare(key.as_deref(), outputs, &theirs.batches),
             Ok(Err(failure)) => ShadowReport {
                 error: Some(failure.to_string()),
                 ..ShadowReport::default()

@@ -1,6 +1,6 @@
 //! Compiled operator versions, by component digest, for this process.
 //! Compiling a component takes seconds, so each version is compiled once
-//! and shared: the deploy control plane puts the versions it validated
+//! and shared: the control plane ([`super::Control`]) puts the versions it validated
 //! here, and the epoch loop finds them, or loads a version a replay needs
 //! from the checkpoint's blobs and puts it here. Deciding *which* version
 //! runs is the control plane's business ([`crate::versions::Control`]); this

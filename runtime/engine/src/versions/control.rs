@@ -3,8 +3,9 @@
 //!
 //! Uploads are validated here, beside the pipeline ([`super::validate`]), then
 //! registered in the checkpoint's [`Registry`]. Activation only changes what
-//! the registry says new epochs run with; the epoch loop asks
-//! [`Control::planned`] before planning each epoch, so a swap always takes
+//! the registry says new epochs run with; the epoch loop takes it up
+//! between epochs (`Versions::follow_control` asks [`Control::planned`]),
+//! so a swap always takes
 //! effect at an epoch boundary and `offsets/N` records the version epoch N
 //! ran with. A version running in shadow is fed the same epochs and its
 //! differences from the active version are reported ([`super::shadow`]).

@@ -10,8 +10,9 @@
 //! version runs through the one [`runner`].
 //!
 //! The epoch loop sees all of it through [`Versions`] — what runs this
-//! epoch, load a recorded version, epoch done, shadow done, roll back —
-//! and takes up a swap only between epochs, so `offsets/N` records the
+//! epoch, load and run a recorded version, epoch done, shadow done, fall
+//! back and roll back, the audit trail — and takes up a swap only between
+//! epochs, so `offsets/N` records the
 //! version epoch N ran with and replay reads only that. The admin API and
 //! `weir run --watch` drive the [`Control`] plane; how its errors become
 //! HTTP responses is the admin API's business.

@@ -5,7 +5,9 @@
 //! recorded version — compiled once ([`OperatorCache`]), its config and
 //! artifacts read from the blobs once — and tells the control plane what
 //! became of epochs: committed (probation counts them), shadow reports,
-//! automatic rollbacks. The epoch loop never reaches past it.
+//! automatic rollbacks. The epoch loop asks it, not the registry or the
+//! control plane; what it hands out to run a version is the one
+//! [`Runner`] and a [`Loaded`] version.
 
 use super::cache::OperatorCache;
 use super::registry::Version;

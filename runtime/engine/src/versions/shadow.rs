@@ -121,6 +121,20 @@ pub(crate) fn same_value(a: Option<&Value>, b: Option<&Value>) -> bool {
     }
 }
 
+/// The report of one shadow run: the active version's `ours` against the
+/// candidate's `theirs`, rows matched on `key` (default: the first
+/// column both have).
+pub fn compare(key: Option<&str>, ours: &[RecordBatch], theirs: &[RecordBatch]) -> ShadowReport {
+    let key = key_column(key, ours, theirs);
+    match (rows_as_json(ours), rows_as_json(theirs)) {
+        (Ok(a), Ok(b)) => diff(&key, &a, &b),
+        (Err(e), _) | (_, Err(e)) => ShadowReport {
+            error: Some(format!("{e:#}")),
+            ..ShadowReport::default()
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
