@@ -387,7 +387,7 @@ impl Pipeline {
         batches: Vec<RecordBatch>,
     ) -> Result<Prepared> {
         let mut state = self.state.view(entry)?;
-        let (batches, observed, dropped) = self.input.apply(entry, batches, &mut state)?;
+        let (batches, observed, dropped) = self.input.apply(entry, batches, Some(&mut state))?;
         let env = self.env_for(state, entry)?;
         Ok(Prepared {
             batches,

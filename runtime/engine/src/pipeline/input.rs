@@ -66,27 +66,29 @@ impl InputPrep {
             .and_then(|et| et.max_through(observed))
     }
 
-    /// Event time and dedup over `batches` against `state`, the epoch's
-    /// view (dedup records what it keeps there), as `entry` plans them.
+    /// Event time and dedup over `batches`, as `entry` plans them; dedup
+    /// runs against `state`, the epoch's view (it records what it keeps
+    /// there), and is skipped without one (a real-time epoch of several
+    /// tasks, whose instances hold the views).
     pub fn apply(
         &self,
         entry: &OffsetEntry,
         batches: Vec<RecordBatch>,
-        state: &mut EpochState,
+        state: Option<&mut EpochState>,
     ) -> Result<(Vec<RecordBatch>, Observed, Dropped)> {
         let observed = match &self.event_time {
             Some(et) => et.observe(&batches, entry.watermark_ms)?,
             None => Observed::default(),
         };
-        let (batches, dropped) = match &self.dedup {
-            Some(d) => d.apply(batches, entry.watermark_ms, state)?,
-            None => (batches, Dropped::default()),
+        let (batches, dropped) = match (&self.dedup, state) {
+            (Some(d), Some(state)) => d.apply(batches, entry.watermark_ms, state)?,
+            _ => (batches, Dropped::default()),
         };
         Ok((batches, observed, dropped))
     }
 
-    /// A real-time part's rows: event time added to `observed`, dedup to
-    /// `dropped`, against `state` if the epoch has a view of its own.
+    /// [`Self::apply`] over a real-time part's rows, its counts added to
+    /// the epoch's `observed` and `dropped`.
     pub fn apply_part(
         &self,
         entry: &OffsetEntry,
@@ -95,20 +97,12 @@ impl InputPrep {
         observed: &mut Observed,
         dropped: &mut Dropped,
     ) -> Result<Vec<RecordBatch>> {
-        if let Some(et) = &self.event_time {
-            let seen = et.observe(&batches, entry.watermark_ms)?;
-            observed.late += seen.late;
-            observed.max = observed.max.max(seen.max);
-        }
-        match (&self.dedup, state) {
-            (Some(d), Some(state)) => {
-                let (kept, gone) = d.apply(batches, entry.watermark_ms, state)?;
-                dropped.duplicates += gone.duplicates;
-                dropped.late += gone.late;
-                Ok(kept)
-            }
-            _ => Ok(batches),
-        }
+        let (kept, seen, gone) = self.apply(entry, batches, state)?;
+        observed.late += seen.late;
+        observed.max = observed.max.max(seen.max);
+        dropped.duplicates += gone.duplicates;
+        dropped.late += gone.late;
+        Ok(kept)
     }
 
     /// The reference tables at the versions `entry` recorded.

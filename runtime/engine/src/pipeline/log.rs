@@ -151,21 +151,18 @@ impl EpochLog {
         self.cursor.carried.take()
     }
 
-    /// After epoch `epoch` failed: forgets the carried range if its
-    /// `offsets/<epoch>` write landed after all (the epoch re-runs it).
-    pub fn forget_carried_if_planned(&mut self, epoch: u64) -> Result<()> {
-        let Some(range) = &self.cursor.carried else {
-            return Ok(());
-        };
+    /// After an epoch failed: forgets the carried range if `entry`, its
+    /// `offsets/N` as read back, holds it (a write that reported an error
+    /// landed after all; the epoch re-runs it).
+    pub fn forget_carried_if_planned(&mut self, entry: &OffsetEntry) {
         let planned = self
-            .checkpoint
-            .offsets
-            .get(epoch)?
-            .is_some_and(|e| !e.real_time && &e.source == range);
+            .cursor
+            .carried
+            .as_ref()
+            .is_some_and(|range| !entry.real_time && &entry.source == range);
         if planned {
             self.cursor.carried = None;
         }
-        Ok(())
     }
 
     /// Remembers that part `part` of `epoch` must be deferred though

@@ -136,7 +136,7 @@ impl Pipeline {
             return Ok(Resume::Plan);
         };
         // `offsets/N` holds the range a failed write may have left carried.
-        self.log.forget_carried_if_planned(epoch)?;
+        self.log.forget_carried_if_planned(&entry);
         // What the entry's write set when it succeeded (a write that
         // reported an error may have landed), as a restart reads it.
         self.log.note_planned(&entry);
